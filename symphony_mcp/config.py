@@ -1,0 +1,134 @@
+"""Settings: defaults < config file (TOML/JSON) < environment (SYMPHONY_*) < CLI flags.
+
+Nested groups use a double underscore in the environment, e.g. SYMPHONY_SCREENSHOT__FORMAT=png.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    JsonConfigSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_FILE_ENV = "SYMPHONY_CONFIG_FILE"
+
+ImageFormat = Literal["jpeg", "png", "webp"]
+
+
+class ScreenshotSettings(BaseModel):
+    """How frames are encoded for the caller. Defaults keep a 1080p frame well under host limits."""
+
+    format: ImageFormat = "jpeg"
+    quality: int = Field(80, ge=1, le=100, description="JPEG/WebP quality")
+    max_width: int = Field(1280, ge=64, le=8192, description="downscale so the image is at most this wide")
+    max_height: int = Field(800, ge=64, le=8192, description="downscale so the image is at most this tall")
+    max_bytes: int = Field(
+        1_000_000, ge=20_000, description="re-encode smaller until the image fits (hosts reject ~1 MB)"
+    )
+    draw_cursor: bool = Field(False, description="draw a marker at the pointer by default")
+
+
+class DisplaySettings(BaseModel):
+    """Which screen to use, and whether to start a virtual one."""
+
+    display: str | None = Field(None, description="X display to use (default: $DISPLAY)")
+    virtual: Literal["auto", "always", "never"] = Field(
+        "auto", description="auto: start Xvfb only when there is no display"
+    )
+    resolution: str = Field("1920x1080", description="virtual display size WIDTHxHEIGHT")
+    window_manager: str | None = Field(
+        "openbox", description="window manager started on a virtual display (empty: none)"
+    )
+    monitor: int = Field(1, ge=0, description="mss monitor index: 1 = first monitor, 0 = all monitors")
+
+    @field_validator("resolution")
+    @classmethod
+    def _check_resolution(cls, value: str) -> str:
+        parts = value.lower().split("x")
+        if len(parts) != 2 or not all(p.isdigit() and 64 <= int(p) <= 16384 for p in parts):
+            raise ValueError(f"resolution must look like 1920x1080 (each side 64..16384), got {value!r}")
+        return value.lower()
+
+    @property
+    def size(self) -> tuple[int, int]:
+        width, height = self.resolution.split("x")
+        return int(width), int(height)
+
+
+class InputSettings(BaseModel):
+    """Pacing and limits of synthetic input."""
+
+    settle_seconds: float = Field(
+        0.05, ge=0, le=5, description="pause after each action so the app reacts before the next"
+    )
+    type_interval: float = Field(0.0, ge=0, le=1, description="seconds between typed characters")
+    max_text_length: int = Field(10_000, ge=1, description="longest text one type_text call accepts")
+    max_wait_seconds: float = Field(60, gt=0, description="longest wait one call accepts")
+
+
+class ServerSettings(BaseModel):
+    """Transport and its security."""
+
+    transport: Literal["stdio", "http"] = "stdio"
+    host: str = Field("127.0.0.1", description="HTTP bind address; anything but loopback needs a token")
+    port: int = Field(8765, ge=0, le=65535)
+    path: str = "/mcp"
+    token: SecretStr | None = Field(None, description="bearer token required on every HTTP request")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="extra Host header values accepted (DNS-rebinding protection)"
+    )
+    action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
+
+
+class Settings(BaseSettings):
+    """All settings of one server process."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SYMPHONY_", env_nested_delimiter="__", extra="forbid", nested_model_default_partial_update=True
+    )
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    display: DisplaySettings = Field(default_factory=DisplaySettings)
+    screenshot: ScreenshotSettings = Field(default_factory=ScreenshotSettings)
+    input: InputSettings = Field(default_factory=InputSettings)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get(CONFIG_FILE_ENV)
+        if config_file:
+            sources.append(_file_source(settings_cls, Path(config_file)))
+        return tuple(sources)
+
+
+def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist ({CONFIG_FILE_ENV} or --config)")
+    if path.suffix == ".toml":
+        return TomlConfigSettingsSource(settings_cls, toml_file=path)
+    if path.suffix == ".json":
+        return JsonConfigSettingsSource(settings_cls, json_file=path)
+    raise ValueError(f"config file {path} must end in .toml or .json")
+
+
+def load_settings(config_file: Path | None = None, **overrides: object) -> Settings:
+    """Build settings; `overrides` are nested dicts from CLI flags and win over everything."""
+    if config_file is not None:
+        os.environ[CONFIG_FILE_ENV] = str(config_file)
+    return Settings(**overrides)  # type: ignore[arg-type]

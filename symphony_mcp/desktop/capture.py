@@ -1,0 +1,66 @@
+"""Screen capture with mss: frames know which screen area they show and when they were taken."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.desktop.models import MonitorInfo
+from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
+
+_frame_counter = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One captured screenshot at full screen resolution."""
+
+    image: Image.Image
+    area: Rect
+    monitor: int
+    cursor: Point | None
+    captured_at: float = field(default_factory=time.time)
+    id: str = field(default_factory=lambda: f"f{next(_frame_counter)}")
+
+
+class ScreenCapturer:
+    """Wraps one mss instance; mss instances are per thread, so the owner pins it to one thread."""
+
+    def __init__(self) -> None:
+        import mss
+
+        try:
+            self._mss = mss.MSS()
+        except Exception as exc:  # mss raises ScreenShotError or XError subclasses
+            raise DisplayUnavailableError(f"cannot open the display for capture: {exc}") from exc
+
+    def monitors(self) -> list[MonitorInfo]:
+        result = []
+        for index, mon in enumerate(self._mss.monitors):
+            rect = Rect(left=mon["left"], top=mon["top"], width=mon["width"], height=mon["height"])
+            result.append(MonitorInfo(index=index, rect=rect, primary=bool(mon.get("is_primary"))))
+        return result
+
+    def monitor_rect(self, index: int) -> Rect:
+        monitors = self.monitors()
+        if not 0 <= index < len(monitors):
+            raise InvalidInputError(
+                f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}"
+            )
+        return monitors[index].rect
+
+    def grab(self, area: Rect) -> Image.Image:
+        try:
+            shot = self._mss.grab(
+                {"left": area.left, "top": area.top, "width": area.width, "height": area.height}
+            )
+        except Exception as exc:
+            raise DisplayUnavailableError(f"screen capture failed: {exc}") from exc
+        return Image.frombuffer("RGB", shot.size, shot.bgra, "raw", "BGRX", 0, 1)
+
+    def close(self) -> None:
+        self._mss.close()

@@ -1,0 +1,89 @@
+"""Screen geometry and the mapping between screen pixels and the image a caller received."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+
+class Point(BaseModel):
+    """A point in absolute screen pixels (virtual-screen coordinates across all monitors)."""
+
+    x: int
+    y: int
+
+
+class Rect(BaseModel):
+    """An axis-aligned rectangle in absolute screen pixels."""
+
+    left: int
+    top: int
+    width: int = Field(ge=0)
+    height: int = Field(ge=0)
+
+    def contains(self, x: int, y: int) -> bool:
+        return self.left <= x < self.left + self.width and self.top <= y < self.top + self.height
+
+    def intersect(self, other: Rect) -> Rect | None:
+        left, top = max(self.left, other.left), max(self.top, other.top)
+        right = min(self.left + self.width, other.left + other.width)
+        bottom = min(self.top + self.height, other.top + other.height)
+        if right <= left or bottom <= top:
+            return None
+        return Rect(left=left, top=top, width=right - left, height=bottom - top)
+
+    def describe(self) -> str:
+        return f"x {self.left}..{self.left + self.width - 1}, y {self.top}..{self.top + self.height - 1}"
+
+
+def fit_within(width: int, height: int, max_width: int, max_height: int) -> tuple[int, int]:
+    """Largest size with the same aspect ratio that fits the bounds; never upscales."""
+    scale = min(1.0, max_width / width, max_height / height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+@dataclass(frozen=True)
+class ImageMapping:
+    """How an image shown to a caller relates to the screen: which screen area, at what size.
+
+    Coordinates a caller sends back are in image pixels; `to_screen` maps them to the
+    screen pixel they point at, and `to_image` the other way.
+    """
+
+    area: Rect
+    image_width: int
+    image_height: int
+
+    @property
+    def scale_x(self) -> float:
+        return self.image_width / self.area.width
+
+    @property
+    def scale_y(self) -> float:
+        return self.image_height / self.area.height
+
+    def to_screen(self, x: float, y: float) -> Point:
+        sx = self.area.left + (x + 0.5) / self.scale_x - 0.5
+        sy = self.area.top + (y + 0.5) / self.scale_y - 0.5
+        return Point(x=_clamp(round(sx), self.area.left, self.area.left + self.area.width - 1),
+                     y=_clamp(round(sy), self.area.top, self.area.top + self.area.height - 1))
+
+    def to_image(self, point: Point) -> tuple[float, float]:
+        return ((point.x - self.area.left + 0.5) * self.scale_x - 0.5,
+                (point.y - self.area.top + 0.5) * self.scale_y - 0.5)
+
+    def check_image_point(self, x: float, y: float) -> None:
+        """Raise a caller-facing error unless (x, y) lies inside the image."""
+        from symphony_mcp.errors import InvalidInputError
+
+        if not (0 <= x <= self.image_width - 1 and 0 <= y <= self.image_height - 1):
+            raise InvalidInputError(
+                f"point ({x:g}, {y:g}) is outside the screenshot: x must be 0..{self.image_width - 1} "
+                f"and y 0..{self.image_height - 1} (image {self.image_width}x{self.image_height} "
+                f"showing screen {self.area.describe()})"
+            )
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))

@@ -1,0 +1,31 @@
+"""Typed values the desktop backend exchanges with its callers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from symphony_mcp.desktop.geometry import Rect
+
+MouseButton = Literal["left", "middle", "right"]
+
+
+class MonitorInfo(BaseModel):
+    """One capture target as mss numbers them: 0 is the union of all monitors, 1.. are physical."""
+
+    index: int
+    rect: Rect
+    primary: bool = False
+
+
+class WindowInfo(BaseModel):
+    """A top-level window as the window manager reports it."""
+
+    id: str = Field(description="window id (hex on X11); pass it to focus_window")
+    title: str
+    app: str = Field(description="application class (WM_CLASS on X11)")
+    pid: int | None = None
+    rect: Rect | None = None
+    active: bool = False
+    desktop: int | None = None

@@ -1,0 +1,134 @@
+"""A virtual X display (Xvfb plus an optional window manager) owned by the server process."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from symphony_mcp.config import DisplaySettings
+from symphony_mcp.errors import DisplayUnavailableError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class VirtualDisplay:
+    name: str
+    xvfb: subprocess.Popen[bytes]
+    window_manager: subprocess.Popen[bytes] | None
+
+    def stop(self) -> None:
+        for process in (self.window_manager, self.xvfb):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def needs_virtual_display(settings: DisplaySettings) -> bool:
+    if settings.virtual == "never" or not sys.platform.startswith("linux"):
+        return False
+    if settings.virtual == "always":
+        return True
+    return not (settings.display or os.environ.get("DISPLAY"))
+
+
+def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> VirtualDisplay:
+    """Start Xvfb on a free display number (Xvfb picks it via -displayfd) and a window manager."""
+    if shutil.which("Xvfb") is None:
+        raise DisplayUnavailableError(
+            "no display and Xvfb is not installed: `apt-get install xvfb` (and openbox), or set DISPLAY"
+        )
+    width, height = settings.size
+    read_fd, write_fd = os.pipe()
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
+         "-noreset", "+extension", "RANDR"],
+        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    os.close(write_fd)
+    number = _read_display_number(read_fd, xvfb, timeout)
+    name = f":{number}"
+    env = {**os.environ, "DISPLAY": name}
+    window_manager = None
+    if settings.window_manager:
+        if shutil.which(settings.window_manager):
+            window_manager = subprocess.Popen(
+                [settings.window_manager], env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            _wait_for_window_manager(name, timeout)
+        else:
+            log.warning("window manager %r not found; windows will not be listable or focusable",
+                        settings.window_manager)
+    log.info("started virtual display %s (%dx%d)", name, width, height)
+    return VirtualDisplay(name=name, xvfb=xvfb, window_manager=window_manager)
+
+
+def _read_display_number(read_fd: int, xvfb: subprocess.Popen[bytes], timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    data = b""
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        os.set_blocking(read_fd, False)
+        while not data.endswith(b"\n"):
+            if xvfb.poll() is not None:
+                stderr = xvfb.stderr.read().decode(errors="replace") if xvfb.stderr else ""
+                raise DisplayUnavailableError(f"Xvfb exited with status {xvfb.returncode}: {stderr.strip()[-500:]}")
+            if time.monotonic() > deadline:
+                xvfb.kill()
+                raise DisplayUnavailableError(f"Xvfb did not start within {timeout:g} s")
+            with contextlib.suppress(BlockingIOError):
+                data += pipe.read() or b""
+            time.sleep(0.01)
+    if xvfb.stderr:
+        xvfb.stderr.close()  # nothing reads it from here on; a full pipe must not block Xvfb
+    return int(data.strip())
+
+
+def _wait_for_window_manager(display_name: str, timeout: float) -> None:
+    """EWMH managers announce themselves with _NET_SUPPORTING_WM_CHECK on the root window."""
+    from Xlib import X, display
+
+    deadline = time.monotonic() + timeout
+    conn = display.Display(display_name)
+    try:
+        atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
+        while time.monotonic() < deadline:
+            if conn.screen().root.get_full_property(atom, X.AnyPropertyType) is not None:
+                return
+            time.sleep(0.05)
+        log.warning("window manager did not announce itself within %g s", timeout)
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def display_for(settings: DisplaySettings) -> Iterator[str | None]:
+    """Use the configured or inherited display, or start (and later stop) a virtual one."""
+    if settings.display:
+        os.environ["DISPLAY"] = settings.display
+    if not needs_virtual_display(settings):
+        yield os.environ.get("DISPLAY")
+        return
+    virtual = start_virtual_display(settings)
+    previous = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = virtual.name
+    os.environ.pop("XAUTHORITY", None)
+    try:
+        yield virtual.name
+    finally:
+        virtual.stop()
+        if previous is None:
+            os.environ.pop("DISPLAY", None)
+        else:
+            os.environ["DISPLAY"] = previous

@@ -1,0 +1,132 @@
+"""Top-level windows on X11 through EWMH properties (any EWMH window manager: openbox, xfwm, mutter...)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.desktop.models import WindowInfo
+from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
+
+
+class X11WindowManager:
+    """Reads and drives the window manager; used from the desktop thread only."""
+
+    def __init__(self, display_name: str | None = None) -> None:
+        from Xlib import display as xdisplay
+        from Xlib.error import DisplayError
+
+        try:
+            self._display = xdisplay.Display(display_name)
+        except DisplayError as exc:
+            raise DisplayUnavailableError(f"cannot open X display for window management: {exc}") from exc
+        self._root = self._display.screen().root
+
+    def _atom(self, name: str) -> int:
+        return int(self._display.intern_atom(name))
+
+    def _property(self, window: Any, name: str, kind: int = 0) -> Any:
+        from Xlib import X
+        from Xlib.error import XError
+
+        try:
+            prop = window.get_full_property(self._atom(name), kind or X.AnyPropertyType)
+        except XError:
+            return None
+        return None if prop is None else prop.value
+
+    def _require_ewmh(self) -> list[int]:
+        clients = self._property(self._root, "_NET_CLIENT_LIST")
+        if clients is None:
+            raise DisplayUnavailableError(
+                "no EWMH window manager is running on this display, so windows cannot be listed or "
+                "focused; start one (e.g. openbox) or let `symphony-mcp serve` start a virtual display"
+            )
+        return [int(w) for w in clients]
+
+    def list_windows(self) -> list[WindowInfo]:
+        active = self._property(self._root, "_NET_ACTIVE_WINDOW")
+        active_id = int(active[0]) if active is not None and len(active) else None
+        windows = []
+        for wid in self._require_ewmh():
+            info = self._describe(wid, active_id)
+            if info is not None:
+                windows.append(info)
+        return windows
+
+    def _describe(self, wid: int, active_id: int | None) -> WindowInfo | None:
+        from Xlib.error import XError
+
+        window = self._display.create_resource_object("window", wid)
+        try:
+            title = self._text(window)
+            wm_class = window.get_wm_class() or ("", "")
+            pid = self._property(window, "_NET_WM_PID")
+            desktop = self._property(window, "_NET_WM_DESKTOP")
+            rect = self._frame_rect(window)
+        except XError:
+            return None  # the window closed while we looked at it
+        return WindowInfo(
+            id=hex(wid), title=title, app=wm_class[1] or wm_class[0],
+            pid=int(pid[0]) if pid is not None and len(pid) else None,
+            rect=rect, active=wid == active_id,
+            desktop=int(desktop[0]) if desktop is not None and len(desktop) else None,
+        )
+
+    def _text(self, window: Any) -> str:
+        name = self._property(window, "_NET_WM_NAME", self._atom("UTF8_STRING"))
+        if name is not None:
+            return name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+        legacy = window.get_wm_name()
+        return legacy.decode("latin-1") if isinstance(legacy, bytes) else (legacy or "")
+
+    def _frame_rect(self, window: Any) -> Rect:
+        geometry = window.get_geometry()
+        origin = window.translate_coords(self._root, 0, 0)
+        return Rect(left=-origin.x, top=-origin.y, width=geometry.width, height=geometry.height)
+
+    def active(self) -> WindowInfo | None:
+        active_id = self._active_id()
+        return None if not active_id else self._describe(active_id, active_id)
+
+    def activate(self, window_id: str, timeout: float = 2.0) -> WindowInfo:
+        """Ask the window manager to raise and focus the window, and wait until it reports it active."""
+        from Xlib import X
+        from Xlib.protocol import event
+
+        wid = self._parse_id(window_id)
+        window = self._display.create_resource_object("window", wid)
+        message = event.ClientMessage(
+            window=window, client_type=self._atom("_NET_ACTIVE_WINDOW"),
+            data=(32, [2, X.CurrentTime, 0, 0, 0]),  # source 2: a pager/tool acting for the user
+        )
+        self._root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+        self._display.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self._describe(wid, self._active_id())
+            if info is not None and info.active:
+                return info
+            if time.monotonic() > deadline:
+                raise InvalidInputError(f"window {window_id} did not become active within {timeout:g} s")
+            time.sleep(0.02)
+
+    def _active_id(self) -> int | None:
+        active = self._property(self._root, "_NET_ACTIVE_WINDOW")
+        return int(active[0]) if active is not None and len(active) else None
+
+    def _parse_id(self, window_id: str) -> int:
+        known = self._require_ewmh()
+        try:
+            wid = int(window_id, 0)
+        except ValueError:
+            wid = -1
+        if wid not in known:
+            raise InvalidInputError(
+                f"no window with id {window_id!r}; call list_windows for the ids of the open windows"
+            )
+        return wid
+
+    def close(self) -> None:
+        self._display.close()

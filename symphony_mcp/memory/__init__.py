@@ -1,0 +1,1 @@
+"""What the server remembers of a session: action records now; trajectories and reflection later."""

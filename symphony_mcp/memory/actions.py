@@ -1,0 +1,52 @@
+"""Structured records of every action the server performed, kept in memory per server."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from symphony_mcp.desktop.geometry import Point
+from symphony_mcp.desktop.models import WindowInfo
+
+
+class ActionRecord(BaseModel):
+    """What was done, where (screen pixels), on which frame's coordinates, and the state after."""
+
+    id: int
+    action: str = Field(description="tool-level action name, e.g. click, type_text")
+    arguments: dict[str, Any] = Field(description="the arguments as the caller gave them")
+    screen_points: list[Point] = Field(default_factory=list, description="screen pixels acted on")
+    frame_id: str | None = Field(None, description="screenshot whose coordinates were used")
+    ok: bool = True
+    error: str | None = None
+    started_at: float
+    duration_ms: float
+    cursor_after: Point | None = None
+    active_window_after: WindowInfo | None = None
+    summary: str = Field(description="one line a person or model can read")
+
+
+class ActionLog:
+    """Bounded, thread-safe, in-order log of the session's action records."""
+
+    def __init__(self, max_records: int = 10_000) -> None:
+        self._records: deque[ActionRecord] = deque(maxlen=max_records)
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def next_id(self) -> int:
+        with self._lock:
+            return next(self._ids)
+
+    def append(self, record: ActionRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def records(self, since_id: int = 0, limit: int | None = None) -> list[ActionRecord]:
+        with self._lock:
+            selected = [r for r in self._records if r.id > since_id]
+        return selected[-limit:] if limit else selected

@@ -1,0 +1,110 @@
+"""Build the MCP server from the tool modules and run it over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
+
+from symphony_mcp import __version__
+from symphony_mcp.config import ServerSettings, Settings
+from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.local import LocalDesktop
+from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.http_auth import BearerTokenMiddleware
+from symphony_mcp.memory.actions import ActionLog
+from symphony_mcp.tools import actions, screen, windows
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
+`click` / `type_text` / `hotkey` / `scroll` / `drag` (x, y in the latest screenshot's pixels), then
+`screenshot` again to verify. `list_windows`, `focus_window` and `open_app` manage applications.
+Every action returns a record of what was done; `action_history` lists them."""
+
+
+@dataclass
+class SymphonyServer:
+    mcp: MCPServer
+    desktop: DesktopController
+    runner: DesktopRunner
+
+
+def build_server(settings: Settings) -> SymphonyServer:
+    runner = DesktopRunner(lambda: LocalDesktop(type_interval=settings.input.type_interval))
+    controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        yield
+
+    server = MCPServer(
+        "symphony-mcp", title="symphony-mcp", version=__version__, instructions=INSTRUCTIONS,
+        log_level=settings.log_level, lifespan=lifespan,
+    )
+    screen.register(server, controller)
+    actions.register(server, controller)
+    windows.register(server, controller)
+    return SymphonyServer(mcp=server, desktop=controller, runner=runner)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_http_security(settings: ServerSettings) -> None:
+    if not is_loopback(settings.host) and settings.token is None:
+        raise ValueError(
+            f"refusing to listen on {settings.host}: binding beyond loopback requires a token "
+            "(--token or SYMPHONY_SERVER__TOKEN)"
+        )
+
+
+def http_app(server: SymphonyServer, settings: ServerSettings) -> ASGIApp:
+    """The streamable HTTP app with DNS-rebinding protection always on and the token guard if set."""
+    check_http_security(settings)
+    allowed_hosts = [f"{h}:*" for h in ("127.0.0.1", "localhost", "[::1]")]
+    if not is_loopback(settings.host):
+        allowed_hosts.append(f"{settings.host}:*")
+    allowed_hosts += settings.allowed_hosts
+    origins = [f"http://{h}" for h in allowed_hosts] + [f"https://{h}" for h in allowed_hosts]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=origins
+    )
+    app: ASGIApp = server.mcp.streamable_http_app(
+        streamable_http_path=settings.path, transport_security=security, host=settings.host
+    )
+    if settings.token is not None:
+        app = BearerTokenMiddleware(app, settings.token.get_secret_value())
+    return app
+
+
+async def serve_http(server: SymphonyServer, settings: ServerSettings, log_level: str) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        http_app(server, settings), host=settings.host.strip("[]"), port=settings.port, log_level=log_level.lower()
+    )
+    await uvicorn.Server(config).serve()
+
+
+def run(server: SymphonyServer, settings: Settings) -> None:
+    try:
+        if settings.server.transport == "http":
+            anyio.run(serve_http, server, settings.server, settings.log_level)
+        else:
+            anyio.run(server.mcp.run_stdio_async)
+    finally:
+        server.runner.close()

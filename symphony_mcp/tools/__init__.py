@@ -1,0 +1,1 @@
+"""MCP-facing tool modules, one per capability. Thin: validate, call the core, shape the result."""

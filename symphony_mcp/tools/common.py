@@ -1,0 +1,53 @@
+"""What every tool module shares: caller-facing errors and the annotation presets."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Literal, ParamSpec, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from symphony_mcp.errors import SymphonyError
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+# Input reaches whatever app has focus: it can change or delete things.
+DESTRUCTIVE_INPUT = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True)
+# Changes what is shown or focused, not the content of any app.
+HARMLESS_CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+Space = Annotated[
+    Literal["screenshot", "screen"],
+    Field(description="'screenshot': pixels of the latest screenshot (or frame_id); 'screen': absolute screen pixels"),
+]
+FrameId = Annotated[
+    str | None, Field(description="screenshot whose pixel space x/y are in; default: the latest screenshot")
+]
+HoldKeys = Annotated[list[str], Field(description="modifier keys held during the action, e.g. ['shift']")]
+X = Annotated[float, Field(description="x in the chosen space (see `space`)")]
+Y = Annotated[float, Field(description="y in the chosen space (see `space`)")]
+
+
+def caller_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Turn core errors into tool errors whose message reaches the caller; the server keeps serving."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except ToolError:
+            raise
+        except SymphonyError as exc:
+            raise ToolError(str(exc)) from exc
+        except Exception as exc:
+            log.exception("tool %s failed unexpectedly", fn.__name__)
+            raise ToolError(f"internal error ({type(exc).__name__}: {exc}); the server is still running") from exc
+
+    return wrapper

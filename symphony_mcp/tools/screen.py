@@ -1,0 +1,56 @@
+"""MCP tools that look at the screen: screenshot and screen_info."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from symphony_mcp.desktop.controller import DesktopController, ScreenInfo, ScreenshotInfo
+from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
+
+SCREENSHOT_DESCRIPTION = """Capture the screen (or one monitor, or a region) as an image.
+The image is downscaled to fit the configured size and byte limits; its metadata gives frame_id,
+the screen area shown and the scale. Pointer tools take x/y in the pixel space of the latest
+screenshot by default, so read coordinates straight off this image. Use `region` to zoom in:
+the region is returned at up to full screen resolution."""
+
+
+def register(server: MCPServer, desktop: DesktopController) -> None:
+    @server.tool(annotations=READ_ONLY, description=SCREENSHOT_DESCRIPTION)
+    @caller_errors
+    async def screenshot(
+        monitor: Annotated[int | None, Field(description="monitor index (0 = all, 1 = first); default from settings")] = None,
+        region: Annotated[
+            tuple[float, float, float, float] | None,
+            Field(description="[left, top, width, height] to capture, in `space` coordinates"),
+        ] = None,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+        format: Annotated[Literal["jpeg", "png", "webp"] | None, Field(description="default from settings")] = None,
+        max_width: Annotated[int | None, Field(ge=64, le=8192, description="downscale to at most this width")] = None,
+        max_height: Annotated[int | None, Field(ge=64, le=8192, description="downscale to at most this height")] = None,
+        quality: Annotated[int | None, Field(ge=1, le=100, description="JPEG/WebP quality")] = None,
+        draw_cursor: Annotated[bool | None, Field(description="draw a marker where the pointer is")] = None,
+    ) -> Annotated[CallToolResult, ScreenshotInfo]:
+        encoded, info = await desktop.screenshot(
+            monitor=monitor, region=region, space=space, frame_id=frame_id, draw_cursor=draw_cursor,
+            format=format, max_width=max_width, max_height=max_height, quality=quality,
+        )
+        summary = (
+            f"frame {info.frame_id}: {info.image_width}x{info.image_height} {info.format} image of screen area "
+            f"{info.area.describe()} (scale {info.scale:g})"
+        )
+        return CallToolResult(
+            content=[Image(data=encoded.data, format=encoded.format).to_image_content(),
+                     TextContent(type="text", text=summary)],
+            structured_content=info.model_dump(mode="json"),
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def screen_info() -> ScreenInfo:
+        """Monitors and their sizes, the size and scale a default screenshot has, and the pointer position."""
+        return await desktop.screen_info()

@@ -1,0 +1,40 @@
+"""MCP tools for windows and applications."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from symphony_mcp.desktop.controller import DesktopController, OpenResult
+from symphony_mcp.desktop.models import WindowInfo
+from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.tools.common import HARMLESS_CHANGE, READ_ONLY, caller_errors
+
+
+def register(server: MCPServer, desktop: DesktopController) -> None:
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def list_windows() -> list[WindowInfo]:
+        """Top-level windows with id, title, application, screen rectangle and which one is active."""
+        return await desktop.list_windows()
+
+    @server.tool(annotations=HARMLESS_CHANGE)
+    @caller_errors
+    async def focus_window(
+        window_id: Annotated[str, Field(description="id from list_windows, e.g. '0x400007'")],
+    ) -> ActionRecord:
+        """Raise and focus a window so keyboard input goes to it."""
+        return await desktop.focus_window(window_id)
+
+    @server.tool(annotations=HARMLESS_CHANGE.model_copy(update={"idempotentHint": False}))
+    @caller_errors
+    async def open_app(
+        target: Annotated[
+            str, Field(description="a command ('xterm', 'gedit notes.txt'), an installed app's name, or a file path")
+        ],
+        wait_seconds: Annotated[float, Field(description="wait up to this long for its window")] = 10.0,
+    ) -> OpenResult:
+        """Open an application or a file (with its default application) and report the windows it opened."""
+        return await desktop.open(target, wait_seconds)

@@ -1,0 +1,1 @@
+"""Image handling for models and hosts: encoding now; OCR and grounding later."""
