@@ -16,13 +16,22 @@ from symphony_mcp.errors import SymphonyError
 
 # flag -> (settings group, field)
 _SERVE_FLAGS: dict[str, tuple[str, str]] = {
-    "transport": ("server", "transport"), "host": ("server", "host"), "port": ("server", "port"),
-    "path": ("server", "path"), "token": ("server", "token"), "allowed_host": ("server", "allowed_hosts"),
-    "display": ("display", "display"), "virtual_display": ("display", "virtual"),
-    "resolution": ("display", "resolution"), "window_manager": ("display", "window_manager"),
-    "monitor": ("display", "monitor"), "image_format": ("screenshot", "format"),
-    "quality": ("screenshot", "quality"), "max_width": ("screenshot", "max_width"),
-    "max_height": ("screenshot", "max_height"), "max_bytes": ("screenshot", "max_bytes"),
+    "transport": ("server", "transport"),
+    "host": ("server", "host"),
+    "port": ("server", "port"),
+    "path": ("server", "path"),
+    "token": ("server", "token"),
+    "allowed_host": ("server", "allowed_hosts"),
+    "display": ("display", "display"),
+    "virtual_display": ("display", "virtual"),
+    "resolution": ("display", "resolution"),
+    "window_manager": ("display", "window_manager"),
+    "monitor": ("display", "monitor"),
+    "image_format": ("screenshot", "format"),
+    "quality": ("screenshot", "quality"),
+    "max_width": ("screenshot", "max_width"),
+    "max_height": ("screenshot", "max_height"),
+    "max_bytes": ("screenshot", "max_bytes"),
 }
 
 
@@ -71,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"symphony-mcp: invalid settings: {exc}", file=sys.stderr)
         return 2
     # Logs go to stderr: stdout carries the stdio transport.
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=settings.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if args.command == "serve":
         return _serve(settings)
     return 2

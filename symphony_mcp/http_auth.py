@@ -21,9 +21,18 @@ class BearerTokenMiddleware:
         if hmac.compare_digest(given, self._expected):
             await self._app(scope, receive, send)
             return
-        body = json.dumps({"error": "unauthorized", "error_description":
-                           "send the server's token as 'Authorization: Bearer <token>'"}).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="symphony-mcp"'),
-            (b"content-length", str(len(body)).encode())]})
+        body = json.dumps(
+            {"error": "unauthorized", "error_description": "send the server's token as 'Authorization: Bearer <token>'"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="symphony-mcp"'),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -46,8 +46,12 @@ def build_server(settings: Settings) -> SymphonyServer:
         yield
 
     server = MCPServer(
-        "symphony-mcp", title="symphony-mcp", version=__version__, instructions=INSTRUCTIONS,
-        log_level=settings.log_level, lifespan=lifespan,
+        "symphony-mcp",
+        title="symphony-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level=settings.log_level,
+        lifespan=lifespan,
     )
     screen.register(server, controller)
     actions.register(server, controller)

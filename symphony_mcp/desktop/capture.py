@@ -48,16 +48,12 @@ class ScreenCapturer:
     def monitor_rect(self, index: int) -> Rect:
         monitors = self.monitors()
         if not 0 <= index < len(monitors):
-            raise InvalidInputError(
-                f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}"
-            )
+            raise InvalidInputError(f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}")
         return monitors[index].rect
 
     def grab(self, area: Rect) -> Image.Image:
         try:
-            shot = self._mss.grab(
-                {"left": area.left, "top": area.top, "width": area.width, "height": area.height}
-            )
+            shot = self._mss.grab({"left": area.left, "top": area.top, "width": area.width, "height": area.height})
         except Exception as exc:
             raise DisplayUnavailableError(f"screen capture failed: {exc}") from exc
         return Image.frombuffer("RGB", shot.size, shot.bgra, "raw", "BGRX", 0, 1)

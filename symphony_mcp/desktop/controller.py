@@ -80,8 +80,11 @@ class DesktopController:
     def _encode_options(self, **overrides: Any) -> EncodeOptions:
         shot = self.settings.screenshot
         values = {
-            "format": shot.format, "quality": shot.quality, "max_width": shot.max_width,
-            "max_height": shot.max_height, "max_bytes": shot.max_bytes,
+            "format": shot.format,
+            "quality": shot.quality,
+            "max_width": shot.max_width,
+            "max_height": shot.max_height,
+            "max_bytes": shot.max_bytes,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return EncodeOptions(**values)
@@ -109,7 +112,9 @@ class DesktopController:
                 raise InvalidInputError("frame_id only applies to space='screenshot'")
             screen = await self.runner.run(lambda d: _monitor_rect(d, 0))
             if not screen.contains(round(x), round(y)):
-                raise InvalidInputError(f"screen point ({x:g}, {y:g}) is off screen; the screen spans {screen.describe()}")
+                raise InvalidInputError(
+                    f"screen point ({x:g}, {y:g}) is off screen; the screen spans {screen.describe()}"
+                )
             return Point(x=round(x), y=round(y)), None
         mapping, used = await self._mapping(frame_id)
         mapping.check_image_point(x, y)
@@ -124,9 +129,14 @@ class DesktopController:
         area = monitors[default].rect
         width, height = target_size(area.width, area.height, self._encode_options())
         return ScreenInfo(
-            platform=sys.platform, display=os.environ.get("DISPLAY"), monitors=monitors,
-            default_monitor=default, screen=monitors[0].rect, screenshot_size=(width, height),
-            screenshot_scale=round(width / area.width, 6), cursor=cursor,
+            platform=sys.platform,
+            display=os.environ.get("DISPLAY"),
+            monitors=monitors,
+            default_monitor=default,
+            screen=monitors[0].rect,
+            screenshot_size=(width, height),
+            screenshot_scale=round(width / area.width, 6),
+            cursor=cursor,
         )
 
     async def capture(self, monitor: int | None = None, region: Rect | None = None) -> Frame:
@@ -161,7 +171,9 @@ class DesktopController:
         frame = await self.capture(monitor, region_rect)
         cursor_in_area = frame.cursor if frame.cursor and frame.area.contains(frame.cursor.x, frame.cursor.y) else None
         marker = None
-        if cursor_in_area is not None and (self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor):
+        if cursor_in_area is not None and (
+            self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
+        ):
             marker = (cursor_in_area.x - frame.area.left, cursor_in_area.y - frame.area.top)
         encoded = await asyncio.to_thread(encode_image, frame.image, options, marker)
         mapping = ImageMapping(area=frame.area, image_width=encoded.width, image_height=encoded.height)
@@ -172,10 +184,18 @@ class DesktopController:
             cx, cy = mapping.to_image(cursor_in_area)
             cursor_image = Point(x=round(cx), y=round(cy))
         info = ScreenshotInfo(
-            frame_id=frame.id, monitor=frame.monitor, area=frame.area, screen_width=screen.width,
-            screen_height=screen.height, image_width=encoded.width, image_height=encoded.height,
-            scale=round(mapping.scale_x, 6), format=encoded.format, bytes=len(encoded.data),
-            cursor=cursor_image, cursor_screen=frame.cursor,
+            frame_id=frame.id,
+            monitor=frame.monitor,
+            area=frame.area,
+            screen_width=screen.width,
+            screen_height=screen.height,
+            image_width=encoded.width,
+            image_height=encoded.height,
+            scale=round(mapping.scale_x, 6),
+            format=encoded.format,
+            bytes=len(encoded.data),
+            cursor=cursor_image,
+            cursor_screen=frame.cursor,
         )
         return encoded, info
 
@@ -224,10 +244,18 @@ class DesktopController:
                 await asyncio.sleep(self.settings.input.settle_seconds)
             cursor, window = await self._post_state()
             record = ActionRecord(
-                id=self.actions.next_id(), action=action, arguments=arguments, screen_points=list(points),
-                frame_id=frame_id, ok=error is None, error=error, started_at=started,
-                duration_ms=round((time.time() - started) * 1000, 2), cursor_after=cursor,
-                active_window_after=window, summary=summary if error is None else f"{summary} -> failed: {error}",
+                id=self.actions.next_id(),
+                action=action,
+                arguments=arguments,
+                screen_points=list(points),
+                frame_id=frame_id,
+                ok=error is None,
+                error=error,
+                started_at=started,
+                duration_ms=round((time.time() - started) * 1000, 2),
+                cursor_after=cursor,
+                active_window_after=window,
+                summary=summary if error is None else f"{summary} -> failed: {error}",
             )
             self.actions.append(record)
         return record
@@ -242,8 +270,15 @@ class DesktopController:
         return await self.runner.run(lambda d: d.normalize_keys(keys))
 
     async def click(
-        self, x: float, y: float, *, button: MouseButton = "left", count: int = 1, hold_keys: Sequence[str] = (),
-        space: CoordinateSpace = "screenshot", frame_id: str | None = None,
+        self,
+        x: float,
+        y: float,
+        *,
+        button: MouseButton = "left",
+        count: int = 1,
+        hold_keys: Sequence[str] = (),
+        space: CoordinateSpace = "screenshot",
+        frame_id: str | None = None,
     ) -> ActionRecord:
         if not 1 <= count <= _MAX_CLICKS:
             raise InvalidInputError(f"count must be 1..{_MAX_CLICKS} (2 = double click), got {count}")
@@ -252,25 +287,43 @@ class DesktopController:
         kind = {1: "click", 2: "double-click", 3: "triple-click"}.get(count, f"{count}x click")
         mods = f" with {'+'.join(held)} held" if held else ""
         return await self._perform(
-            "click", {"x": x, "y": y, "button": button, "count": count, "hold_keys": list(hold_keys), "space": space},
+            "click",
+            {"x": x, "y": y, "button": button, "count": count, "hold_keys": list(hold_keys), "space": space},
             lambda d: d.click(point, button, count, held),
-            f"{button} {kind} at screen ({point.x}, {point.y}){mods}", [point], used,
+            f"{button} {kind} at screen ({point.x}, {point.y}){mods}",
+            [point],
+            used,
         )
 
     async def move(
-        self, x: float, y: float, *, duration: float = 0.0, space: CoordinateSpace = "screenshot",
+        self,
+        x: float,
+        y: float,
+        *,
+        duration: float = 0.0,
+        space: CoordinateSpace = "screenshot",
         frame_id: str | None = None,
     ) -> ActionRecord:
         _check_duration(duration)
         point, used = await self.to_screen(x, y, space, frame_id)
         return await self._perform(
-            "move", {"x": x, "y": y, "duration": duration, "space": space},
-            lambda d: d.move(point, duration), f"moved pointer to screen ({point.x}, {point.y})", [point], used,
+            "move",
+            {"x": x, "y": y, "duration": duration, "space": space},
+            lambda d: d.move(point, duration),
+            f"moved pointer to screen ({point.x}, {point.y})",
+            [point],
+            used,
         )
 
     async def drag(
-        self, start: tuple[float, float], end: tuple[float, float], *, button: MouseButton = "left",
-        hold_keys: Sequence[str] = (), duration: float = 0.3, space: CoordinateSpace = "screenshot",
+        self,
+        start: tuple[float, float],
+        end: tuple[float, float],
+        *,
+        button: MouseButton = "left",
+        hold_keys: Sequence[str] = (),
+        duration: float = 0.3,
+        space: CoordinateSpace = "screenshot",
         frame_id: str | None = None,
     ) -> ActionRecord:
         _check_duration(duration)
@@ -278,15 +331,31 @@ class DesktopController:
         a, used = await self.to_screen(*start, space, frame_id)
         b, _ = await self.to_screen(*end, space, frame_id)
         return await self._perform(
-            "drag", {"start": list(start), "end": list(end), "button": button, "hold_keys": list(hold_keys),
-                     "duration": duration, "space": space},
+            "drag",
+            {
+                "start": list(start),
+                "end": list(end),
+                "button": button,
+                "hold_keys": list(hold_keys),
+                "duration": duration,
+                "space": space,
+            },
             lambda d: d.drag(a, b, button, held, duration),
-            f"dragged from screen ({a.x}, {a.y}) to ({b.x}, {b.y})", [a, b], used,
+            f"dragged from screen ({a.x}, {a.y}) to ({b.x}, {b.y})",
+            [a, b],
+            used,
         )
 
     async def scroll(
-        self, *, vertical: int = 0, horizontal: int = 0, x: float | None = None, y: float | None = None,
-        hold_keys: Sequence[str] = (), space: CoordinateSpace = "screenshot", frame_id: str | None = None,
+        self,
+        *,
+        vertical: int = 0,
+        horizontal: int = 0,
+        x: float | None = None,
+        y: float | None = None,
+        hold_keys: Sequence[str] = (),
+        space: CoordinateSpace = "screenshot",
+        frame_id: str | None = None,
     ) -> ActionRecord:
         if vertical == 0 and horizontal == 0:
             raise InvalidInputError("give a non-zero vertical (positive = up) or horizontal (positive = right) amount")
@@ -300,11 +369,19 @@ class DesktopController:
         else:
             point, used = await self.runner.run(lambda d: d.cursor()), None
         return await self._perform(
-            "scroll", {"vertical": vertical, "horizontal": horizontal, "x": x, "y": y,
-                       "hold_keys": list(hold_keys), "space": space},
+            "scroll",
+            {
+                "vertical": vertical,
+                "horizontal": horizontal,
+                "x": x,
+                "y": y,
+                "hold_keys": list(hold_keys),
+                "space": space,
+            },
             lambda d: d.scroll(point, vertical, horizontal, held),
             f"scrolled {vertical:+d} vertical, {horizontal:+d} horizontal at screen ({point.x}, {point.y})",
-            [point], used,
+            [point],
+            used,
         )
 
     async def type_text(self, text: str, *, overwrite: bool = False, enter: bool = False) -> ActionRecord:
@@ -323,7 +400,9 @@ class DesktopController:
         preview = text if len(text) <= 60 else text[:57] + "..."
         extras = "".join([" (replacing the field's text)" if overwrite else "", " then Enter" if enter else ""])
         return await self._perform(
-            "type_text", {"text": text, "overwrite": overwrite, "enter": enter}, operation,
+            "type_text",
+            {"text": text, "overwrite": overwrite, "enter": enter},
+            operation,
             f"typed {preview!r}{extras}",
         )
 
@@ -336,15 +415,19 @@ class DesktopController:
     async def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> ActionRecord:
         held, pressed = await self._keys(hold_keys), await self._keys(press_keys)
         return await self._perform(
-            "hold_and_press", {"hold_keys": list(hold_keys), "press_keys": list(press_keys)},
-            lambda d: d.hold_and_press(held, pressed), f"held {'+'.join(held)} and pressed {', '.join(pressed)}",
+            "hold_and_press",
+            {"hold_keys": list(hold_keys), "press_keys": list(press_keys)},
+            lambda d: d.hold_and_press(held, pressed),
+            f"held {'+'.join(held)} and pressed {', '.join(pressed)}",
         )
 
     async def key_transition(self, key: str, down: bool) -> ActionRecord:
         (name,) = await self._keys([key])
         verb = "key_down" if down else "key_up"
         return await self._perform(
-            verb, {"key": key}, (lambda d: d.key_down(name)) if down else (lambda d: d.key_up(name)),
+            verb,
+            {"key": key},
+            (lambda d: d.key_down(name)) if down else (lambda d: d.key_up(name)),
             f"{'pressed and held' if down else 'released'} {name}",
         )
 
@@ -361,7 +444,9 @@ class DesktopController:
 
     async def focus_window(self, window_id: str) -> ActionRecord:
         return await self._perform(
-            "focus_window", {"window_id": window_id}, lambda d: d.activate_window(window_id) and None,
+            "focus_window",
+            {"window_id": window_id},
+            lambda d: d.activate_window(window_id) and None,
             f"focused window {window_id}",
         )
 

@@ -66,12 +66,16 @@ class ImageMapping:
     def to_screen(self, x: float, y: float) -> Point:
         sx = self.area.left + (x + 0.5) / self.scale_x - 0.5
         sy = self.area.top + (y + 0.5) / self.scale_y - 0.5
-        return Point(x=_clamp(round(sx), self.area.left, self.area.left + self.area.width - 1),
-                     y=_clamp(round(sy), self.area.top, self.area.top + self.area.height - 1))
+        return Point(
+            x=_clamp(round(sx), self.area.left, self.area.left + self.area.width - 1),
+            y=_clamp(round(sy), self.area.top, self.area.top + self.area.height - 1),
+        )
 
     def to_image(self, point: Point) -> tuple[float, float]:
-        return ((point.x - self.area.left + 0.5) * self.scale_x - 0.5,
-                (point.y - self.area.top + 0.5) * self.scale_y - 0.5)
+        return (
+            (point.x - self.area.left + 0.5) * self.scale_x - 0.5,
+            (point.y - self.area.top + 0.5) * self.scale_y - 0.5,
+        )
 
     def check_image_point(self, x: float, y: float) -> None:
         """Raise a caller-facing error unless (x, y) lies inside the image."""

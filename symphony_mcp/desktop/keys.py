@@ -8,11 +8,28 @@ from collections.abc import Iterable, Sequence
 from symphony_mcp.errors import InvalidInputError
 
 _ALIASES = {
-    "control": "ctrl", "ctl": "ctrl", "return": "enter", "escape": "esc", "del": "delete",
-    "pgup": "pageup", "page_up": "pageup", "pgdn": "pagedown", "page_down": "pagedown",
-    "ins": "insert", "spacebar": "space", "bksp": "backspace", "back_space": "backspace",
-    "option": "alt", "opt": "alt", "arrowup": "up", "arrowdown": "down", "arrowleft": "left",
-    "arrowright": "right", "caps_lock": "capslock", "print_screen": "printscreen", "prtsc": "printscreen",
+    "control": "ctrl",
+    "ctl": "ctrl",
+    "return": "enter",
+    "escape": "esc",
+    "del": "delete",
+    "pgup": "pageup",
+    "page_up": "pageup",
+    "pgdn": "pagedown",
+    "page_down": "pagedown",
+    "ins": "insert",
+    "spacebar": "space",
+    "bksp": "backspace",
+    "back_space": "backspace",
+    "option": "alt",
+    "opt": "alt",
+    "arrowup": "up",
+    "arrowdown": "down",
+    "arrowleft": "left",
+    "arrowright": "right",
+    "caps_lock": "capslock",
+    "print_screen": "printscreen",
+    "prtsc": "printscreen",
 }
 # The "logo" key has a different name per platform in pyautogui.
 _LOGO_NAMES = {"super", "win", "windows", "meta", "cmd", "command", "logo"}

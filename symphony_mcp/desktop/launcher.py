@@ -55,8 +55,12 @@ def plan_launch(target: str) -> LaunchPlan:
 def launch(plan: LaunchPlan, env: dict[str, str]) -> int:
     """Start the program detached from the server (own session, no stdio), return its pid."""
     process = subprocess.Popen(
-        plan.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True,
+        plan.argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     return process.pid
 

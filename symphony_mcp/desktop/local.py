@@ -71,9 +71,7 @@ class LocalDesktop:
         with self._held(hold_keys):
             self._gui.click(at.x, at.y, clicks=count, interval=0.05, button=button)
 
-    def drag(
-        self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float
-    ) -> None:
+    def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
         with self._held(hold_keys):
             self._gui.moveTo(start.x, start.y)
             self._gui.mouseDown(button=button)
@@ -196,11 +194,12 @@ def _ascii_runs(text: str) -> Iterator[tuple[bool, str]]:
     """Split text into maximal runs of printable ASCII (plus newline/tab) and of everything else."""
     if not text:
         return
+
     def is_plain(char: str) -> bool:
         return 0x20 <= ord(char) <= 0x7E or char in "\n\t"
+
     start = 0
     for index in range(1, len(text) + 1):
         if index == len(text) or is_plain(text[index]) != is_plain(text[start]):
             yield is_plain(text[start]), text[start:index]
             start = index
-

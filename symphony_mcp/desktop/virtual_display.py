@@ -52,9 +52,23 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
     width, height = settings.size
     read_fd, write_fd = os.pipe()
     xvfb = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
-         "-noreset", "+extension", "RANDR"],
-        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            "Xvfb",
+            "-displayfd",
+            str(write_fd),
+            "-screen",
+            "0",
+            f"{width}x{height}x24",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+            "+extension",
+            "RANDR",
+        ],
+        pass_fds=(write_fd,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     os.close(write_fd)
     number = _read_display_number(read_fd, xvfb, timeout)
@@ -64,13 +78,17 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
     if settings.window_manager:
         if shutil.which(settings.window_manager):
             window_manager = subprocess.Popen(
-                [settings.window_manager], env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [settings.window_manager],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             _wait_for_window_manager(name, timeout)
         else:
-            log.warning("window manager %r not found; windows will not be listable or focusable",
-                        settings.window_manager)
+            log.warning(
+                "window manager %r not found; windows will not be listable or focusable", settings.window_manager
+            )
     log.info("started virtual display %s (%dx%d)", name, width, height)
     return VirtualDisplay(name=name, xvfb=xvfb, window_manager=window_manager)
 

@@ -68,9 +68,12 @@ class X11WindowManager:
         except XError:
             return None  # the window closed while we looked at it
         return WindowInfo(
-            id=hex(wid), title=title, app=wm_class[1] or wm_class[0],
+            id=hex(wid),
+            title=title,
+            app=wm_class[1] or wm_class[0],
             pid=int(pid[0]) if pid is not None and len(pid) else None,
-            rect=rect, active=wid == active_id,
+            rect=rect,
+            active=wid == active_id,
             desktop=int(desktop[0]) if desktop is not None and len(desktop) else None,
         )
 
@@ -98,7 +101,8 @@ class X11WindowManager:
         wid = self._parse_id(window_id)
         window = self._display.create_resource_object("window", wid)
         message = event.ClientMessage(
-            window=window, client_type=self._atom("_NET_ACTIVE_WINDOW"),
+            window=window,
+            client_type=self._atom("_NET_ACTIVE_WINDOW"),
             data=(32, [2, X.CurrentTime, 0, 0, 0]),  # source 2: a pager/tool acting for the user
         )
         self._root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)

@@ -29,7 +29,8 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def click(
-        x: X, y: Y,
+        x: X,
+        y: Y,
         button: MouseButton = "left",
         count: Annotated[int, Field(description="1 = click, 2 = double, 3 = triple")] = 1,
         hold_keys: HoldKeys = [],  # noqa: B006 - pydantic copies defaults
@@ -37,12 +38,15 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         frame_id: FrameId = None,
     ) -> ActionRecord:
         """Click at a point, optionally several times and with modifier keys held."""
-        return await desktop.click(x, y, button=button, count=count, hold_keys=hold_keys, space=space, frame_id=frame_id)
+        return await desktop.click(
+            x, y, button=button, count=count, hold_keys=hold_keys, space=space, frame_id=frame_id
+        )
 
     @server.tool(annotations=HARMLESS_CHANGE)
     @caller_errors
     async def move_pointer(
-        x: X, y: Y,
+        x: X,
+        y: Y,
         duration: Annotated[float, Field(description="seconds the move takes (0 = jump)")] = 0.0,
         space: Space = "screenshot",
         frame_id: FrameId = None,
@@ -53,7 +57,10 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def drag(
-        start_x: X, start_y: Y, end_x: X, end_y: Y,
+        start_x: X,
+        start_y: Y,
+        end_x: X,
+        end_y: Y,
         button: MouseButton = "left",
         hold_keys: HoldKeys = [],  # noqa: B006
         duration: Annotated[float, Field(description="seconds the drag takes")] = 0.3,
@@ -62,8 +69,13 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> ActionRecord:
         """Press at the start point, move to the end point with intermediate motion, release."""
         return await desktop.drag(
-            (start_x, start_y), (end_x, end_y), button=button, hold_keys=hold_keys, duration=duration,
-            space=space, frame_id=frame_id,
+            (start_x, start_y),
+            (end_x, end_y),
+            button=button,
+            hold_keys=hold_keys,
+            duration=duration,
+            space=space,
+            frame_id=frame_id,
         )
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)

@@ -22,7 +22,9 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     @server.tool(annotations=READ_ONLY, description=SCREENSHOT_DESCRIPTION)
     @caller_errors
     async def screenshot(
-        monitor: Annotated[int | None, Field(description="monitor index (0 = all, 1 = first); default from settings")] = None,
+        monitor: Annotated[
+            int | None, Field(description="monitor index (0 = all, 1 = first); default from settings")
+        ] = None,
         region: Annotated[
             tuple[float, float, float, float] | None,
             Field(description="[left, top, width, height] to capture, in `space` coordinates"),
@@ -36,16 +38,25 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         draw_cursor: Annotated[bool | None, Field(description="draw a marker where the pointer is")] = None,
     ) -> Annotated[CallToolResult, ScreenshotInfo]:
         encoded, info = await desktop.screenshot(
-            monitor=monitor, region=region, space=space, frame_id=frame_id, draw_cursor=draw_cursor,
-            format=format, max_width=max_width, max_height=max_height, quality=quality,
+            monitor=monitor,
+            region=region,
+            space=space,
+            frame_id=frame_id,
+            draw_cursor=draw_cursor,
+            format=format,
+            max_width=max_width,
+            max_height=max_height,
+            quality=quality,
         )
         summary = (
             f"frame {info.frame_id}: {info.image_width}x{info.image_height} {info.format} image of screen area "
             f"{info.area.describe()} (scale {info.scale:g})"
         )
         return CallToolResult(
-            content=[Image(data=encoded.data, format=encoded.format).to_image_content(),
-                     TextContent(type="text", text=summary)],
+            content=[
+                Image(data=encoded.data, format=encoded.format).to_image_content(),
+                TextContent(type="text", text=summary),
+            ],
             structured_content=info.model_dump(mode="json"),
         )
 

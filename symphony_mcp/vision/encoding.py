@@ -39,9 +39,7 @@ def target_size(width: int, height: int, options: EncodeOptions) -> tuple[int, i
     return fit_within(width, height, options.max_width, options.max_height)
 
 
-def encode_image(
-    image: Image.Image, options: EncodeOptions, marker: tuple[float, float] | None = None
-) -> EncodedImage:
+def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float, float] | None = None) -> EncodedImage:
     """Resize to the bounds, then encode; if the bytes exceed the budget, lower quality, then size.
 
     `marker` is a point in `image` pixels that gets a cursor marker drawn after resizing.
