@@ -307,7 +307,7 @@ class DesktopController:
         _check_duration(duration)
         point, used = await self.to_screen(x, y, space, frame_id)
         return await self._perform(
-            "move",
+            "move_pointer",
             {"x": x, "y": y, "duration": duration, "space": space},
             lambda d: d.move(point, duration),
             f"moved pointer to screen ({point.x}, {point.y})",
@@ -386,11 +386,14 @@ class DesktopController:
 
     async def type_text(self, text: str, *, overwrite: bool = False, enter: bool = False) -> ActionRecord:
         text = _check_text(text, self.settings.input.max_text_length, allow_empty=overwrite or enter)
-        select_all = ["command" if sys.platform == "darwin" else "ctrl", "a"]
+        # Ctrl+End then Ctrl+Shift+Home selects a whole field in GTK, Qt, Chromium, Windows and Tk
+        # (Tk binds Ctrl+A to "line start", so the usual Ctrl+A would prepend instead of replace).
+        select_all = [["command", "a"]] if sys.platform == "darwin" else [["ctrl", "end"], ["ctrl", "shift", "home"]]
 
         def operation(desktop: Desktop) -> None:
             if overwrite:
-                desktop.press(select_all)
+                for combo in select_all:
+                    desktop.press(combo)
                 desktop.press(["backspace"])
             if text:
                 desktop.type_text(text)

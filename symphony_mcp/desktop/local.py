@@ -49,7 +49,7 @@ class LocalDesktop:
         self._capturer = ScreenCapturer()
         self._type_interval = type_interval
         self._known_keys = list(self._gui.KEYBOARD_KEYS)
-        self._unicode_typer: Any = None
+        self._typer: Any = None
         self._window_manager: Any = None
 
     # --- screen -------------------------------------------------------------------------------
@@ -100,21 +100,18 @@ class LocalDesktop:
         return normalize_keys(keys, self._known_keys)
 
     def type_text(self, text: str) -> None:
+        if _IS_X11:
+            if self._typer is None:
+                from symphony_mcp.desktop.x11_typing import X11Typer
+
+                self._typer = X11Typer()
+            self._typer.type(text, self._type_interval)
+            return
         for is_ascii, run in _ascii_runs(text):
             if is_ascii:
                 self._gui.write(run, interval=self._type_interval)
             else:
-                self._type_non_ascii(run)
-
-    def _type_non_ascii(self, text: str) -> None:
-        if _IS_X11:
-            if self._unicode_typer is None:
-                from symphony_mcp.desktop.x11_text import X11UnicodeTyper
-
-                self._unicode_typer = X11UnicodeTyper()
-            self._unicode_typer.type(text, self._type_interval)
-            return
-        self._paste(text)
+                self._paste(run)
 
     def _paste(self, text: str) -> None:
         """Windows/macOS: put the text on the clipboard, paste, and restore the previous clipboard."""
@@ -185,7 +182,7 @@ class LocalDesktop:
 
     def close(self) -> None:
         self._capturer.close()
-        for resource in (self._unicode_typer, self._window_manager):
+        for resource in (self._typer, self._window_manager):
             if resource is not None:
                 resource.close()
 

@@ -1,0 +1,604 @@
+"""Desktop round trips: the same work in-process and as MCP tool calls through the real stdio client.
+
+Starts its own Xvfb at 1920x1080 (a free display number, never an existing display) with openbox and
+three text-filled xterms, then, side by side in one run:
+
+1. screenshots: mss grab + encode in this process vs the `screenshot` tool over stdio, per image setting
+   (plus the same server built in this process behind the in-memory MCP client, to split tool layer
+   from transport);
+2. near no-op tool calls over stdio (`action_history` limit 1, `screen_info`);
+3. `click` and `type_text` over stdio vs the same operation in this process (LocalDesktop / pyautogui).
+
+The stdio server gets DISPLAY, PATH and any SYMPHONY_* variables; nothing else of the environment.
+Prints a markdown report and writes it to --output. Run from the repository root:
+
+    python benchmarks/desktop_roundtrip.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, ImageContent
+
+from symphony_mcp.config import DisplaySettings, ScreenshotSettings, Settings
+from symphony_mcp.desktop.capture import ScreenCapturer
+from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.desktop.local import LocalDesktop
+from symphony_mcp.desktop.virtual_display import start_virtual_display
+from symphony_mcp.server import build_server
+from symphony_mcp.vision.encoding import EncodeOptions, encode_image
+
+RESOLUTION = "1920x1080"
+DEFAULT_OUTPUT = Path(__file__).parent / "results" / "desktop_roundtrip.md"
+RATIO_TARGET = 1.3
+DEFAULT_ROUND_TRIP_TARGET_MS = 50.0
+DEFAULT_BYTES_TARGET = 1_000_000
+# Where input goes: the interactive bash prompt of the bottom-right xterm (see XTERMS).
+INPUT_TARGET = Point(x=1440, y=850)
+ASCII_TEXT = "hello world"
+UNICODE_TEXT = "héllo → 日本"
+XTERM_FONT = ("-fa", "DejaVu Sans Mono", "-fs", "10")
+# (geometry in characters, extra xterm options, shell command): a listing, source code, a prompt.
+XTERMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("116x62+0+0", (), "ls -la --color=always /usr/bin; exec sleep infinity"),
+    (
+        "116x34+965+0",
+        ("-bg", "white", "-fg", "black"),
+        f"cat {Path(__file__).resolve().parent.parent / 'symphony_mcp/desktop/controller.py'}; exec sleep infinity",
+    ),
+    ("116x25+965+625", (), "python3 -c 'import this'; exec bash --norc"),
+)
+
+
+@dataclass(frozen=True)
+class Stats:
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
+
+
+@dataclass(frozen=True)
+class ScreenshotCase:
+    name: str
+    arguments: dict[str, Any]  # `screenshot` tool arguments; {} = the server's defaults
+
+    def encode_options(self, defaults: ScreenshotSettings) -> EncodeOptions:
+        values = {
+            "format": defaults.format,
+            "quality": defaults.quality,
+            "max_width": defaults.max_width,
+            "max_height": defaults.max_height,
+            "max_bytes": defaults.max_bytes,
+        }
+        return EncodeOptions(**(values | self.arguments))
+
+
+SCREENSHOT_CASES = (
+    ScreenshotCase("default (jpeg q80, max 1280x800)", {}),
+    ScreenshotCase(
+        "jpeg q80, full 1920x1080", {"format": "jpeg", "quality": 80, "max_width": 1920, "max_height": 1080}
+    ),
+    ScreenshotCase("png, max 1280x800", {"format": "png", "max_width": 1280, "max_height": 800}),
+    ScreenshotCase("png, full 1920x1080", {"format": "png", "max_width": 1920, "max_height": 1080}),
+    ScreenshotCase("webp q80, max 1280x800", {"format": "webp", "quality": 80, "max_width": 1280, "max_height": 800}),
+)
+
+
+@dataclass(frozen=True)
+class ScreenshotRow:
+    case: ScreenshotCase
+    image: str
+    raw_bytes: int
+    stdio_bytes: int
+    grab: Stats
+    raw: Stats
+    in_memory: Stats
+    stdio: Stats
+
+    @property
+    def ratio(self) -> float:
+        return self.stdio.median / self.raw.median
+
+
+@dataclass(frozen=True)
+class ActionCase:
+    name: str
+    in_process: Callable[[], object]
+    tool: str | None  # None: an in-process reference without a tool counterpart
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    name: str
+    in_process: Stats
+    stdio: Stats | None
+    server: Stats | None  # duration_ms the server records: operation + settle + post-action state query
+
+
+@dataclass(frozen=True)
+class CallRow:
+    name: str
+    stdio: Stats
+
+
+@dataclass(frozen=True)
+class Results:
+    display: str
+    settle_ms: float
+    connect_ms: float
+    screenshots: list[ScreenshotRow]
+    calls: list[CallRow]
+    actions: list[ActionRow]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def elapsed_ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+# --- the desktop ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def benchmark_desktop() -> Iterator[str]:
+    """Own Xvfb + openbox + text-filled xterms, drawn; DISPLAY points at it while the context is open."""
+    display = start_virtual_display(DisplaySettings(resolution=RESOLUTION))
+    previous = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = display.name
+    xterms: list[subprocess.Popen[bytes]] = []
+    try:
+        with contextlib.closing(ScreenCapturer()) as capturer:
+            area = capturer.monitor_rect(1)
+            empty = capturer.grab(area).tobytes()
+            for geometry, options, command in XTERMS:
+                xterms.append(
+                    subprocess.Popen(
+                        ["xterm", *XTERM_FONT, *options, "-geometry", geometry, "-e", "bash", "-c", command],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+            wait_until_drawn(capturer, area, empty)
+        yield display.name
+    finally:
+        for xterm in xterms:
+            xterm.terminate()
+            xterm.wait(timeout=5)
+        display.stop()
+        if previous is None:
+            os.environ.pop("DISPLAY", None)
+        else:
+            os.environ["DISPLAY"] = previous
+
+
+def wait_until_drawn(capturer: ScreenCapturer, area: Rect, empty: bytes, timeout: float = 15.0) -> None:
+    """Wait until the frame differs from the empty desktop and has stopped changing."""
+    deadline = time.monotonic() + timeout
+    previous = empty
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = capturer.grab(area).tobytes()
+        if current == previous != empty:
+            return
+        previous = current
+    raise RuntimeError(f"the xterms did not finish drawing within {timeout:g} s; are xterm and its fonts installed?")
+
+
+# --- measurements --------------------------------------------------------------------------------
+async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> tuple[float, CallToolResult]:
+    start = time.perf_counter()
+    result = await client.call_tool(name, arguments)
+    took = elapsed_ms(start)
+    if result.is_error:
+        raise RuntimeError(f"tool {name} failed: {result.content}")
+    return took, result
+
+
+def grab_and_encode(capturer: ScreenCapturer, area: Rect, options: EncodeOptions) -> tuple[float, float, int]:
+    """In-process reference: (grab ms, grab + encode ms, encoded bytes)."""
+    start = time.perf_counter()
+    image = capturer.grab(area)
+    grabbed = elapsed_ms(start)
+    encoded = encode_image(image, options)
+    return grabbed, elapsed_ms(start), len(encoded.data)
+
+
+async def screenshot_call(client: Client, case: ScreenshotCase) -> tuple[float, dict[str, Any]]:
+    took, result = await call_tool(client, "screenshot", case.arguments)
+    if not any(isinstance(item, ImageContent) for item in result.content):
+        raise RuntimeError(f"screenshot {case.name} returned no image")
+    return took, result.structured_content or {}
+
+
+async def bench_screenshot(
+    clients: tuple[Client, Client],
+    capturer: ScreenCapturer,
+    area: Rect,
+    case: ScreenshotCase,
+    options: EncodeOptions,
+    args: argparse.Namespace,
+) -> ScreenshotRow:
+    """Interleave in-process, in-memory and stdio measurements so all three see the same machine load."""
+    in_memory_client, stdio_client = clients
+    grab: list[float] = []
+    raw: list[float] = []
+    in_memory: list[float] = []
+    stdio: list[float] = []
+    raw_bytes = 0
+    info: dict[str, Any] = {}
+    for index in range(args.warmups + args.repeats):
+        grab_ms, raw_ms, raw_bytes = grab_and_encode(capturer, area, options)
+        in_memory_ms, _ = await screenshot_call(in_memory_client, case)
+        stdio_ms, info = await screenshot_call(stdio_client, case)
+        if index >= args.warmups:
+            grab.append(grab_ms)
+            raw.append(raw_ms)
+            in_memory.append(in_memory_ms)
+            stdio.append(stdio_ms)
+    return ScreenshotRow(
+        case=case,
+        image=f"{info['format']} {info['image_width']}x{info['image_height']}",
+        raw_bytes=raw_bytes,
+        stdio_bytes=info["bytes"],
+        grab=Stats(tuple(grab)),
+        raw=Stats(tuple(raw)),
+        in_memory=Stats(tuple(in_memory)),
+        stdio=Stats(tuple(stdio)),
+    )
+
+
+async def bench_call(client: Client, name: str, arguments: dict[str, Any], repeats: int, warmups: int) -> CallRow:
+    samples = [(await call_tool(client, name, arguments))[0] for _ in range(warmups + repeats)]
+    label = f"`{name}` {' '.join(f'{k}={v}' for k, v in arguments.items())}".strip()
+    return CallRow(name=label, stdio=Stats(tuple(samples[warmups:])))
+
+
+def timed(operation: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    operation()
+    return elapsed_ms(start)
+
+
+async def bench_action(client: Client, case: ActionCase, repeats: int, warmups: int) -> ActionRow:
+    """Interleave the in-process operation and the tool call, like the screenshots."""
+    in_process: list[float] = []
+    stdio: list[float] = []
+    server: list[float] = []
+    for index in range(warmups + repeats):
+        measured = index >= warmups
+        in_ms = timed(case.in_process)
+        if measured:
+            in_process.append(in_ms)
+        if case.tool is None:
+            continue
+        stdio_ms, result = await call_tool(client, case.tool, case.arguments)
+        if measured:
+            stdio.append(stdio_ms)
+            server.append((result.structured_content or {})["duration_ms"])
+    return ActionRow(
+        name=case.name,
+        in_process=Stats(tuple(in_process)),
+        stdio=Stats(tuple(stdio)) if stdio else None,
+        server=Stats(tuple(server)) if server else None,
+    )
+
+
+def action_cases(desktop: LocalDesktop) -> list[ActionCase]:
+    import pyautogui  # after DISPLAY is set: importing it without a display raises
+
+    at = {"x": INPUT_TARGET.x, "y": INPUT_TARGET.y, "space": "screen"}
+    return [
+        ActionCase(
+            "click (bare `pyautogui.click`, no tool)", lambda: pyautogui.click(INPUT_TARGET.x, INPUT_TARGET.y), None, {}
+        ),
+        ActionCase("`click`", lambda: desktop.click(INPUT_TARGET, "left", 1, []), "click", at),
+        ActionCase(
+            f"`type_text` {ASCII_TEXT!r} ({len(ASCII_TEXT)} chars)",
+            lambda: desktop.type_text(ASCII_TEXT),
+            "type_text",
+            {"text": ASCII_TEXT},
+        ),
+        ActionCase(
+            f"`type_text` {UNICODE_TEXT!r} ({len(UNICODE_TEXT)} chars)",
+            lambda: desktop.type_text(UNICODE_TEXT),
+            "type_text",
+            {"text": UNICODE_TEXT},
+        ),
+    ]
+
+
+def stdio_server(display: str) -> StdioServerParameters:
+    """`symphony-mcp serve` on our display; the stdio client passes only HOME/PATH/... by itself."""
+    env = {"DISPLAY": display, "PATH": os.environ["PATH"]}
+    env |= {key: value for key, value in os.environ.items() if key.startswith("SYMPHONY_")}
+    return StdioServerParameters(
+        command="symphony-mcp",
+        args=["serve", "--display", display, "--virtual-display", "never", "--log-level", "WARNING"],
+        env=env,
+    )
+
+
+async def measure_screenshots(
+    clients: tuple[Client, Client], settings: Settings, args: argparse.Namespace
+) -> list[ScreenshotRow]:
+    capturer = ScreenCapturer()
+    try:
+        area = capturer.monitor_rect(settings.display.monitor)
+        rows = []
+        for case in SCREENSHOT_CASES:
+            log(f"screenshot: {case.name}")
+            options = case.encode_options(settings.screenshot)
+            rows.append(await bench_screenshot(clients, capturer, area, case, options, args))
+        return rows
+    finally:
+        capturer.close()
+
+
+async def measure_actions(client: Client, args: argparse.Namespace) -> list[ActionRow]:
+    desktop = LocalDesktop()
+    try:
+        rows = []
+        for action in action_cases(desktop):
+            log(f"action: {action.name}")
+            rows.append(await bench_action(client, action, args.action_repeats, args.warmups))
+            desktop.press(["ctrl", "u"])  # clear the prompt line between cases (never Enter)
+        return rows
+    finally:
+        desktop.close()
+
+
+async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
+    settings = Settings()  # what the stdio server reads too: defaults plus the forwarded SYMPHONY_* variables
+    in_memory_server = build_server(settings)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            in_memory = await stack.enter_async_context(Client(in_memory_server.mcp))
+            start = time.perf_counter()
+            client = await stack.enter_async_context(Client(stdio_server(display)))
+            connect_ms = elapsed_ms(start)
+            log(f"connected to symphony-mcp over stdio in {connect_ms:.0f} ms")
+            screenshots = await measure_screenshots((in_memory, client), settings, args)
+            calls = [
+                await bench_call(client, "action_history", {"limit": 1}, args.repeats, args.warmups),
+                await bench_call(client, "screen_info", {}, args.repeats, args.warmups),
+            ]
+            actions = await measure_actions(client, args)
+    finally:
+        in_memory_server.runner.close()
+    return Results(
+        display=display,
+        settle_ms=settings.input.settle_seconds * 1000,
+        connect_ms=connect_ms,
+        screenshots=screenshots,
+        calls=calls,
+        actions=actions,
+    )
+
+
+# --- the report ----------------------------------------------------------------------------------
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def machine_facts() -> list[str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor(),
+    )
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    packages = ", ".join(f"{name} {version(name)}" for name in ("mss", "pillow", "mcp", "pyautogui", "symphony-mcp"))
+    return [
+        f"- Machine: {os.cpu_count()} CPUs (nproc; {cpu}), {platform.system()} {platform.release()}, "
+        f"load average at start {load}",
+        f"- Python {platform.python_version()}; {packages}",
+        f"- Package source: {source_state()}",
+    ]
+
+
+def source_state() -> str:
+    """The commit benchmarked, and whether the package had uncommitted changes (it is installed editable)."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False).stdout
+
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    changed = git("status", "--porcelain", "--", "symphony_mcp").splitlines()
+    return f"git {commit}" + (
+        f" plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/" if changed else ""
+    )
+
+
+def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
+    body = [
+        [
+            row.case.name,
+            row.image,
+            f"{row.stdio_bytes / 1024:.0f} KiB"
+            + ("" if row.raw_bytes == row.stdio_bytes else f" (in-process {row.raw_bytes / 1024:.0f})"),
+            f"{row.grab.median:.1f}",
+            f"{row.raw.median:.1f} / {row.raw.p90:.1f}",
+            f"{row.in_memory.median:.1f} / {row.in_memory.p90:.1f}",
+            f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
+            f"{row.in_memory.median - row.raw.median:+.1f}",
+            f"{row.stdio.median - row.in_memory.median:+.1f}",
+            f"{row.ratio:.2f}x",
+            verdict(row.ratio <= RATIO_TARGET),
+        ]
+        for row in rows
+    ]
+    header = [
+        "setting",
+        "image",
+        "bytes",
+        "grab (median)",
+        "in-process grab+encode median / p90",
+        "in-memory MCP median / p90",
+        "stdio `screenshot` median / p90",
+        "tool layer (in-memory - in-process)",
+        "stdio transport (stdio - in-memory)",
+        "ratio stdio / in-process",
+        f"<= {RATIO_TARGET}x",
+    ]
+    notes = [
+        "",
+        "In-process: `ScreenCapturer.grab` + `encode_image` in this process (grab = the `ScreenCapturer.grab` part).",
+        "In-memory MCP: the same server built in this process, called through `Client(server.mcp)`; the tool layer",
+        "is the desktop-thread hops, pointer and monitor queries, base64 and pydantic work of the `screenshot` tool.",
+        "Stdio: `symphony-mcp serve` as a subprocess behind `Client(StdioServerParameters(...))`; the transport is",
+        "JSON over pipes into another process. Ratios compare medians.",
+    ]
+    return [
+        "## Screenshot: in-process grab + encode vs the `screenshot` tool (ms)",
+        "",
+        *table(header, body),
+        *notes,
+    ]
+
+
+def calls_section(results: Results) -> list[str]:
+    body = [[row.name, f"{row.stdio.median:.2f}", f"{row.stdio.p90:.2f}"] for row in results.calls]
+    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", f"{results.connect_ms:.0f}", "-"])
+    return ["## Near no-op tool calls over stdio (ms)", "", *table(["call", "median", "p90"], body)]
+
+
+def action_section(rows: list[ActionRow], settle_ms: float) -> list[str]:
+    body = []
+    for row in rows:
+        cells = [row.name, f"{row.in_process.median:.1f} / {row.in_process.p90:.1f}"]
+        if row.stdio is None or row.server is None:
+            cells += ["-"] * 5
+        else:
+            cells += [
+                f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
+                f"{row.server.median:.1f}",
+                f"{settle_ms:g}",
+                f"{row.server.median - settle_ms - row.in_process.median:.1f}",
+                f"{row.stdio.median - row.server.median:.1f}",
+            ]
+        body.append(cells)
+    header = [
+        "operation",
+        "in-process median / p90",
+        "stdio round trip median / p90",
+        "server-recorded duration (median)",
+        "of which settle",
+        "server extra (recorded - settle - in-process)",
+        "transport + protocol (round trip - recorded)",
+    ]
+    notes = [
+        "",
+        "In-process: the package's `LocalDesktop` method the server runs (bare pyautogui where stated).",
+        f"The server-recorded duration (`duration_ms` of the action record) spans the operation, the settle pause "
+        f"({settle_ms:g} ms, `SYMPHONY_INPUT__SETTLE_SECONDS`, default 0.05 s) and the post-action pointer and "
+        "active-window query.",
+    ]
+    return ["## Input actions: in-process vs over stdio (ms)", "", *table(header, body), *notes]
+
+
+def targets_section(rows: list[ScreenshotRow]) -> list[str]:
+    worst = max(rows, key=lambda row: row.ratio)
+    default = rows[0]
+    body = [
+        [
+            f"every `screenshot` round trip <= {RATIO_TARGET}x in-process grab+encode (medians)",
+            f"worst {worst.ratio:.2f}x ({worst.case.name})",
+            verdict(all(row.ratio <= RATIO_TARGET for row in rows)),
+        ],
+        [
+            "default screenshot image < 1 MB",
+            f"{default.stdio_bytes:,} bytes",
+            verdict(default.stdio_bytes < DEFAULT_BYTES_TARGET),
+        ],
+        [
+            f"default screenshot round trip < {DEFAULT_ROUND_TRIP_TARGET_MS:.0f} ms at 1080p (median)",
+            f"{default.stdio.median:.1f} ms (p90 {default.stdio.p90:.1f} ms)",
+            verdict(default.stdio.median < DEFAULT_ROUND_TRIP_TARGET_MS),
+        ],
+    ]
+    return ["## Targets", "", *table(["target", "measured", "result"], body)]
+
+
+def render_report(results: Results, args: argparse.Namespace, command: str, facts: list[str]) -> str:
+    lines = [
+        "# Desktop round trip benchmark",
+        "",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        *facts,
+        f"- Display: own Xvfb {results.display} at {RESOLUTION}x24 with openbox and three text-filled xterms",
+        f"- Command: `{command}`",
+        f"- Repetitions: {args.repeats} per screenshot case and no-op call, {args.action_repeats} per action, "
+        f"after {args.warmups} warm-ups each; times in ms",
+        "",
+        *targets_section(results.screenshots),
+        "",
+        *screenshot_section(results.screenshots),
+        "",
+        *calls_section(results),
+        "",
+        *action_section(results.actions, results.settle_ms),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser.add_argument("--repeats", type=int, default=40, help="measured calls per screenshot case / no-op call")
+    parser.add_argument("--action-repeats", type=int, default=20, help="measured calls per input action")
+    parser.add_argument("--warmups", type=int, default=3, help="unmeasured calls before each case")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = shlex.join(["python", *sys.argv])
+    facts = machine_facts()
+    with benchmark_desktop() as display:
+        log(f"benchmark display {display}")
+        results = anyio.run(run_benchmark, args, display)
+    report = render_report(results, args, command, facts)
+    print(report)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(report)
+    log(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

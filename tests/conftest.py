@@ -1,0 +1,135 @@
+"""Shared fixtures: a real Xvfb display with a window manager, real apps, and the server in memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from symphony_mcp.config import DisplaySettings, load_settings
+from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
+from symphony_mcp.server import SymphonyServer, build_server
+
+APPS = Path(__file__).parent / "apps"
+SCREEN = (1920, 1080)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll until predicate returns something truthy; fail with the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s (last value: {value!r})")
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def xdisplay() -> Iterator[VirtualDisplay]:
+    """One Xvfb + openbox for the whole run, started by the package's own virtual-display code."""
+    display = start_virtual_display(DisplaySettings(resolution=f"{SCREEN[0]}x{SCREEN[1]}", window_manager="openbox"))
+    previous = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = display.name
+    yield display
+    display.stop()
+    if previous is None:
+        os.environ.pop("DISPLAY", None)
+    else:
+        os.environ["DISPLAY"] = previous
+
+
+class TkProbe:
+    """A running tests/apps/tk_probe.py window and its reported state."""
+
+    def __init__(self, state_file: Path, process: subprocess.Popen[bytes]) -> None:
+        self.state_file = state_file
+        self.process = process
+
+    def state(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.state_file.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    def centre(self, widget: str) -> tuple[int, int]:
+        box = self.state()["widgets"][widget]
+        return box["left"] + box["width"] // 2, box["top"] + box["height"] // 2
+
+    def wait(self, predicate: Callable[[dict[str, Any]], Any], timeout: float = 10.0) -> dict[str, Any]:
+        try:
+            wait_for(lambda: predicate(self.state()), timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; Tk state: {self.state()}") from None
+        return self.state()
+
+
+@pytest.fixture
+def tk_probe(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[TkProbe]:
+    state_file = tmp_path / "tk_state.json"
+    process = subprocess.Popen([sys.executable, str(APPS / "tk_probe.py"), str(state_file), "Symphony Probe"])
+    probe = TkProbe(state_file, process)
+    # Mapped and placed by the window manager: widget boxes are non-empty.
+    probe.wait(lambda s: s.get("widgets", {}).get("swatch", {}).get("width", 0) > 1)
+    yield probe
+    process.terminate()
+    process.wait(timeout=5)
+
+
+@pytest.fixture
+def xterm_line(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[Path]:
+    """An xterm whose shell reads one line and writes it to a file; yields that file's path."""
+    if shutil.which("xterm") is None:
+        pytest.fail("xterm is not installed (apt-get install xterm)")
+    out = tmp_path / "xterm_line.txt"
+    script = f'read -r line; printf "%s" "$line" > {out}'
+    process = subprocess.Popen(
+        ["xterm", "-T", "Symphony Term", "-geometry", "80x12+1100+600", "-e", "bash", "-c", script],
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
+    )
+    yield out
+    process.terminate()
+    process.wait(timeout=5)
+
+
+@pytest.fixture
+async def server(xdisplay: VirtualDisplay) -> AsyncIterator[SymphonyServer]:
+    built = build_server(load_settings())
+    yield built
+    built.runner.close()
+
+
+@pytest.fixture
+async def client(server: SymphonyServer) -> AsyncIterator[Client]:
+    async with Client(server.mcp) as connected:
+        yield connected
+
+
+async def call_ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; return its structured content."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool} failed: {result.content}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def call_error(client: Client, tool: str, **arguments: Any) -> str:
+    """Call a tool that must fail with a tool error; return the error text."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+    return result.content[0].text  # type: ignore[union-attr]

@@ -1,0 +1,216 @@
+"""The screen and input tools against real X programs (Tk, xterm) on Xvfb, through the MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from PIL import Image
+
+from tests.conftest import SCREEN, TkProbe, call_error, call_ok, wait_for
+
+# AnyIO's plugin sets up and tears down async fixtures in one task (MCP clients need that).
+pytestmark = pytest.mark.anyio
+
+
+def to_image(screen_x: float, screen_y: float, info: dict) -> tuple[float, float]:
+    """Where a screen pixel appears in the screenshot described by `info`."""
+    area, scale = info["area"], info["scale"]
+    return (screen_x - area["left"] + 0.5) * scale - 0.5, (screen_y - area["top"] + 0.5) * scale - 0.5
+
+
+async def screenshot(client: Client, **arguments: object) -> tuple[Image.Image, dict]:
+    result = await client.call_tool("screenshot", arguments)
+    assert not result.is_error, result.content
+    image_block = result.content[0]
+    assert image_block.type == "image"
+    image = Image.open(io.BytesIO(base64.b64decode(image_block.data)))
+    assert result.structured_content is not None
+    return image, result.structured_content
+
+
+async def focus_entry(client: Client, probe: TkProbe) -> None:
+    x, y = probe.centre("entry")
+    await call_ok(client, "click", x=x, y=y, space="screen")
+    probe.wait(lambda s: s["focus"].endswith("entry"))
+
+
+async def test_screenshot_metadata_and_default_size(client: Client, tk_probe: TkProbe) -> None:
+    image, info = await screenshot(client)
+    assert (info["screen_width"], info["screen_height"]) == SCREEN
+    assert image.size == (info["image_width"], info["image_height"]) == (1280, 720)
+    assert info["scale"] == round(1280 / 1920, 6)
+    assert info["bytes"] < 1_000_000
+    assert info["format"] == "jpeg"
+    assert info["cursor_screen"] is not None
+
+
+async def test_click_lands_on_widget_in_downscaled_screenshot(client: Client, tk_probe: TkProbe) -> None:
+    _, info = await screenshot(client, max_width=640, max_height=640)
+    assert info["image_width"] == 640
+    x, y = to_image(*tk_probe.centre("button"), info)
+    record = await call_ok(client, "click", x=x, y=y)
+    tk_probe.wait(lambda s: s["clicks"] == 1)
+    # The record names the exact screen pixel, mapped back from the 1/3-scale image.
+    bx, by = tk_probe.centre("button")
+    point = record["screen_points"][0]
+    assert abs(point["x"] - bx) <= 2 and abs(point["y"] - by) <= 2
+    assert record["frame_id"] == info["frame_id"]
+
+
+async def test_click_variants(client: Client, tk_probe: TkProbe) -> None:
+    x, y = tk_probe.centre("button")
+    await call_ok(client, "click", x=x, y=y, space="screen", button="right")
+    tk_probe.wait(lambda s: s["right_clicks"] == 1)
+    await call_ok(client, "click", x=x, y=y, space="screen", count=2)
+    tk_probe.wait(lambda s: s["double_clicks"] == 1)
+    await asyncio.sleep(0.5)  # past the double-click interval
+    await call_ok(client, "click", x=x, y=y, space="screen", hold_keys=["shift"])
+    tk_probe.wait(lambda s: s["shift_clicks"] == 1)
+
+
+async def test_click_in_region_screenshot_space(client: Client, tk_probe: TkProbe) -> None:
+    box = tk_probe.state()["widgets"]["swatch"]
+    region = [box["left"] - 50, box["top"] - 50, 400, 300]
+    image, info = await screenshot(client, region=region, space="screen", format="png")
+    assert info["area"] == {"left": region[0], "top": region[1], "width": 400, "height": 300}
+    assert image.size == (400, 300) and info["scale"] == 1.0
+    assert image.getpixel((100, 100))[:3] == (255, 0, 0)  # the red swatch, at full resolution
+    await call_ok(client, "click", x=100, y=100)  # region-image pixels
+    tk_probe.wait(lambda s: s["swatch"] == "#0000ff")
+    after, _ = await screenshot(client, region=region, space="screen", format="png")
+    assert after.getpixel((100, 100))[:3] == (0, 0, 255)  # the screenshot shows the change
+
+
+async def test_type_ascii_and_unicode_into_tk_entry(client: Client, tk_probe: TkProbe) -> None:
+    await focus_entry(client, tk_probe)
+    text = "Hello, World! ~`{}|<>?"
+    await call_ok(client, "type_text", text=text)
+    tk_probe.wait(lambda s: s["entry"] == text)
+    unicode_text = "héllo → 日本 ñ ü € Ωmega ✓"
+    record = await call_ok(client, "type_text", text=unicode_text, overwrite=True, enter=True)
+    state = tk_probe.wait(lambda s: s["submitted"] == [unicode_text])
+    assert state["entry"] == unicode_text
+    assert record["action"] == "type_text" and record["arguments"]["overwrite"] is True
+
+
+async def test_type_unicode_with_many_distinct_characters(client: Client, tk_probe: TkProbe) -> None:
+    """More distinct characters than spare keycodes: typed in chunks, still exact."""
+    await focus_entry(client, tk_probe)
+    text = "".join(chr(c) for c in range(0x3041, 0x3041 + 60)) + " αβγδεζηθικλμνξοπρστυφχψω"
+    await call_ok(client, "type_text", text=text)
+    tk_probe.wait(lambda s: s["entry"] == text, timeout=20)
+
+
+async def test_type_unicode_into_terminal(client: Client, xterm_line: Path) -> None:
+    term = await wait_for_window(client, "Symphony Term")
+    await call_ok(client, "focus_window", window_id=term["id"])
+    text = "héllo → 日本 and ASCII"
+    await call_ok(client, "type_text", text=text, enter=True)
+    wait_for(lambda: xterm_line.exists() and xterm_line.read_text(encoding="utf-8") == text)
+
+
+async def wait_for_window(client: Client, title: str, timeout: float = 10.0) -> dict:
+    for _ in range(int(timeout / 0.1)):
+        windows = (await call_ok(client, "list_windows"))["result"]
+        matches = [w for w in windows if w["title"] == title]
+        if matches:
+            return matches[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no window titled {title!r}")
+
+
+async def test_hotkey_and_hold_and_press(client: Client, tk_probe: TkProbe) -> None:
+    await focus_entry(client, tk_probe)
+    await call_ok(client, "hotkey", keys=["ctrl", "shift", "k"])
+    tk_probe.wait(lambda s: s["hotkeys"] == ["ctrl+shift+k"])
+    await call_ok(client, "hotkey", keys=["Alt", "j"])  # case-insensitive names
+    tk_probe.wait(lambda s: s["hotkeys"] == ["ctrl+shift+k", "alt+j"])
+    await call_ok(client, "hold_and_press", hold_keys=["shift"], press_keys=["a", "b", "c"])
+    tk_probe.wait(lambda s: s["entry"] == "ABC")
+    await call_ok(client, "key_down", key="shift")
+    await call_ok(client, "type_text", text="x")
+    await call_ok(client, "key_up", key="shift")
+    await call_ok(client, "type_text", text="y")
+    tk_probe.wait(lambda s: s["entry"] == "ABCXy")
+
+
+async def test_drag_draws_on_canvas(client: Client, tk_probe: TkProbe) -> None:
+    box = tk_probe.state()["widgets"]["canvas"]
+    start = (box["left"] + 50, box["top"] + 50)
+    end = (box["left"] + 300, box["top"] + 200)
+    _, info = await screenshot(client)
+    sx, sy = to_image(*start, info)
+    ex, ey = to_image(*end, info)
+    await call_ok(client, "drag", start_x=sx, start_y=sy, end_x=ex, end_y=ey)
+    state = tk_probe.wait(lambda s: s["drag"] and s["drag"]["end"])
+    assert abs(state["drag"]["start"][0] - start[0]) <= 2 and abs(state["drag"]["start"][1] - start[1]) <= 2
+    assert abs(state["drag"]["end"][0] - end[0]) <= 2 and abs(state["drag"]["end"][1] - end[1]) <= 2
+    assert state["motions"] >= 3
+
+
+async def test_scroll_moves_text_view(client: Client, tk_probe: TkProbe) -> None:
+    x, y = tk_probe.centre("text")
+    await call_ok(client, "scroll", vertical=-5, x=x, y=y, space="screen")
+    state = tk_probe.wait(lambda s: s["text_top"] > 0)
+    top = state["text_top"]
+    await call_ok(client, "scroll", vertical=3)  # at the pointer, which is still over the text
+    tk_probe.wait(lambda s: s["text_top"] < top)
+
+
+async def test_move_pointer_and_cursor_in_screenshot(client: Client, tk_probe: TkProbe) -> None:
+    _, info = await screenshot(client)
+    record = await call_ok(client, "move_pointer", x=300, y=200)
+    assert record["cursor_after"] == record["screen_points"][0]
+    image, info = await screenshot(client, draw_cursor=True, format="png")
+    assert info["cursor"] == {"x": 300, "y": 200}
+    rgb = image.convert("RGB")
+    around = [rgb.getpixel((300 + dx, 200 + dy)) for dx in range(-15, 16) for dy in range(-15, 16)]
+    assert any(r > 200 and g < 60 and b < 60 for r, g, b in around)  # the red marker is around the pointer
+
+
+async def test_pointer_in_corner_does_not_wedge_server(client: Client, tk_probe: TkProbe) -> None:
+    await call_ok(client, "move_pointer", x=0, y=0, space="screen")
+    x, y = tk_probe.centre("button")
+    await call_ok(client, "click", x=x, y=y, space="screen")
+    tk_probe.wait(lambda s: s["clicks"] == 1)
+
+
+async def test_windows_list_focus_and_open(client: Client, tk_probe: TkProbe, tmp_path: Path) -> None:
+    probe = await wait_for_window(client, "Symphony Probe")
+    assert probe["app"] == "Tk" and probe["rect"]["width"] == 900
+    opened = await call_ok(client, "open_app", target="xterm -T OpenedByTool -geometry 40x5+50+50")
+    assert [w["title"] for w in opened["new_windows"]] == ["OpenedByTool"]
+    assert opened["record"]["action"] == "open"
+    record = await call_ok(client, "focus_window", window_id=probe["id"])
+    assert record["active_window_after"]["title"] == "Symphony Probe"
+    record = await call_ok(client, "focus_window", window_id=opened["new_windows"][0]["id"])
+    assert record["active_window_after"]["title"] == "OpenedByTool"
+    await call_ok(client, "hotkey", keys=["ctrl", "d"])  # ends the xterm's shell, closing it
+
+
+async def test_open_file_and_unknown_app(client: Client, xdisplay: object) -> None:
+    message = await call_error(client, "open_app", target="no-such-program-xyz")
+    assert "not an existing file, not a command on PATH" in message
+
+
+async def test_screen_info(client: Client) -> None:
+    info = await call_ok(client, "screen_info")
+    assert info["screen"] == {"left": 0, "top": 0, "width": SCREEN[0], "height": SCREEN[1]}
+    assert len(info["monitors"]) >= 2 and info["default_monitor"] == 1
+    assert info["screenshot_size"] == [1280, 720]
+
+
+async def test_action_history_records_every_action(client: Client, tk_probe: TkProbe) -> None:
+    await call_ok(client, "move_pointer", x=10, y=10)
+    await call_ok(client, "wait", seconds=0.01)
+    await call_error(client, "hotkey", keys=["nokey"])
+    history = (await call_ok(client, "action_history"))["result"]
+    # Rejected input changed nothing, so it is not an action record.
+    assert [r["action"] for r in history][-2:] == ["move_pointer", "wait"]
+    assert all(r["ok"] for r in history)
+    assert [r["id"] for r in history] == sorted(r["id"] for r in history)
