@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import hashlib
 import os
 import platform
 import shlex
@@ -142,6 +143,7 @@ class ActionRow:
 @dataclass(frozen=True)
 class CallRow:
     name: str
+    in_memory: Stats
     stdio: Stats
 
 
@@ -273,10 +275,19 @@ async def bench_screenshot(
     )
 
 
-async def bench_call(client: Client, name: str, arguments: dict[str, Any], repeats: int, warmups: int) -> CallRow:
-    samples = [(await call_tool(client, name, arguments))[0] for _ in range(warmups + repeats)]
+async def bench_call(
+    clients: tuple[Client, Client], name: str, arguments: dict[str, Any], args: argparse.Namespace
+) -> CallRow:
+    in_memory_client, stdio_client = clients
+    in_memory: list[float] = []
+    stdio: list[float] = []
+    for _ in range(args.warmups + args.repeats):
+        in_memory.append((await call_tool(in_memory_client, name, arguments))[0])
+        stdio.append((await call_tool(stdio_client, name, arguments))[0])
     label = f"`{name}` {' '.join(f'{k}={v}' for k, v in arguments.items())}".strip()
-    return CallRow(name=label, stdio=Stats(tuple(samples[warmups:])))
+    return CallRow(
+        name=label, in_memory=Stats(tuple(in_memory[args.warmups :])), stdio=Stats(tuple(stdio[args.warmups :]))
+    )
 
 
 def timed(operation: Callable[[], object]) -> float:
@@ -385,8 +396,8 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
             log(f"connected to symphony-mcp over stdio in {connect_ms:.0f} ms")
             screenshots = await measure_screenshots((in_memory, client), settings, args)
             calls = [
-                await bench_call(client, "action_history", {"limit": 1}, args.repeats, args.warmups),
-                await bench_call(client, "screen_info", {}, args.repeats, args.warmups),
+                await bench_call((in_memory, client), "action_history", {"limit": 1}, args),
+                await bench_call((in_memory, client), "screen_info", {}, args),
             ]
             actions = await measure_actions(client, args)
     finally:
@@ -439,8 +450,14 @@ def source_state() -> str:
 
     commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
     changed = git("status", "--porcelain", "--", "symphony_mcp").splitlines()
-    return f"git {commit}" + (
-        f" plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/" if changed else ""
+    if not changed:
+        return f"git {commit}"
+    digest = hashlib.sha256()
+    for path in sorted((repo / "symphony_mcp").rglob("*.py")):
+        digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes())
+    return (
+        f"git {commit} plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/ "
+        f"(sha256 of its .py files, paths and contents: {digest.hexdigest()[:12]})"
     )
 
 
@@ -470,7 +487,7 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         "in-process grab+encode median / p90",
         "in-memory MCP median / p90",
         "stdio `screenshot` median / p90",
-        "tool layer (in-memory - in-process)",
+        "server + MCP layer (in-memory - in-process)",
         "stdio transport (stdio - in-memory)",
         "ratio stdio / in-process",
         f"<= {RATIO_TARGET}x",
@@ -478,10 +495,12 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
     notes = [
         "",
         "In-process: `ScreenCapturer.grab` + `encode_image` in this process (grab = the `ScreenCapturer.grab` part).",
-        "In-memory MCP: the same server built in this process, called through `Client(server.mcp)`; the tool layer",
-        "is the desktop-thread hops, pointer and monitor queries, base64 and pydantic work of the `screenshot` tool.",
-        "Stdio: `symphony-mcp serve` as a subprocess behind `Client(StdioServerParameters(...))`; the transport is",
-        "JSON over pipes into another process. Ratios compare medians.",
+        "In-memory MCP: the same server built in this process, called through `Client(server.mcp)`; its extra over",
+        "in-process is the `screenshot` tool's desktop-thread hops, pointer and monitor queries, base64 and pydantic",
+        "work plus the MCP session itself (see the in-memory no-op below).",
+        "Stdio: `symphony-mcp serve` as a subprocess behind `Client(StdioServerParameters(...))`; its extra over",
+        "in-memory is the transport: the result as one JSON line through a pipe into another process.",
+        "Overheads are differences of medians; the ratio compares medians.",
     ]
     return [
         "## Screenshot: in-process grab + encode vs the `screenshot` tool (ms)",
@@ -492,9 +511,17 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
 
 
 def calls_section(results: Results) -> list[str]:
-    body = [[row.name, f"{row.stdio.median:.2f}", f"{row.stdio.p90:.2f}"] for row in results.calls]
-    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", f"{results.connect_ms:.0f}", "-"])
-    return ["## Near no-op tool calls over stdio (ms)", "", *table(["call", "median", "p90"], body)]
+    body = [
+        [
+            row.name,
+            f"{row.in_memory.median:.2f} / {row.in_memory.p90:.2f}",
+            f"{row.stdio.median:.2f} / {row.stdio.p90:.2f}",
+        ]
+        for row in results.calls
+    ]
+    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", "-", f"{results.connect_ms:.0f}"])
+    header = ["call", "in-memory MCP median / p90", "stdio median / p90"]
+    return ["## Near no-op tool calls (ms)", "", *table(header, body)]
 
 
 def action_section(rows: list[ActionRow], settle_ms: float) -> list[str]:

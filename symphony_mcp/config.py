@@ -6,6 +6,7 @@ Nested groups use a double underscore in the environment, e.g. SYMPHONY_SCREENSH
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +20,7 @@ from pydantic_settings import (
 )
 
 CONFIG_FILE_ENV = "SYMPHONY_CONFIG_FILE"
+_config_file: ContextVar[Path | None] = ContextVar("symphony_config_file", default=None)
 
 ImageFormat = Literal["jpeg", "png", "webp"]
 
@@ -111,7 +113,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        config_file = os.environ.get(CONFIG_FILE_ENV)
+        config_file = _config_file.get() or os.environ.get(CONFIG_FILE_ENV)
         if config_file:
             sources.append(_file_source(settings_cls, Path(config_file)))
         return tuple(sources)
@@ -128,7 +130,12 @@ def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSe
 
 
 def load_settings(config_file: Path | None = None, **overrides: object) -> Settings:
-    """Build settings; `overrides` are nested dicts from CLI flags and win over everything."""
-    if config_file is not None:
-        os.environ[CONFIG_FILE_ENV] = str(config_file)
-    return Settings(**overrides)  # type: ignore[arg-type]
+    """Build settings; `overrides` are nested dicts from CLI flags and win over everything.
+
+    `config_file` (else $SYMPHONY_CONFIG_FILE) is read below the environment.
+    """
+    token = _config_file.set(config_file)
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    finally:
+        _config_file.reset(token)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install symphony-mcp and what it needs on Debian/Ubuntu into ./.venv.
+#   scripts/install.sh          the server (system packages + the package)
+#   scripts/install.sh --dev    also the test and lint tools, and Node.js for the MCP Inspector test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dev=0
+[[ "${1:-}" == "--dev" ]] && dev=1
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+packages=(
+  xvfb openbox xterm x11-utils xdg-utils fonts-dejavu-core  # virtual display, window manager, basic apps
+  python3-tk python3-venv python3-pip                      # Tk for the tests' probe window; venv support
+)
+if [[ $dev -eq 1 ]] && ! command -v npx >/dev/null; then
+  packages+=(nodejs npm)
+fi
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+  echo "symphony-mcp needs Python >= 3.11 (found $(python3 --version))" >&2; exit 1; }
+[[ -x .venv/bin/python ]] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+if [[ $dev -eq 1 ]]; then
+  .venv/bin/python -m pip install -q -e '.[dev]'
+else
+  .venv/bin/python -m pip install -q .
+fi
+echo "installed: $(.venv/bin/symphony-mcp --version)"

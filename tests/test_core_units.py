@@ -1,0 +1,108 @@
+"""Pure parts: coordinate mapping, key names, encoding budgets, settings precedence, app resolution."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from symphony_mcp.cli import _parser, settings_from_args
+from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect, fit_within
+from symphony_mcp.desktop.keys import normalize_key, normalize_keys
+from symphony_mcp.desktop.launcher import plan_launch
+from symphony_mcp.desktop.x11_typing import keysym_for
+from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.vision.encoding import EncodeOptions, encode_image
+
+KNOWN = ["a", "b", "1", "enter", "ctrl", "shift", "alt", "win", "command", "pageup", "esc", "delete", "f5"]
+
+
+def test_fit_within_keeps_aspect_and_never_upscales() -> None:
+    assert fit_within(1920, 1080, 1280, 800) == (1280, 720)
+    assert fit_within(1080, 1920, 1280, 800) == (450, 800)
+    assert fit_within(640, 480, 1280, 800) == (640, 480)
+
+
+@pytest.mark.parametrize("image_size", [(1280, 720), (640, 360), (1920, 1080), (333, 187)])
+def test_mapping_round_trips_every_screen_pixel_within_half_a_source_pixel(image_size: tuple[int, int]) -> None:
+    mapping = ImageMapping(area=Rect(left=100, top=50, width=1920, height=1080), image_width=image_size[0],
+                           image_height=image_size[1])
+    rng = random.Random(7)
+    for _ in range(500):
+        point = Point(x=rng.randrange(100, 2020), y=rng.randrange(50, 1130))
+        back = mapping.to_screen(*mapping.to_image(point))
+        assert back == point
+    # An image pixel maps to the centre of the screen block it covers, never outside the area.
+    block = 1920 / image_size[0]
+    first, last = mapping.to_screen(0, 0), mapping.to_screen(image_size[0] - 1, image_size[1] - 1)
+    assert 100 <= first.x < 100 + block and 50 <= first.y < 50 + block
+    assert 2019 - block < last.x <= 2019 and 1129 - block < last.y <= 1129
+
+
+def test_mapping_rejects_points_outside_the_image() -> None:
+    mapping = ImageMapping(area=Rect(left=0, top=0, width=1920, height=1080), image_width=1280, image_height=720)
+    with pytest.raises(InvalidInputError, match=r"x must be 0\.\.1279 and y 0\.\.719"):
+        mapping.check_image_point(1280, 10)
+
+
+def test_key_names_and_aliases() -> None:
+    assert normalize_keys(["Control", "Return", "PgUp", "Escape", "A"], KNOWN) == ["ctrl", "enter", "pageup", "esc", "a"]
+    assert normalize_key("super", KNOWN) in ("win", "command")
+    with pytest.raises(InvalidInputError, match="unknown key 'hyper'.*enter"):
+        normalize_key("hyper", KNOWN)
+    with pytest.raises(InvalidInputError, match="at least one key"):
+        normalize_keys([], KNOWN)
+
+
+def test_keysyms_for_text() -> None:
+    assert keysym_for("a") == ord("a")
+    assert keysym_for("é") == 0xE9
+    assert keysym_for("→") == 0x01002192
+    assert keysym_for("\n") == 0xFF0D
+
+
+def noisy_image(width: int, height: int) -> Image.Image:
+    return Image.frombytes("RGB", (width, height), random.Random(1).randbytes(width * height * 3))
+
+
+def test_encoding_honours_byte_budget_by_lowering_quality_then_size() -> None:
+    image = noisy_image(1920, 1080)  # incompressible: the worst case for the budget
+    encoded = encode_image(image, EncodeOptions(format="jpeg", quality=95, max_width=1920, max_height=1080,
+                                                max_bytes=300_000))
+    assert len(encoded.data) <= 300_000
+    assert encoded.width < 1920 and encoded.width / encoded.height == pytest.approx(16 / 9, rel=0.01)
+    png = encode_image(image.resize((400, 300)), EncodeOptions(format="png", max_bytes=10_000_000))
+    assert png.data.startswith(b"\x89PNG") and (png.width, png.height) == (400, 300)
+    webp = encode_image(image.resize((400, 300)), EncodeOptions(format="webp"))
+    assert webp.data[8:12] == b"WEBP"
+
+
+def test_settings_precedence_file_env_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "symphony.json"
+    config.write_text(json.dumps({"screenshot": {"quality": 55, "format": "webp"}, "display": {"monitor": 0}}))
+    monkeypatch.setenv("SYMPHONY_SCREENSHOT__FORMAT", "png")
+    monkeypatch.setenv("SYMPHONY_DISPLAY__MONITOR", "2")
+    monkeypatch.delenv("SYMPHONY_CONFIG_FILE", raising=False)
+    args = _parser().parse_args(["serve", "--config", str(config), "--monitor", "3", "--resolution", "1280x720"])
+    settings = settings_from_args(args)
+    assert settings.screenshot.quality == 55  # file
+    assert settings.screenshot.format == "png"  # env beats file
+    assert settings.display.monitor == 3  # flag beats env
+    assert settings.display.size == (1280, 720)
+    assert "SYMPHONY_CONFIG_FILE" not in os.environ  # nothing leaks to processes started later
+
+
+def test_launch_plans(tmp_path: Path) -> None:
+    document = tmp_path / "notes.txt"
+    document.write_text("hi")
+    assert plan_launch("xterm -T hello").argv == ["xterm", "-T", "hello"]
+    file_plan = plan_launch(str(document))
+    assert file_plan.kind == "file" and file_plan.argv[-1] == str(document)
+    with pytest.raises(InvalidInputError, match="give an application name"):
+        plan_launch("   ")
+    with pytest.raises(InvalidInputError, match="cannot parse"):
+        plan_launch('xterm "unclosed')
