@@ -4,9 +4,9 @@ Starts its own Xvfb at 1920x1080 (a free display number, never an existing displ
 three text-filled xterms, then, side by side in one run:
 
 1. screenshots: mss grab + encode in this process vs the `screenshot` tool over stdio, per image setting
-   (plus the same server built in this process behind the in-memory MCP client, to split tool layer
-   from transport);
-2. near no-op tool calls over stdio (`action_history` limit 1, `screen_info`);
+   (plus the same server built in this process behind the in-memory MCP client, to split the server's
+   own overhead from the transport's);
+2. near no-op tool calls (`action_history` limit 1, `screen_info`), in memory and over stdio;
 3. `click` and `type_text` over stdio vs the same operation in this process (LocalDesktop / pyautogui).
 
 The stdio server gets DISPLAY, PATH and any SYMPHONY_* variables; nothing else of the environment.
@@ -46,8 +46,9 @@ from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.server import build_server
 from symphony_mcp.vision.encoding import EncodeOptions, encode_image
 
+REPO = Path(__file__).resolve().parent.parent
 RESOLUTION = "1920x1080"
-DEFAULT_OUTPUT = Path(__file__).parent / "results" / "desktop_roundtrip.md"
+DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "desktop_roundtrip.md"
 RATIO_TARGET = 1.3
 DEFAULT_ROUND_TRIP_TARGET_MS = 50.0
 DEFAULT_BYTES_TARGET = 1_000_000
@@ -62,7 +63,7 @@ XTERMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "116x34+965+0",
         ("-bg", "white", "-fg", "black"),
-        f"cat {Path(__file__).resolve().parent.parent / 'symphony_mcp/desktop/controller.py'}; exec sleep infinity",
+        f"cat {REPO / 'symphony_mcp/desktop/controller.py'}; exec sleep infinity",
     ),
     ("116x25+965+625", (), "python3 -c 'import this'; exec bash --norc"),
 )
@@ -98,7 +99,7 @@ class ScreenshotCase:
 
 
 SCREENSHOT_CASES = (
-    ScreenshotCase("default (jpeg q80, max 1280x800)", {}),
+    ScreenshotCase("server default (jpeg q80, max 1280x800)", {}),
     ScreenshotCase(
         "jpeg q80, full 1920x1080", {"format": "jpeg", "quality": 80, "max_width": 1920, "max_height": 1080}
     ),
@@ -296,13 +297,13 @@ def timed(operation: Callable[[], object]) -> float:
     return elapsed_ms(start)
 
 
-async def bench_action(client: Client, case: ActionCase, repeats: int, warmups: int) -> ActionRow:
+async def bench_action(client: Client, case: ActionCase, args: argparse.Namespace) -> ActionRow:
     """Interleave the in-process operation and the tool call, like the screenshots."""
     in_process: list[float] = []
     stdio: list[float] = []
     server: list[float] = []
-    for index in range(warmups + repeats):
-        measured = index >= warmups
+    for index in range(args.warmups + args.action_repeats):
+        measured = index >= args.warmups
         in_ms = timed(case.in_process)
         if measured:
             in_process.append(in_ms)
@@ -377,7 +378,7 @@ async def measure_actions(client: Client, args: argparse.Namespace) -> list[Acti
         rows = []
         for action in action_cases(desktop):
             log(f"action: {action.name}")
-            rows.append(await bench_action(client, action, args.action_repeats, args.warmups))
+            rows.append(await bench_action(client, action, args))
             desktop.press(["ctrl", "u"])  # clear the prompt line between cases (never Enter)
         return rows
     finally:
@@ -443,18 +444,17 @@ def machine_facts() -> list[str]:
 
 def source_state() -> str:
     """The commit benchmarked, and whether the package had uncommitted changes (it is installed editable)."""
-    repo = Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False).stdout
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False).stdout
 
     commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
     changed = git("status", "--porcelain", "--", "symphony_mcp").splitlines()
     if not changed:
         return f"git {commit}"
     digest = hashlib.sha256()
-    for path in sorted((repo / "symphony_mcp").rglob("*.py")):
-        digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes())
+    for path in sorted((REPO / "symphony_mcp").rglob("*.py")):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
     return (
         f"git {commit} plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/ "
         f"(sha256 of its .py files, paths and contents: {digest.hexdigest()[:12]})"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install symphony-mcp and what it needs on Debian/Ubuntu into ./.venv.
 #   scripts/install.sh          the server (system packages + the package)
-#   scripts/install.sh --dev    also the test and lint tools, and Node.js for the MCP Inspector test
+#   scripts/install.sh --dev    also the test and lint tools, Chromium, and Node.js for the MCP Inspector test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,8 +14,9 @@ packages=(
   xvfb openbox xterm x11-utils xdg-utils fonts-dejavu-core  # virtual display, window manager, basic apps
   python3-tk python3-venv python3-pip                      # Tk for the tests' probe window; venv support
 )
-if [[ $dev -eq 1 ]] && ! command -v npx >/dev/null; then
-  packages+=(nodejs npm)
+if [[ $dev -eq 1 ]]; then
+  packages+=(chromium)  # the tests drive a real browser window
+  command -v npx >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
 for package in "${packages[@]}"; do

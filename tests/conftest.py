@@ -17,6 +17,7 @@ from mcp import Client
 
 from symphony_mcp.config import DisplaySettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
+from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.server import SymphonyServer, build_server
 
 APPS = Path(__file__).parent / "apps"
@@ -54,6 +55,14 @@ def xdisplay() -> Iterator[VirtualDisplay]:
         os.environ["DISPLAY"] = previous
 
 
+def wait_for_active_window(title: str, timeout: float = 10.0) -> None:
+    manager = X11WindowManager()
+    try:
+        wait_for(lambda: (active := manager.active()) is not None and active.title == title, timeout)
+    finally:
+        manager.close()
+
+
 class TkProbe:
     """A running tests/apps/tk_probe.py window and its reported state."""
 
@@ -84,8 +93,9 @@ def tk_probe(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[TkProbe]:
     state_file = tmp_path / "tk_state.json"
     process = subprocess.Popen([sys.executable, str(APPS / "tk_probe.py"), str(state_file), "Symphony Probe"])
     probe = TkProbe(state_file, process)
-    # Mapped and placed by the window manager: widget boxes are non-empty.
+    # Ready like a person would wait for it: laid out, and made the active window by the window manager.
     probe.wait(lambda s: s.get("widgets", {}).get("swatch", {}).get("width", 0) > 1)
+    wait_for_active_window("Symphony Probe")
     yield probe
     process.terminate()
     process.wait(timeout=5)

@@ -160,6 +160,9 @@ async def test_scroll_moves_text_view(client: Client, tk_probe: TkProbe) -> None
     top = state["text_top"]
     await call_ok(client, "scroll", vertical=3)  # at the pointer, which is still over the text
     tk_probe.wait(lambda s: s["text_top"] < top)
+    # Tk 8.6 scrolls sideways on Shift+wheel (it has no horizontal wheel buttons).
+    await call_ok(client, "scroll", vertical=-5, hold_keys=["shift"], x=x, y=y, space="screen")
+    tk_probe.wait(lambda s: s["text_left"] > 0)
 
 
 async def test_move_pointer_and_cursor_in_screenshot(client: Client, tk_probe: TkProbe) -> None:
@@ -214,3 +217,37 @@ async def test_action_history_records_every_action(client: Client, tk_probe: TkP
     assert [r["action"] for r in history][-2:] == ["move_pointer", "wait"]
     assert all(r["ok"] for r in history)
     assert [r["id"] for r in history] == sorted(r["id"] for r in history)
+
+
+async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, tk_probe: TkProbe) -> None:
+    await focus_entry(client, tk_probe)
+    before = len((await call_ok(client, "action_history", limit=1000))["result"])
+    cases = {
+        ("type_text", "text is empty"): {"text": ""},
+        ("type_text", "at most 10000"): {"text": "x" * 10_001},
+        ("type_text", "control characters U+001B"): {"text": "a\x1bb"},
+        ("screenshot", "monitor 7 does not exist: use 0 (all monitors) or 1..1"): {"monitor": 7},
+        ("screenshot", "region width and height must be positive"): {"region": [0, 0, 0, 10], "space": "screen"},
+        ("click", "unknown frame_id 'f999999'"): {"x": 1, "y": 1, "frame_id": "f999999"},
+        ("click", "count must be 1..10"): {"x": 1, "y": 1, "count": 0},
+        ("click", "off screen; the screen spans x 0..1919, y 0..1079"): {"x": 1920, "y": 5, "space": "screen"},
+        ("click", "unknown key 'hyperkey'"): {"x": 1, "y": 1, "hold_keys": ["hyperkey"]},
+        ("scroll", "give a non-zero vertical"): {},
+        ("scroll", "give both x and y"): {"vertical": 1, "x": 5},
+        ("wait", "seconds must be 0..60"): {"seconds": 61},
+        ("focus_window", "no window with id '0xdead'"): {"window_id": "0xdead"},
+        ("drag", "duration must be 0..10 seconds"): {
+            "start_x": 1,
+            "start_y": 1,
+            "end_x": 2,
+            "end_y": 2,
+            "duration": 11,
+        },
+    }
+    for (tool, expected), arguments in cases.items():
+        message = await call_error(client, tool, **arguments)
+        assert expected in message, (tool, message)
+    assert tk_probe.state()["entry"] == ""  # nothing was typed
+    assert len((await call_ok(client, "action_history", limit=1000))["result"]) == before
+    await call_ok(client, "type_text", text="still serving")
+    tk_probe.wait(lambda s: s["entry"] == "still serving")

@@ -23,7 +23,9 @@ def inspector(display: str, *args: str) -> dict:
     command = serve_command()
     result = subprocess.run(
         ["npx", "-y", INSPECTOR, "--cli", "-e", f"DISPLAY={display}", *command, "serve", *args],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
@@ -33,8 +35,9 @@ def inspector(display: str, *args: str) -> dict:
 def test_inspector_lists_tools_and_takes_screenshot(xdisplay: VirtualDisplay) -> None:
     listed = inspector(xdisplay.name, "--method", "tools/list")
     assert {tool["name"] for tool in listed["tools"]} == EXPECTED_TOOLS
-    shot = inspector(xdisplay.name, "--method", "tools/call", "--tool-name", "screenshot",
-                     "--tool-arg", "max_width=640")
+    shot = inspector(
+        xdisplay.name, "--method", "tools/call", "--tool-name", "screenshot", "--tool-arg", "max_width=640"
+    )
     assert shot.get("isError") in (None, False)
     image = next(block for block in shot["content"] if block["type"] == "image")
     assert image["mimeType"] == "image/jpeg" and len(image["data"]) > 1000

@@ -45,8 +45,10 @@ def test_readme_documents_every_setting() -> None:
     for group_name, group in Settings.model_fields.items():
         annotation = group.annotation
         fields = annotation.model_fields if hasattr(annotation, "model_fields") else None
-        names = [f"SYMPHONY_{group_name.upper()}__{field.upper()}" for field in fields] if fields else [
-            f"SYMPHONY_{group_name.upper()}"
-        ]
+        names = (
+            [f"SYMPHONY_{group_name.upper()}__{field.upper()}" for field in fields]
+            if fields
+            else [f"SYMPHONY_{group_name.upper()}"]
+        )
         for name in names:
             assert f"`{name}`" in README, f"{name} is not documented in the README settings table"

@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,8 +21,22 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.anyio
 
 EXPECTED_TOOLS = {
-    "screenshot", "screen_info", "click", "move_pointer", "drag", "scroll", "type_text", "hotkey",
-    "hold_and_press", "key_down", "key_up", "wait", "action_history", "list_windows", "focus_window", "open_app",
+    "screenshot",
+    "screen_info",
+    "click",
+    "move_pointer",
+    "drag",
+    "scroll",
+    "type_text",
+    "hotkey",
+    "hold_and_press",
+    "key_down",
+    "key_up",
+    "wait",
+    "action_history",
+    "list_windows",
+    "focus_window",
+    "open_app",
 }
 READ_ONLY_TOOLS = {"screenshot", "screen_info", "wait", "action_history", "list_windows"}
 
@@ -109,7 +122,9 @@ async def http_server(*args: str, display: str) -> AsyncIterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [*serve_command(), "serve", "--transport", "http", "--port", str(port), *args],
-        env=base_env(DISPLAY=display), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=base_env(DISPLAY=display),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         wait_for(lambda: _port_open(port) or process.poll() is not None, timeout=20)
@@ -126,7 +141,9 @@ def _port_open(port: int) -> bool:
 
 
 INIT = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -164,7 +181,10 @@ async def test_http_loopback_without_token_refuses_foreign_host(xdisplay: Virtua
 def test_http_beyond_loopback_requires_token() -> None:
     result = subprocess.run(
         [*serve_command(), "serve", "--transport", "http", "--host", "0.0.0.0", "--virtual-display", "never"],
-        env=base_env(), capture_output=True, text=True, timeout=30,
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert result.returncode != 0
     assert "requires a token" in result.stderr
@@ -176,4 +196,3 @@ def test_invalid_settings_are_reported() -> None:
     )
     assert result.returncode == 2
     assert "resolution must look like 1920x1080" in result.stderr
-

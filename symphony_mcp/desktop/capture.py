@@ -56,7 +56,8 @@ class ScreenCapturer:
             shot = self._mss.grab({"left": area.left, "top": area.top, "width": area.width, "height": area.height})
         except Exception as exc:
             raise DisplayUnavailableError(f"screen capture failed: {exc}") from exc
-        return Image.frombuffer("RGB", shot.size, shot.bgra, "raw", "BGRX", 0, 1)
+        # `raw` is the grabbed buffer itself; `bgra` would copy the whole frame first.
+        return Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
 
     def close(self) -> None:
         self._mss.close()

@@ -77,17 +77,22 @@ class DesktopController:
         self._latest_frame_id: str | None = None
 
     # --- coordinates ---------------------------------------------------------------------------
-    def _encode_options(self, **overrides: Any) -> EncodeOptions:
+    def _encode_options(
+        self,
+        format: str | None = None,
+        quality: int | None = None,
+        max_width: int | None = None,
+        max_height: int | None = None,
+    ) -> EncodeOptions:
+        """The configured encoding, with per-call overrides where given."""
         shot = self.settings.screenshot
-        values = {
-            "format": shot.format,
-            "quality": shot.quality,
-            "max_width": shot.max_width,
-            "max_height": shot.max_height,
-            "max_bytes": shot.max_bytes,
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return EncodeOptions(**values)
+        return EncodeOptions(
+            format=format or shot.format,
+            quality=quality or shot.quality,
+            max_width=max_width or shot.max_width,
+            max_height=max_height or shot.max_height,
+            max_bytes=shot.max_bytes,
+        )
 
     async def _mapping(self, frame_id: str | None) -> tuple[ImageMapping, str | None]:
         if frame_id is not None:
@@ -141,21 +146,20 @@ class DesktopController:
 
     async def capture(self, monitor: int | None = None, region: Rect | None = None) -> Frame:
         """Grab a full-resolution frame of a monitor or of a screen region."""
+        return await self.runner.run(lambda d: self._grab(d, monitor, region))
+
+    def _grab(self, desktop: Desktop, monitor: int | None, region: Rect | None) -> Frame:
         monitor_index = self.settings.display.monitor if monitor is None else monitor
-
-        def grab(desktop: Desktop) -> Frame:
-            area = _monitor_rect(desktop, monitor_index)
-            if region is not None:
-                clipped = region.intersect(area)
-                if clipped is None:
-                    raise InvalidInputError(
-                        f"region {region.describe()} does not overlap monitor {monitor_index} ({area.describe()})"
-                    )
-                area = clipped
-            cursor = desktop.cursor()
-            return Frame(image=desktop.grab(area), area=area, monitor=monitor_index, cursor=cursor)
-
-        return await self.runner.run(grab)
+        area = _monitor_rect(desktop, monitor_index)
+        if region is not None:
+            clipped = region.intersect(area)
+            if clipped is None:
+                raise InvalidInputError(
+                    f"region {region.describe()} does not overlap monitor {monitor_index} ({area.describe()})"
+                )
+            area = clipped
+        cursor = desktop.cursor()
+        return Frame(image=desktop.grab(area), area=area, monitor=monitor_index, cursor=cursor)
 
     async def screenshot(
         self,
@@ -164,24 +168,30 @@ class DesktopController:
         space: CoordinateSpace = "screenshot",
         frame_id: str | None = None,
         draw_cursor: bool | None = None,
-        **encode_overrides: Any,
+        format: str | None = None,
+        quality: int | None = None,
+        max_width: int | None = None,
+        max_height: int | None = None,
     ) -> tuple[EncodedImage, ScreenshotInfo]:
-        options = self._encode_options(**encode_overrides)
+        options = self._encode_options(format, quality, max_width, max_height)
         region_rect = await self._region_to_screen(region, space, frame_id) if region else None
-        frame = await self.capture(monitor, region_rect)
-        cursor_in_area = frame.cursor if frame.cursor and frame.area.contains(frame.cursor.x, frame.cursor.y) else None
-        marker = None
-        if cursor_in_area is not None and (
-            self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
-        ):
-            marker = (cursor_in_area.x - frame.area.left, cursor_in_area.y - frame.area.top)
-        encoded = await asyncio.to_thread(encode_image, frame.image, options, marker)
+        want_marker = self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
+
+        def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
+            # One trip to the desktop thread: a screenshot is latency-bound.
+            frame = self._grab(desktop, monitor, region_rect)
+            cursor = frame.cursor
+            marker = None
+            if want_marker and cursor is not None and frame.area.contains(cursor.x, cursor.y):
+                marker = (cursor.x - frame.area.left, cursor.y - frame.area.top)
+            return frame, _monitor_rect(desktop, 0), encode_image(frame.image, options, marker)
+
+        frame, screen, encoded = await self.runner.run(grab_and_encode)
         mapping = ImageMapping(area=frame.area, image_width=encoded.width, image_height=encoded.height)
         self._remember(frame.id, mapping)
-        screen = await self.runner.run(lambda d: _monitor_rect(d, 0))
         cursor_image = None
-        if cursor_in_area is not None:
-            cx, cy = mapping.to_image(cursor_in_area)
+        if frame.cursor is not None and frame.area.contains(frame.cursor.x, frame.cursor.y):
+            cx, cy = mapping.to_image(frame.cursor)
             cursor_image = Point(x=round(cx), y=round(cy))
         info = ScreenshotInfo(
             frame_id=frame.id,
@@ -225,7 +235,7 @@ class DesktopController:
         self,
         action: str,
         arguments: dict[str, Any],
-        operation: Callable[[Desktop], None],
+        operation: Callable[[Desktop], object],
         summary: str,
         points: Sequence[Point] = (),
         frame_id: str | None = None,
@@ -446,10 +456,14 @@ class DesktopController:
         return await self.runner.run(lambda d: d.windows())
 
     async def focus_window(self, window_id: str) -> ActionRecord:
+        windows = await self.list_windows()
+        if window_id not in {w.id for w in windows}:
+            listing = ", ".join(f"{w.id} ({w.title!r})" for w in windows) or "none"
+            raise InvalidInputError(f"no window with id {window_id!r}; open windows: {listing}")
         return await self._perform(
             "focus_window",
             {"window_id": window_id},
-            lambda d: d.activate_window(window_id) and None,
+            lambda d: d.activate_window(window_id),
             f"focused window {window_id}",
         )
 

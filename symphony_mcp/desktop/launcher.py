@@ -76,7 +76,7 @@ def _file_opener() -> list[str]:
 
 
 def _desktop_entries() -> list[tuple[str, list[str]]]:
-    entries = []
+    entries: list[tuple[str, list[str]]] = []
     for directory in _DESKTOP_DIRS:
         if not directory.is_dir():
             continue

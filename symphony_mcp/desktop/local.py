@@ -22,6 +22,7 @@ from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
 
 _IS_X11 = sys.platform.startswith("linux") or "bsd" in sys.platform
+_HOVER_SETTLE_SECONDS = 0.05
 
 
 def _import_pyautogui() -> Any:
@@ -69,7 +70,7 @@ class LocalDesktop:
 
     def click(self, at: Point, button: MouseButton, count: int, hold_keys: Sequence[str]) -> None:
         with self._held(hold_keys):
-            self._gui.click(at.x, at.y, clicks=count, interval=0.05, button=button)
+            self._gui.click(at.x, at.y, clicks=count, interval=0.0, button=button)
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
         with self._held(hold_keys):
@@ -88,7 +89,11 @@ class LocalDesktop:
                 self._gui.mouseUp(button=button)
 
     def scroll(self, at: Point, vertical: int, horizontal: int, hold_keys: Sequence[str]) -> None:
-        self._gui.moveTo(at.x, at.y)
+        if self.cursor() != at:
+            self._gui.moveTo(at.x, at.y)
+            # Apps route wheel events by the last motion they processed; wheel clicks sent right
+            # after the pointer warps in were seen dropped by Chromium.
+            time.sleep(_HOVER_SETTLE_SECONDS)
         with self._held(hold_keys):
             if vertical:
                 self._gui.scroll(vertical)
@@ -169,7 +174,7 @@ class LocalDesktop:
         if not _IS_X11:
             return None
         try:
-            return self._windows().active()  # type: ignore[no-any-return]
+            return self._windows().active()
         except DisplayUnavailableError:
             return None  # no EWMH window manager: there is no notion of an active window
 

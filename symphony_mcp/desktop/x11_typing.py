@@ -50,6 +50,7 @@ class X11Typer:
             raise DisplayUnavailableError(f"cannot open X display for typing: {exc}") from exc
         self._spare_keycodes = self._find_spare_keycodes()
         self._shift_keycode = self._display.keysym_to_keycode(_SHIFT_L)
+        self._bindings = _SpareBindings(self)
 
     def _find_spare_keycodes(self) -> list[int]:
         info = self._display.display.info
@@ -70,17 +71,15 @@ class X11Typer:
 
     def type(self, text: str, interval: float = 0.0) -> None:
         native = {char: self._native_stroke(char) for char in set(text)}
-        if any(stroke is None for stroke in native.values()) and not self._spare_keycodes:
+        missing = [char for char in dict.fromkeys(text) if native[char] is None]
+        if missing and not self._spare_keycodes:
             raise DisplayUnavailableError("the X keymap has no unused keycode to type non-keyboard characters with")
-        bindings = _SpareBindings(self)
-        try:
-            for char in text:
-                stroke = native[char] or _Stroke(keycode=bindings.keycode_for(char), shift=False)
-                self._send(stroke)
-                if interval:
-                    time.sleep(interval)
-        finally:
-            bindings.release()
+        self._bindings.prepare(missing)
+        for char in text:
+            stroke = native[char] or _Stroke(keycode=self._bindings.keycode_for(char), shift=False)
+            self._send(stroke)
+            if interval:
+                time.sleep(interval)
 
     def _send(self, stroke: _Stroke) -> None:
         from Xlib import X
@@ -100,15 +99,17 @@ class X11Typer:
         self._display.sync()
 
     def close(self) -> None:
+        self._bindings.release()
         self._display.close()
 
 
 class _SpareBindings:
-    """Spare keycodes bound to characters, reused least-recently-used first.
+    """Spare keycodes bound to characters, kept across calls and reused least-recently-used first.
 
     Clients translate a key event with the keymap they fetch when they process it, which may be
     after we have moved on. So a keycode is only rebound once it has been unused for a quiet
-    period, and a fresh binding gets a moment to reach clients before its first key is sent.
+    period, and fresh bindings get a moment to reach clients before their first key is sent.
+    Bindings stay in place between calls (repeated characters cost nothing) until `release`.
     """
 
     QUIET_SECONDS = 0.15
@@ -118,18 +119,37 @@ class _SpareBindings:
         self._char_of: dict[int, str] = {}
         self._last_used: dict[int, float] = dict.fromkeys(typer._spare_keycodes, 0.0)
 
+    def _bound(self, char: str) -> int | None:
+        return next((k for k, c in self._char_of.items() if c == char), None)
+
+    def prepare(self, chars: list[str]) -> None:
+        """Bind as many of the upcoming characters as free or quiet keycodes allow, with one settle."""
+        now = time.monotonic()
+        fresh = [c for c in chars if self._bound(c) is None]
+        candidates = sorted(self._last_used, key=self._last_used.__getitem__)
+        reusable = [k for k in candidates if k not in self._char_of or now - self._last_used[k] >= self.QUIET_SECONDS]
+        needed = set(chars)
+        reusable = [k for k in reusable if self._char_of.get(k) not in needed]
+        for char, keycode in zip(fresh, reusable, strict=False):
+            self._assign(keycode, char)
+        if fresh and reusable:
+            time.sleep(_MAPPING_SETTLE_SECONDS)
+
     def keycode_for(self, char: str) -> int:
-        keycode = next((k for k, c in self._char_of.items() if c == char), None)
-        if keycode is None:
+        keycode = self._bound(char)
+        if keycode is None:  # more distinct characters than spare keycodes: rebind one on the fly
             keycode = min(self._last_used, key=self._last_used.__getitem__)
             idle = time.monotonic() - self._last_used[keycode]
             if keycode in self._char_of and idle < self.QUIET_SECONDS:
                 time.sleep(self.QUIET_SECONDS - idle)
-            self._typer._bind(keycode, char)
-            self._char_of[keycode] = char
+            self._assign(keycode, char)
             time.sleep(_MAPPING_SETTLE_SECONDS)
         self._last_used[keycode] = time.monotonic()
         return keycode
+
+    def _assign(self, keycode: int, char: str) -> None:
+        self._typer._bind(keycode, char)
+        self._char_of[keycode] = char
 
     def release(self) -> None:
         if not self._char_of:
@@ -137,3 +157,4 @@ class _SpareBindings:
         time.sleep(self.QUIET_SECONDS)
         for keycode in self._char_of:
             self._typer._bind(keycode, None)
+        self._char_of.clear()

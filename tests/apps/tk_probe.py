@@ -33,7 +33,7 @@ canvas = tk.Canvas(root, background="white")
 canvas.place(x=20, y=100, width=400, height=300)
 text = tk.Text(root, font=("DejaVu Sans Mono", 12), wrap="none")
 text.place(x=450, y=100, width=400, height=300)
-text.insert("1.0", "\n".join(f"line {i}" for i in range(300)))
+text.insert("1.0", "\n".join(f"line {i} " + "wide " * 60 for i in range(300)))
 swatch = tk.Frame(root, background="#ff0000")
 swatch.place(x=20, y=430, width=300, height=200)
 
@@ -51,6 +51,7 @@ def save() -> None:
     state["entry"] = entry.get()
     state["swatch"] = swatch.cget("background")
     state["text_top"] = text.yview()[0]
+    state["text_left"] = text.xview()[0]
     state["focus"] = str(root.focus_get())
     state["widgets"] = {
         name: widget_box(w)
@@ -119,6 +120,10 @@ swatch.bind("<Button-1>", toggle_swatch)
 text.bind("<MouseWheel>", lambda e: root.after(50, save))
 text.bind("<Button-4>", lambda e: root.after(50, save), add="+")
 text.bind("<Button-5>", lambda e: root.after(50, save), add="+")
+for wheel in ("<Shift-Button-4>", "<Shift-Button-5>", "<Shift-MouseWheel>"):
+    text.bind(wheel, lambda e: root.after(50, save), add="+")
 root.bind("<Configure>", lambda e: root.after(20, save))
+root.bind_all("<FocusIn>", lambda e: root.after(10, save), add="+")
+root.bind_all("<FocusOut>", lambda e: root.after(10, save), add="+")
 root.after(200, save)
 root.mainloop()

@@ -1,0 +1,79 @@
+"""Input into a real Chromium window on Xvfb: clicks, exact Unicode typing, wheel scrolling both ways."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from playwright.async_api import Page, async_playwright
+
+from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from tests.conftest import call_ok, wait_for_active_window
+
+pytestmark = pytest.mark.anyio
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMIUM_ARGS = [
+    "--kiosk",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--force-device-scale-factor=1",
+]
+PAGE = """<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0">
+<div style="width:6000px;height:4000px;background:linear-gradient(90deg,#fff,#888)">
+<input id="field" style="position:fixed;left:300px;top:200px;width:600px;height:40px;font-size:20px">
+</div></body></html>"""
+
+
+@pytest.fixture
+async def page(xdisplay: VirtualDisplay, tmp_path: Path) -> AsyncIterator[Page]:
+    """A kiosk Chromium window filling the screen, so CSS pixels are screen pixels."""
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed (apt-get install chromium)")
+    html = tmp_path / "page.html"
+    html.write_text(PAGE, encoding="utf-8")
+    async with async_playwright() as playwright:
+        context = await playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=CHROMIUM,
+            headless=False,
+            no_viewport=True,
+            args=CHROMIUM_ARGS,
+            env={"DISPLAY": xdisplay.name},
+        )
+        browser_page = context.pages[0] if context.pages else await context.new_page()
+        await browser_page.goto(html.as_uri())
+        await browser_page.wait_for_function("window.innerWidth > 1000")
+        wait_for_active_window("page.html - Chromium")
+        yield browser_page
+        await context.close()
+
+
+async def test_click_and_type_unicode_into_page(client: Client, page: Page) -> None:
+    info = await call_ok(client, "screenshot")
+    box = await page.evaluate("JSON.stringify(document.getElementById('field').getBoundingClientRect())")
+    rect = json.loads(box)
+    scale = info["scale"]
+    await call_ok(client, "click", x=(rect["x"] + 50) * scale, y=(rect["y"] + 20) * scale)
+    await page.wait_for_function("document.activeElement.id === 'field'")
+    await call_ok(client, "type_text", text="draft")
+    text = 'Grüße → 東京 <tag> & "quotes" ✓'
+    await call_ok(client, "type_text", text=text, overwrite=True)
+    await page.wait_for_function("value => document.getElementById('field').value === value", arg=text)
+
+
+async def test_wheel_scrolls_page_vertically_and_horizontally(client: Client, page: Page) -> None:
+    await call_ok(client, "scroll", vertical=-5, x=960, y=700, space="screen")
+    await page.wait_for_function("window.scrollY > 0")
+    await call_ok(client, "scroll", horizontal=5, x=960, y=700, space="screen")
+    await page.wait_for_function("window.scrollX > 0")
+    assert await page.evaluate("window.scrollY") > 0
