@@ -406,7 +406,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
             ]
             actions = await measure_actions(client, args)
     finally:
-        in_memory_server.runner.close()
+        in_memory_server.close()
     return Results(
         display=display,
         settle_ms=settings.input.settle_seconds * 1000,

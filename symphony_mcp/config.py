@@ -76,6 +76,17 @@ class InputSettings(BaseModel):
     max_wait_seconds: float = Field(60, gt=0, description="longest wait one call accepts")
 
 
+class OcrSettings(BaseModel):
+    """Text recognition for the OCR and text-grounded tools."""
+
+    engine: Literal["tesseract", "easyocr", "rapidocr"] = Field(
+        "tesseract", description="OCR engine (tesseract is the fastest accurate one on CPU; see benchmarks/)"
+    )
+    language: str = Field("eng", description="Tesseract language data to use")
+    min_score: float = Field(80, ge=0, le=100, description="lowest fuzzy score (0..100) that counts as a match")
+    warm_up: bool = Field(False, description="load the engine when the server starts instead of on first use")
+
+
 class ServerSettings(BaseModel):
     """Transport and its security."""
 
@@ -101,6 +112,7 @@ class Settings(BaseSettings):
     display: DisplaySettings = Field(default_factory=DisplaySettings)
     screenshot: ScreenshotSettings = Field(default_factory=ScreenshotSettings)
     input: InputSettings = Field(default_factory=InputSettings)
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -20,14 +20,17 @@ from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.memory.actions import ActionLog
-from symphony_mcp.tools import actions, screen, windows
+from symphony_mcp.tools import actions, ocr, screen, windows
+from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
 `click` / `type_text` / `hotkey` / `scroll` / `drag` (x, y in the latest screenshot's pixels), then
-`screenshot` again to verify. `list_windows`, `focus_window` and `open_app` manage applications.
-Every action returns a record of what was done; `action_history` lists them."""
+`screenshot` again to verify. For text on screen, `click_text`, `locate_cursor` and
+`highlight_text_span` act on a phrase found by OCR, precisely; `find_text` and `ocr` read it.
+`list_windows`, `focus_window` and `open_app` manage applications. Every action returns a record of
+what was done; `action_history` lists them."""
 
 
 @dataclass
@@ -35,14 +38,22 @@ class SymphonyServer:
     mcp: MCPServer
     desktop: DesktopController
     runner: DesktopRunner
+    text: OcrGrounder
+
+    def close(self) -> None:
+        self.text.close()
+        self.runner.close()
 
 
 def build_server(settings: Settings) -> SymphonyServer:
     runner = DesktopRunner(lambda: LocalDesktop(type_interval=settings.input.type_interval))
     controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
+    grounder = OcrGrounder(controller, settings.ocr)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        if settings.ocr.warm_up:
+            await grounder.warm_up()
         yield
 
     server = MCPServer(
@@ -56,7 +67,8 @@ def build_server(settings: Settings) -> SymphonyServer:
     screen.register(server, controller)
     actions.register(server, controller)
     windows.register(server, controller)
-    return SymphonyServer(mcp=server, desktop=controller, runner=runner)
+    ocr.register(server, grounder)
+    return SymphonyServer(mcp=server, desktop=controller, runner=runner, text=grounder)
 
 
 def is_loopback(host: str) -> bool:
@@ -111,4 +123,4 @@ def run(server: SymphonyServer, settings: Settings) -> None:
         else:
             anyio.run(server.mcp.run_stdio_async)
     finally:
-        server.runner.close()
+        server.close()

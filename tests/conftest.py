@@ -121,7 +121,7 @@ def xterm_line(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[Path]:
 async def server(xdisplay: VirtualDisplay) -> AsyncIterator[SymphonyServer]:
     built = build_server(load_settings())
     yield built
-    built.runner.close()
+    built.close()
 
 
 @pytest.fixture

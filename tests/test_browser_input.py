@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -28,19 +29,17 @@ CHROMIUM_ARGS = [
     "--disable-quic",
     "--force-device-scale-factor=1",
 ]
-PAGE = """<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0">
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>page.html</title></head><body style="margin:0">
 <div style="width:6000px;height:4000px;background:linear-gradient(90deg,#fff,#888)">
 <input id="field" style="position:fixed;left:300px;top:200px;width:600px;height:40px;font-size:20px">
 </div></body></html>"""
 
 
-@pytest.fixture
-async def page(xdisplay: VirtualDisplay, tmp_path: Path) -> AsyncIterator[Page]:
-    """A kiosk Chromium window filling the screen, so CSS pixels are screen pixels."""
-    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
+@asynccontextmanager
+async def open_kiosk_page(url: str, tmp_path: Path) -> AsyncIterator[Page]:
+    """A kiosk Chromium window filling the screen (so CSS pixels are screen pixels), made active."""
+    if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is not installed (apt-get install chromium)")
-    html = tmp_path / "page.html"
-    html.write_text(PAGE, encoding="utf-8")
     async with async_playwright() as playwright:
         context = await playwright.chromium.launch_persistent_context(
             str(tmp_path / "profile"),
@@ -48,14 +47,22 @@ async def page(xdisplay: VirtualDisplay, tmp_path: Path) -> AsyncIterator[Page]:
             headless=False,
             no_viewport=True,
             args=CHROMIUM_ARGS,
-            env={"DISPLAY": xdisplay.name},
+            env={"DISPLAY": os.environ["DISPLAY"]},
         )
-        browser_page = context.pages[0] if context.pages else await context.new_page()
-        await browser_page.goto(html.as_uri())
-        await browser_page.wait_for_function("window.innerWidth > 1000")
-        wait_for_active_window("page.html - Chromium")
-        yield browser_page
+        page = context.pages[0] if context.pages else await context.new_page()
+        await page.goto(url)
+        await page.wait_for_function("window.innerWidth > 1000")
+        wait_for_active_window(f"{await page.title()} - Chromium")
+        yield page
         await context.close()
+
+
+@pytest.fixture
+async def page(xdisplay: VirtualDisplay, tmp_path: Path) -> AsyncIterator[Page]:
+    html = tmp_path / "page.html"
+    html.write_text(PAGE, encoding="utf-8")
+    async with open_kiosk_page(html.as_uri(), tmp_path) as opened:
+        yield opened
 
 
 async def test_click_and_type_unicode_into_page(client: Client, page: Page) -> None:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from PIL import Image
 from pydantic import BaseModel, Field
 
 from symphony_mcp.config import Settings
@@ -24,7 +25,7 @@ from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.actions import ActionLog, ActionRecord
+from symphony_mcp.memory.actions import ActionLog, ActionRecord, Grounding
 from symphony_mcp.vision.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 
 CoordinateSpace = Literal["screenshot", "screen"]
@@ -174,7 +175,7 @@ class DesktopController:
         max_height: int | None = None,
     ) -> tuple[EncodedImage, ScreenshotInfo]:
         options = self._encode_options(format, quality, max_width, max_height)
-        region_rect = await self._region_to_screen(region, space, frame_id) if region else None
+        region_rect = await self.region_to_screen(region, space, frame_id) if region else None
         want_marker = self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
 
         def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
@@ -187,13 +188,23 @@ class DesktopController:
             return frame, _monitor_rect(desktop, 0), encode_image(frame.image, options, marker)
 
         frame, screen, encoded = await self.runner.run(grab_and_encode)
+        return encoded, self._describe(frame, screen, encoded)
+
+    async def publish(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
+        """Encode an image drawn over `frame` (e.g. annotated) so callers can act in its coordinates."""
+        encoded = await asyncio.to_thread(encode_image, image, self._encode_options())
+        screen = await self.runner.run(lambda d: _monitor_rect(d, 0))
+        return encoded, self._describe(frame, screen, encoded)
+
+    def _describe(self, frame: Frame, screen: Rect, encoded: EncodedImage) -> ScreenshotInfo:
+        """Remember the image's mapping (it becomes the latest frame) and describe it."""
         mapping = ImageMapping(area=frame.area, image_width=encoded.width, image_height=encoded.height)
         self._remember(frame.id, mapping)
         cursor_image = None
         if frame.cursor is not None and frame.area.contains(frame.cursor.x, frame.cursor.y):
             cx, cy = mapping.to_image(frame.cursor)
             cursor_image = Point(x=round(cx), y=round(cy))
-        info = ScreenshotInfo(
+        return ScreenshotInfo(
             frame_id=frame.id,
             monitor=frame.monitor,
             area=frame.area,
@@ -207,9 +218,14 @@ class DesktopController:
             cursor=cursor_image,
             cursor_screen=frame.cursor,
         )
-        return encoded, info
 
-    async def _region_to_screen(
+    async def image_point(self, point: Point) -> Point:
+        """Where a screen pixel is in the latest screenshot (the default space of pointer tools)."""
+        mapping, _ = await self._mapping(None)
+        x, y = mapping.to_image(point)
+        return Point(x=round(x), y=round(y))
+
+    async def region_to_screen(
         self, region: tuple[float, float, float, float], space: CoordinateSpace, frame_id: str | None
     ) -> Rect:
         left, top, width, height = region
@@ -240,6 +256,7 @@ class DesktopController:
         points: Sequence[Point] = (),
         frame_id: str | None = None,
         settle: bool = True,
+        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
         """Run one action on the desktop thread, let the UI settle, and record what happened."""
         started = time.time()
@@ -266,6 +283,7 @@ class DesktopController:
                 cursor_after=cursor,
                 active_window_after=window,
                 summary=summary if error is None else f"{summary} -> failed: {error}",
+                grounding=list(grounding),
             )
             self.actions.append(record)
         return record
@@ -289,6 +307,7 @@ class DesktopController:
         hold_keys: Sequence[str] = (),
         space: CoordinateSpace = "screenshot",
         frame_id: str | None = None,
+        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
         if not 1 <= count <= _MAX_CLICKS:
             raise InvalidInputError(f"count must be 1..{_MAX_CLICKS} (2 = double click), got {count}")
@@ -303,6 +322,7 @@ class DesktopController:
             f"{button} {kind} at screen ({point.x}, {point.y}){mods}",
             [point],
             used,
+            grounding=grounding,
         )
 
     async def move(
@@ -335,6 +355,7 @@ class DesktopController:
         duration: float = 0.3,
         space: CoordinateSpace = "screenshot",
         frame_id: str | None = None,
+        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
         _check_duration(duration)
         held = await self._keys(hold_keys) if hold_keys else []
@@ -354,6 +375,7 @@ class DesktopController:
             f"dragged from screen ({a.x}, {a.y}) to ({b.x}, {b.y})",
             [a, b],
             used,
+            grounding=grounding,
         )
 
     async def scroll(

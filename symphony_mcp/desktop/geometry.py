@@ -37,6 +37,14 @@ class Rect(BaseModel):
         return f"x {self.left}..{self.left + self.width - 1}, y {self.top}..{self.top + self.height - 1}"
 
 
+def union(boxes: list[Rect]) -> Rect:
+    """Smallest rectangle containing all boxes (at least one)."""
+    left, top = min(b.left for b in boxes), min(b.top for b in boxes)
+    right = max(b.left + b.width for b in boxes)
+    bottom = max(b.top + b.height for b in boxes)
+    return Rect(left=left, top=top, width=right - left, height=bottom - top)
+
+
 def fit_within(width: int, height: int, max_width: int, max_height: int) -> tuple[int, int]:
     """Largest size with the same aspect ratio that fits the bounds; never upscales."""
     scale = min(1.0, max_width / width, max_height / height)

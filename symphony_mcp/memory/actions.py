@@ -9,8 +9,19 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from symphony_mcp.desktop.geometry import Point
+from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.models import WindowInfo
+
+
+class Grounding(BaseModel):
+    """How a target was found on screen when the caller named it instead of giving coordinates."""
+
+    method: str = Field(description="e.g. 'ocr' (phrase matched in OCR text)")
+    query: str = Field(description="what the caller asked for (phrase or description)")
+    matched_text: str | None = None
+    score: float | None = None
+    box: Rect | None = Field(None, description="screen pixels of the matched target")
+    candidates: int = Field(1, description="how many matches there were to choose from")
 
 
 class ActionRecord(BaseModel):
@@ -28,6 +39,7 @@ class ActionRecord(BaseModel):
     cursor_after: Point | None = None
     active_window_after: WindowInfo | None = None
     summary: str = Field(description="one line a person or model can read")
+    grounding: list[Grounding] = Field(default_factory=list, description="how named targets were located")
 
 
 class ActionLog:

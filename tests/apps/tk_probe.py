@@ -50,6 +50,8 @@ def widget_box(widget: tk.Widget) -> dict:
 def save() -> None:
     state["entry"] = entry.get()
     state["swatch"] = swatch.cget("background")
+    state["selection"] = entry.selection_get() if entry.selection_present() else ""
+    state["cursor_index"] = entry.index("insert")
     state["text_top"] = text.yview()[0]
     state["text_left"] = text.xview()[0]
     state["focus"] = str(root.focus_get())
@@ -124,6 +126,7 @@ for wheel in ("<Shift-Button-4>", "<Shift-Button-5>", "<Shift-MouseWheel>"):
     text.bind(wheel, lambda e: root.after(50, save), add="+")
 root.bind("<Configure>", lambda e: root.after(20, save))
 root.bind_all("<FocusIn>", lambda e: root.after(10, save), add="+")
+root.bind_all("<ButtonRelease-1>", lambda e: root.after(20, save), add="+")
 root.bind_all("<FocusOut>", lambda e: root.after(10, save), add="+")
 root.after(200, save)
 root.mainloop()

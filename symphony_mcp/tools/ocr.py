@@ -1,0 +1,177 @@
+"""MCP tools that read text on screen and act on it: ocr, find_text, click_text, locate_cursor,
+highlight_text_span."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from symphony_mcp.desktop.geometry import Point
+from symphony_mcp.desktop.models import MouseButton
+from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, FrameId, Space, caller_errors
+from symphony_mcp.vision.annotate import draw_marks
+from symphony_mcp.vision.ocr.grounder import FoundText, OcrGrounder, SpanSelection, TextSearch
+from symphony_mcp.vision.ocr.models import OcrResult
+
+Region = Annotated[
+    tuple[float, float, float, float] | None,
+    Field(description="[left, top, width, height] to read, in `space` coordinates (default: whole monitor)"),
+]
+Phrase = Annotated[str, Field(description="text as it appears on screen; case, punctuation and line breaks may differ")]
+Index = Annotated[int, Field(ge=0, description="which match to use when several are found (0 = best or nearest)")]
+NearX = Annotated[float | None, Field(description="prefer matches nearest this point (with near_y)")]
+NearY = Annotated[float | None, Field(description="prefer matches nearest this point (with near_x)")]
+
+
+class FoundTextWithPoints(FoundText):
+    points: list[Point] = Field(description="each match's click point in the latest screenshot's pixels")
+
+
+def register(server: MCPServer, grounder: OcrGrounder) -> None:
+    async def ensure_loaded(ctx: Context) -> None:
+        """Loading an engine can take seconds (EasyOCR: much longer): tell the host what is happening."""
+        if not grounder.is_loaded():
+            await ctx.report_progress(0, 1, f"loading the {grounder.settings.engine} OCR engine")
+            await grounder.warm_up()
+            await ctx.report_progress(1, 1, "OCR engine ready")
+
+    def search(
+        region: tuple[float, float, float, float] | None,
+        space: Literal["screenshot", "screen"],
+        frame_id: str | None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        monitor: int | None = None,
+    ) -> TextSearch:
+        near = None
+        if near_x is not None or near_y is not None:
+            if near_x is None or near_y is None:
+                raise InvalidInputError("give both near_x and near_y, or neither")
+            near = (near_x, near_y)
+        return TextSearch(region=region, near=near, space=space, frame_id=frame_id, monitor=monitor)
+
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def ocr(
+        ctx: Context,
+        region: Region = None,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+        monitor: Annotated[int | None, Field(description="monitor to read (default from settings)")] = None,
+        min_confidence: Annotated[float, Field(ge=0, le=1, description="drop words below this confidence")] = 0.0,
+        annotate: Annotated[
+            bool, Field(description="also return the screen with every word boxed and numbered by its id")
+        ] = False,
+    ) -> Annotated[CallToolResult, OcrResult]:
+        """Read all text on screen (or in a region): words and lines with ids, screen-pixel boxes and confidence.
+        Repeated calls on an unchanged screen are nearly free; after a change only changed text blocks are re-read."""
+        await ensure_loaded(ctx)
+        frame, result = await grounder.read(search(region, space, frame_id, monitor=monitor))
+        if min_confidence > 0:
+            result = _filter(result, min_confidence)
+        content: list = [TextContent(type="text", text="\n".join(line.text for line in result.lines) or "(no text)")]
+        if annotate:
+            marked = draw_marks(frame.image, frame.area, [(word.id, word.box) for word in result.words])
+            encoded, info = await grounder.desktop.publish(frame, marked)
+            content.insert(0, Image(data=encoded.data, format=encoded.format).to_image_content())
+            content.append(TextContent(type="text", text=f"annotated image is frame {info.frame_id}"))
+        return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
+
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def find_text(
+        ctx: Context,
+        phrase: Phrase,
+        region: Region = None,
+        near_x: NearX = None,
+        near_y: NearY = None,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+        max_results: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> FoundTextWithPoints:
+        """Where a phrase is on screen: ranked matches with boxes (screen pixels) and click points. When it is not
+        found the error lists the closest text actually seen."""
+        await ensure_loaded(ctx)
+        found = await grounder.find(phrase, search(region, space, frame_id, near_x, near_y))
+        matches = found.matches[:max_results]
+        points = [await grounder.desktop.image_point(m.center) for m in matches]
+        return FoundTextWithPoints(**found.model_dump(exclude={"matches"}), matches=matches, points=points)
+
+    @server.tool(annotations=DESTRUCTIVE_INPUT)
+    @caller_errors
+    async def click_text(
+        ctx: Context,
+        phrase: Phrase,
+        index: Index = 0,
+        near_x: NearX = None,
+        near_y: NearY = None,
+        region: Region = None,
+        button: MouseButton = "left",
+        count: Annotated[int, Field(description="1 = click, 2 = double, 3 = triple")] = 1,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+    ) -> ActionRecord:
+        """Click the centre of a phrase found on screen by OCR (buttons, links, menu items, list entries)."""
+        await ensure_loaded(ctx)
+        return await grounder.click_text(
+            phrase, search(region, space, frame_id, near_x, near_y), index=index, button=button, count=count
+        )
+
+    @server.tool(annotations=DESTRUCTIVE_INPUT)
+    @caller_errors
+    async def locate_cursor(
+        ctx: Context,
+        phrase: Phrase,
+        position: Annotated[
+            Literal["start", "end"], Field(description="put the caret right before (start) or after (end) the phrase")
+        ],
+        index: Index = 0,
+        near_x: NearX = None,
+        near_y: NearY = None,
+        region: Region = None,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+    ) -> ActionRecord:
+        """Click at the start or end edge of a phrase in editable text, so typing inserts exactly there."""
+        await ensure_loaded(ctx)
+        return await grounder.locate_cursor(
+            phrase, position, search(region, space, frame_id, near_x, near_y), index=index
+        )
+
+    @server.tool(annotations=DESTRUCTIVE_INPUT)
+    @caller_errors
+    async def highlight_text_span(
+        ctx: Context,
+        start_phrase: Annotated[str, Field(description="the selection starts at the beginning of this phrase")],
+        end_phrase: Annotated[str, Field(description="the selection ends at the end of this phrase")],
+        start_index: Index = 0,
+        end_index: Index = 0,
+        replace_with: Annotated[
+            str | None, Field(description="type this over the selection ('' deletes it); default: only select")
+        ] = None,
+        region: Region = None,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+    ) -> SpanSelection:
+        """Select text by dragging from the start of one phrase to the end of another (the same phrase twice
+        selects just it); optionally replace the selection."""
+        await ensure_loaded(ctx)
+        return await grounder.highlight_span(
+            start_phrase, end_phrase, search(region, space, frame_id), start_index, end_index, replace_with
+        )
+
+
+def _filter(result: OcrResult, min_confidence: float) -> OcrResult:
+    """Drop low-confidence words; ids stay those of the full result so they match an annotated image."""
+    kept = {word.id: word for word in result.words if word.confidence >= min_confidence}
+    lines = []
+    for line in result.lines:
+        ids = [i for i in line.word_ids if i in kept]
+        if ids:
+            lines.append(line.model_copy(update={"word_ids": ids, "text": " ".join(kept[i].text for i in ids)}))
+    return result.model_copy(update={"words": list(kept.values()), "lines": lines})
