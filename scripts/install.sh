@@ -13,9 +13,10 @@ as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 packages=(
   xvfb openbox xterm x11-utils xdg-utils fonts-dejavu-core  # virtual display, window manager, basic apps
   python3-tk python3-venv python3-pip                      # Tk for the tests' probe window; venv support
+  tesseract-ocr-eng                                        # English data for the Tesseract OCR engine
 )
 if [[ $dev -eq 1 ]]; then
-  packages+=(chromium)  # the tests drive a real browser window
+  packages+=(chromium python3-doc)  # the tests drive a real browser window over real documentation pages
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi
 missing=()

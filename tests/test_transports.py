@@ -37,8 +37,13 @@ EXPECTED_TOOLS = {
     "list_windows",
     "focus_window",
     "open_app",
+    "ocr",
+    "find_text",
+    "click_text",
+    "locate_cursor",
+    "highlight_text_span",
 }
-READ_ONLY_TOOLS = {"screenshot", "screen_info", "wait", "action_history", "list_windows"}
+READ_ONLY_TOOLS = {"screenshot", "screen_info", "wait", "action_history", "list_windows", "ocr", "find_text"}
 
 
 def serve_command() -> list[str]:
