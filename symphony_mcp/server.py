@@ -41,7 +41,6 @@ class SymphonyServer:
     text: OcrGrounder
 
     def close(self) -> None:
-        self.text.close()
         self.runner.close()
 
 

@@ -18,10 +18,9 @@ from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.desktop.models import MouseButton
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.actions import ActionRecord, Grounding
-from symphony_mcp.vision.ocr.engine import engine_spec
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
 from symphony_mcp.vision.ocr.models import OcrResult
-from symphony_mcp.vision.ocr.pipeline import OcrPipeline
+from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline
 
 CaretPosition = Literal["start", "end"]
 
@@ -56,16 +55,12 @@ class OcrGrounder:
     def __init__(self, desktop: DesktopController, settings: OcrSettings) -> None:
         self.desktop = desktop
         self.settings = settings
-        self._pipelines: dict[str, OcrPipeline] = {}
 
     def pipeline(self, engine: str | None = None) -> OcrPipeline:
-        name = engine or self.settings.engine
-        if name not in self._pipelines:
-            self._pipelines[name] = OcrPipeline(engine_spec(name, self.settings.language))
-        return self._pipelines[name]
+        return shared_pipeline(engine or self.settings.engine, self.settings.language)
 
     def is_loaded(self, engine: str | None = None) -> bool:
-        return (engine or self.settings.engine) in self._pipelines
+        return is_loaded(engine or self.settings.engine, self.settings.language)
 
     async def warm_up(self, engine: str | None = None) -> None:
         await asyncio.to_thread(self.pipeline(engine).warm_up)
@@ -160,10 +155,6 @@ class OcrGrounder:
         return await self.desktop.click(
             point.x, point.y, button=button, count=count, space="screen", grounding=[grounding]
         )
-
-    def close(self) -> None:
-        for pipeline in self._pipelines.values():
-            pipeline.close()
 
 
 def _before(a: TextMatch, b: TextMatch) -> bool:

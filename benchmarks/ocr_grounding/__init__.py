@@ -1,0 +1,1 @@
+"""OCR grounding benchmark: ground-truth screens (see `screens`)."""
