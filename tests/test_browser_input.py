@@ -12,23 +12,13 @@ import pytest
 from mcp import Client
 from playwright.async_api import Page, async_playwright
 
+from symphony_mcp.browser.chromium import KIOSK_ARGS, chromium_executable
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from tests.conftest import call_ok, wait_for_active_window
 
 pytestmark = pytest.mark.anyio
 
-CHROMIUM = "/usr/lib/chromium/chromium"
-CHROMIUM_ARGS = [
-    "--kiosk",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--force-device-scale-factor=1",
-]
+CHROMIUM = chromium_executable()
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>page.html</title></head><body style="margin:0">
 <div style="width:6000px;height:4000px;background:linear-gradient(90deg,#fff,#888)">
 <input id="field" style="position:fixed;left:300px;top:200px;width:600px;height:40px;font-size:20px">
@@ -38,7 +28,7 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>page.html</tit
 @asynccontextmanager
 async def open_kiosk_page(url: str, tmp_path: Path) -> AsyncIterator[Page]:
     """A kiosk Chromium window filling the screen (so CSS pixels are screen pixels), made active."""
-    if not Path(CHROMIUM).exists():
+    if CHROMIUM is None:
         pytest.fail("Chromium is not installed (apt-get install chromium)")
     async with async_playwright() as playwright:
         context = await playwright.chromium.launch_persistent_context(
@@ -46,7 +36,7 @@ async def open_kiosk_page(url: str, tmp_path: Path) -> AsyncIterator[Page]:
             executable_path=CHROMIUM,
             headless=False,
             no_viewport=True,
-            args=CHROMIUM_ARGS,
+            args=list(KIOSK_ARGS),
             env={"DISPLAY": os.environ["DISPLAY"]},
         )
         page = context.pages[0] if context.pages else await context.new_page()

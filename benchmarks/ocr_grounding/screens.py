@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 from PIL import Image, ImageDraw
 
+from symphony_mcp.browser.chromium import KIOSK_ARGS, chromium_executable
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.geometry import Rect
@@ -49,18 +50,7 @@ from symphony_mcp.desktop.virtual_display import start_virtual_display
 
 APPS = Path(__file__).with_name("apps")
 DOCS = Path("/usr/share/doc/python3/html")
-CHROMIUM = "/usr/lib/chromium/chromium"
-CHROMIUM_ARGS = [
-    "--kiosk",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--force-device-scale-factor=1",
-]
+CHROMIUM = chromium_executable() or "/usr/lib/chromium/chromium"
 DOCS_PAGES = (
     ("docs-library", "library/collections.html"),
     ("docs-tutorial", "tutorial/controlflow.html#defining-functions"),
@@ -525,7 +515,7 @@ def _docs_pages(display: str, width: int, height: int) -> Iterator[tuple[str, So
             executable_path=CHROMIUM,
             headless=False,
             no_viewport=True,
-            args=CHROMIUM_ARGS,
+            args=list(KIOSK_ARGS),
             env={**os.environ, "DISPLAY": display},
         )
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError
 
 _MAPPING_SETTLE_SECONDS = 0.03
@@ -41,13 +42,7 @@ class X11Typer:
     """Owns one Xlib connection; used from the desktop thread only."""
 
     def __init__(self, display_name: str | None = None) -> None:
-        from Xlib import display as xdisplay
-        from Xlib.error import DisplayError
-
-        try:
-            self._display = xdisplay.Display(display_name)
-        except DisplayError as exc:
-            raise DisplayUnavailableError(f"cannot open X display for typing: {exc}") from exc
+        self._display = open_display("typing", display_name)
         self._spare_keycodes = self._find_spare_keycodes()
         self._shift_keycode = self._display.keysym_to_keycode(_SHIFT_L)
         self._bindings = _SpareBindings(self)

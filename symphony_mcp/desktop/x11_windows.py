@@ -7,6 +7,7 @@ from typing import Any
 
 from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.models import WindowInfo
+from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
 
 
@@ -14,13 +15,7 @@ class X11WindowManager:
     """Reads and drives the window manager; used from the desktop thread only."""
 
     def __init__(self, display_name: str | None = None) -> None:
-        from Xlib import display as xdisplay
-        from Xlib.error import DisplayError
-
-        try:
-            self._display = xdisplay.Display(display_name)
-        except DisplayError as exc:
-            raise DisplayUnavailableError(f"cannot open X display for window management: {exc}") from exc
+        self._display = open_display("window management", display_name)
         self._root = self._display.screen().root
 
     def _atom(self, name: str) -> int:

@@ -1,0 +1,1 @@
+"""Browser facts shared by everything that drives Chromium."""
