@@ -79,9 +79,7 @@ class InputSettings(BaseModel):
 class OcrSettings(BaseModel):
     """Text recognition for the OCR and text-grounded tools."""
 
-    engine: Literal["tesseract", "easyocr", "rapidocr"] = Field(
-        "tesseract", description="OCR engine (tesseract is the fastest accurate one on CPU; see benchmarks/)"
-    )
+    engine: Literal["tesseract"] = Field("tesseract", description="OCR engine (see benchmarks/ocr_grounding)")
     language: str = Field("eng", description="Tesseract language data to use")
     min_score: float = Field(80, ge=0, le=100, description="lowest fuzzy score (0..100) that counts as a match")
     warm_up: bool = Field(False, description="load the engine when the server starts instead of on first use")

@@ -37,12 +37,4 @@ def engine_spec(name: str, language: str = "eng") -> EngineSpec:
         from symphony_mcp.vision.ocr.tesseract_engine import tesseract_spec
 
         return tesseract_spec(language)
-    if name == "easyocr":
-        from symphony_mcp.vision.ocr.easyocr_engine import easyocr_spec
-
-        return easyocr_spec()
-    if name == "rapidocr":
-        from symphony_mcp.vision.ocr.rapidocr_engine import rapidocr_spec
-
-        return rapidocr_spec()
-    raise ValueError(f"unknown OCR engine {name!r}: use tesseract, easyocr or rapidocr")
+    raise ValueError(f"unknown OCR engine {name!r}: use tesseract")
