@@ -33,7 +33,8 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
 [[ -x .venv/bin/python ]] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 if [[ $dev -eq 1 ]]; then
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  # The tests run every OCR engine; torch is pinned to its CPU build (no CUDA download).
+  .venv/bin/python -m pip install -q -e '.[dev,easyocr]' -c scripts/constraints-cpu.txt
 else
   .venv/bin/python -m pip install -q .
 fi

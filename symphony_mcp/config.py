@@ -79,7 +79,9 @@ class InputSettings(BaseModel):
 class OcrSettings(BaseModel):
     """Text recognition for the OCR and text-grounded tools."""
 
-    engine: Literal["tesseract"] = Field("tesseract", description="OCR engine (see benchmarks/ocr_grounding)")
+    engine: Literal["tesseract", "easyocr"] = Field(
+        "tesseract", description="OCR engine; easyocr needs the extra (see benchmarks/ocr_grounding for the choice)"
+    )
     language: str = Field("eng", description="Tesseract language data to use")
     min_score: float = Field(80, ge=0, le=100, description="lowest fuzzy score (0..100) that counts as a match")
     warm_up: bool = Field(False, description="load the engine when the server starts instead of on first use")

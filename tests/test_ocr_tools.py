@@ -22,7 +22,7 @@ from tests.conftest import TkProbe, call_error, call_ok
 
 pytestmark = pytest.mark.anyio
 
-ENGINES = ["tesseract"]
+ENGINES = ["tesseract", "easyocr"]
 _ENGINE_MODULES = {"tesseract": "tesserocr", "rapidocr": "rapidocr", "easyocr": "easyocr"}
 
 

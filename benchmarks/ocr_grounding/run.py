@@ -179,7 +179,7 @@ def report(results: list[EngineResult], command: str, screens_s: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--engines", default="tesseract")
+    parser.add_argument("--engines", default="tesseract,easyocr")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/ocr_grounding.md"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help=argparse.SUPPRESS)

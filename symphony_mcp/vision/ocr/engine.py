@@ -37,4 +37,8 @@ def engine_spec(name: str, language: str = "eng") -> EngineSpec:
         from symphony_mcp.vision.ocr.tesseract_engine import tesseract_spec
 
         return tesseract_spec(language)
-    raise ValueError(f"unknown OCR engine {name!r}: use tesseract")
+    if name == "easyocr":
+        from symphony_mcp.vision.ocr.easyocr_engine import easyocr_spec
+
+        return easyocr_spec()
+    raise ValueError(f"unknown OCR engine {name!r}: use tesseract or easyocr")
