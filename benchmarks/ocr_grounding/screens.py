@@ -46,7 +46,7 @@ from symphony_mcp.browser.chromium import KIOSK_ARGS, chromium_executable
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.geometry import Rect
-from symphony_mcp.desktop.virtual_display import start_virtual_display
+from symphony_mcp.desktop.virtual_display import display_for
 
 APPS = Path(__file__).with_name("apps")
 DOCS = Path("/usr/share/doc/python3/html")
@@ -404,9 +404,11 @@ def iter_screens(
     Runs everything in the calling thread (mss and Playwright's sync API both need that); close the
     generator (or exhaust it) to stop the apps and the display.
     """
-    settings = DisplaySettings(resolution=size)
+    # Always our own Xvfb + openbox (never the caller's display); DISPLAY points at it while open.
+    settings = DisplaySettings(resolution=size, virtual="always")
     width, height = settings.size
-    with _own_display(settings) as display, contextlib.closing(Camera()) as camera:
+    with display_for(settings) as display, contextlib.closing(Camera()) as camera:
+        assert display is not None
         _park_pointer(display, width - 1, height // 2)
         previous = camera.settle(None)
         for sources in (_docs_pages, _tk_form, _terminals):
@@ -418,22 +420,6 @@ def iter_screens(
                 yield Screen(name, image, targets, editor)
                 editor.live = False
                 previous = editor.image
-
-
-@contextlib.contextmanager
-def _own_display(settings: DisplaySettings) -> Iterator[str]:
-    """Our own Xvfb + openbox; DISPLAY points at it while open (mss reads it from the environment)."""
-    display = start_virtual_display(settings)
-    previous = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = display.name
-    try:
-        yield display.name
-    finally:
-        display.stop()
-        if previous is None:
-            os.environ.pop("DISPLAY", None)
-        else:
-            os.environ["DISPLAY"] = previous
 
 
 def _park_pointer(display: str, x: int, y: int) -> None:
