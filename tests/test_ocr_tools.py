@@ -5,9 +5,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 from PIL import Image, ImageDraw
@@ -217,3 +219,45 @@ async def test_find_text_on_a_real_documentation_page(client: Client, doc_page: 
         if not inside(found["matches"][0]["center"], box, slack=2):
             missed.append((phrase, box, found["matches"][:2]))
     assert not missed, f"grounded outside the DOM box: {json.dumps(missed)}"
+
+
+async def test_find_text_in_a_terminal(client: Client, xdisplay: object) -> None:
+    """A real xterm with known output: each phrase is found inside the window, rows in printed order."""
+    script = "printf 'first row of output\\nsymphony terminal check 42\\nlast row\\n'; sleep 60"
+    process = subprocess.Popen(
+        [
+            "xterm",
+            "-T",
+            "OCR Term",
+            "-fa",
+            "DejaVu Sans Mono",
+            "-fs",
+            "12",
+            "-geometry",
+            "60x8+100+100",
+            "-e",
+            "bash",
+            "-c",
+            script,
+        ],
+        env={**os.environ, "LANG": "C.UTF-8"},
+    )
+    try:
+        window = None
+        for _ in range(100):
+            windows = (await call_ok(client, "list_windows"))["result"]
+            window = next((w for w in windows if w["title"] == "OCR Term"), None)
+            if window is not None:
+                break
+            await anyio.sleep(0.1)
+        assert window is not None, "the xterm did not appear"
+        await anyio.sleep(0.5)  # let it draw its output
+        rows = []
+        for phrase in ("first row of output", "symphony terminal check 42", "last row"):
+            match = (await call_ok(client, "find_text", phrase=phrase))["matches"][0]
+            assert match["score"] >= 90 and inside(match["center"], window["rect"]), (phrase, match, window)
+            rows.append(match["center"]["y"])
+        assert rows == sorted(rows) and len(set(rows)) == 3
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
