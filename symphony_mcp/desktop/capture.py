@@ -27,6 +27,13 @@ class Frame:
     id: str = field(default_factory=lambda: f"f{next(_frame_counter)}")
 
 
+def select_monitor(monitors: list[MonitorInfo], index: int) -> Rect:
+    """The area of monitor `index` (mss numbering), or an error naming the valid indexes."""
+    if not 0 <= index < len(monitors):
+        raise InvalidInputError(f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}")
+    return monitors[index].rect
+
+
 class ScreenCapturer:
     """Wraps one mss instance; mss instances are per thread, so the owner pins it to one thread."""
 
@@ -46,10 +53,7 @@ class ScreenCapturer:
         return result
 
     def monitor_rect(self, index: int) -> Rect:
-        monitors = self.monitors()
-        if not 0 <= index < len(monitors):
-            raise InvalidInputError(f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}")
-        return monitors[index].rect
+        return select_monitor(self.monitors(), index)
 
     def grab(self, area: Rect) -> Image.Image:
         try:

@@ -19,7 +19,7 @@ from PIL import Image
 from pydantic import BaseModel, Field
 
 from symphony_mcp.config import Settings
-from symphony_mcp.desktop.capture import Frame
+from symphony_mcp.desktop.capture import Frame, select_monitor
 from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
 from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.protocol import Desktop
@@ -219,11 +219,10 @@ class DesktopController:
             cursor_screen=frame.cursor,
         )
 
-    async def image_point(self, point: Point) -> Point:
-        """Where a screen pixel is in the latest screenshot (the default space of pointer tools)."""
+    async def image_points(self, points: Sequence[Point]) -> list[Point]:
+        """Where screen pixels are in the latest screenshot (the default space of pointer tools)."""
         mapping, _ = await self._mapping(None)
-        x, y = mapping.to_image(point)
-        return Point(x=round(x), y=round(y))
+        return [Point(x=round(x), y=round(y)) for x, y in map(mapping.to_image, points)]
 
     async def region_to_screen(
         self, region: tuple[float, float, float, float], space: CoordinateSpace, frame_id: str | None
@@ -516,10 +515,7 @@ class DesktopController:
 
 
 def _monitor_rect(desktop: Desktop, index: int) -> Rect:
-    monitors = desktop.monitors()
-    if not 0 <= index < len(monitors):
-        raise InvalidInputError(f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}")
-    return monitors[index].rect
+    return select_monitor(desktop.monitors(), index)
 
 
 def _check_duration(duration: float) -> None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from symphony_mcp.errors import InvalidInputError
+
 
 class Point(BaseModel):
     """A point in absolute screen pixels (virtual-screen coordinates across all monitors)."""
@@ -87,8 +89,6 @@ class ImageMapping:
 
     def check_image_point(self, x: float, y: float) -> None:
         """Raise a caller-facing error unless (x, y) lies inside the image."""
-        from symphony_mcp.errors import InvalidInputError
-
         if not (0 <= x <= self.image_width - 1 and 0 <= y <= self.image_height - 1):
             raise InvalidInputError(
                 f"point ({x:g}, {y:g}) is outside the screenshot: x must be 0..{self.image_width - 1} "

@@ -7,7 +7,6 @@ tool calls arrive concurrently; one worker thread serialises them and keeps the 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -22,7 +21,6 @@ class DesktopRunner:
         self._factory = factory
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop")
         self._desktop: Desktop | None = None
-        self._lock = threading.Lock()
 
     def _get(self) -> Desktop:
         # Created lazily on the worker thread, and again after a failure (the display may come back).

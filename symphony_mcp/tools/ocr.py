@@ -99,7 +99,7 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
         await ensure_loaded(ctx)
         found = await grounder.find(phrase, search(region, space, frame_id, near_x, near_y))
         matches = found.matches[:max_results]
-        points = [await grounder.desktop.image_point(m.center) for m in matches]
+        points = await grounder.desktop.image_points([m.center for m in matches])
         return FoundTextWithPoints(**found.model_dump(exclude={"matches"}), matches=matches, points=points)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)

@@ -75,9 +75,14 @@ class OcrGrounder:
         return frame, await asyncio.to_thread(pipeline.read, frame.image, frame.area)
 
     async def find(self, phrase: str, search: TextSearch, engine: str | None = None) -> FoundText:
+        _, result = await self.read(search, engine)
+        matches = await self._matches(result, phrase, search)
+        return FoundText(phrase=phrase, matches=matches, ocr_ms=result.elapsed_ms, engine=result.engine)
+
+    async def _matches(self, result: OcrResult, phrase: str, search: TextSearch) -> list[TextMatch]:
+        """Matches of `phrase` in one reading, ranked; none is an error that shows the closest text."""
         if not phrase.strip():
             raise InvalidInputError("phrase is empty; give the text to look for, e.g. 'Save as'")
-        _, result = await self.read(search, engine)
         near = None
         if search.near is not None:
             near, _ = await self.desktop.to_screen(*search.near, search.space, search.frame_id)
@@ -88,21 +93,26 @@ class OcrGrounder:
             raise InvalidInputError(
                 f"{phrase!r} is not on screen{' in that region' if search.region else ''}. Closest text seen: {hint}"
             )
-        return FoundText(phrase=phrase, matches=matches, ocr_ms=result.elapsed_ms, engine=result.engine)
+        return matches
 
-    async def _pick(self, phrase: str, search: TextSearch, index: int) -> tuple[TextMatch, Grounding]:
-        found = await self.find(phrase, search)
-        if not 0 <= index < len(found.matches):
-            listing = "; ".join(f"{i}: {m.text!r} at ({m.center.x}, {m.center.y})" for i, m in enumerate(found.matches))
-            raise InvalidInputError(f"index {index} is out of range: {len(found.matches)} match(es): {listing}")
-        match = found.matches[index]
+    async def _pick(
+        self, phrase: str, search: TextSearch, index: int, result: OcrResult | None = None
+    ) -> tuple[TextMatch, Grounding]:
+        """The chosen match and how it was chosen; reads the screen unless given a reading."""
+        if result is None:
+            _, result = await self.read(search)
+        matches = await self._matches(result, phrase, search)
+        if not 0 <= index < len(matches):
+            listing = "; ".join(f"{i}: {m.text!r} at ({m.center.x}, {m.center.y})" for i, m in enumerate(matches))
+            raise InvalidInputError(f"index {index} is out of range: {len(matches)} match(es): {listing}")
+        match = matches[index]
         grounding = Grounding(
             method="ocr",
             query=phrase,
             matched_text=match.text,
             score=match.score,
             box=match.box,
-            candidates=len(found.matches),
+            candidates=len(matches),
         )
         return match, grounding
 
@@ -129,8 +139,9 @@ class OcrGrounder:
         replace_with: str | None = None,
     ) -> SpanSelection:
         """Drag from the start of `start_phrase` to the end of `end_phrase`; optionally type over it."""
-        start, start_grounding = await self._pick(start_phrase, search, start_index)
-        end, end_grounding = await self._pick(end_phrase, search, end_index)
+        _, result = await self.read(search)  # one reading for both ends
+        start, start_grounding = await self._pick(start_phrase, search, start_index, result)
+        end, end_grounding = await self._pick(end_phrase, search, end_index, result)
         if _before(end, start):
             raise InvalidInputError(
                 f"{end_phrase!r} (at y {end.end.y}) comes before {start_phrase!r} (at y {start.start.y}); "

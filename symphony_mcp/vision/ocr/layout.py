@@ -136,15 +136,10 @@ def _cut(ink: NDArray[np.bool_], block: Block, depth: int, rules: CutRules, out:
     trimmed, text = found
     if depth < rules.max_depth:
         # Horizontal cuts first (rows of text), then vertical (columns), alternating by depth.
-        row_gaps = [rules.row_gap]
+        order = (1, 0) if depth % 2 == 0 else (0, 1)
+        attempts = [(axis, rules.row_gap if axis == 1 else rules.column_gap) for axis in order]
         if trimmed.width * trimmed.height >= rules.fine_min_area:
-            row_gaps.append(rules.fine_row_gap)
-        attempts = [
-            (axis, gap)
-            for axis in ((1, 0) if depth % 2 == 0 else (0, 1))
-            for gap in (row_gaps[:1] if axis == 1 else [rules.column_gap])
-        ]
-        attempts += [(1, gap) for gap in row_gaps[1:]]
+            attempts.append((1, rules.fine_row_gap))
         for axis, min_gap in attempts:
             blank = np.asarray(~text.any(axis=axis), dtype=bool)
             gaps = _gaps(blank, min_gap)

@@ -50,11 +50,12 @@ def find_phrase(result: OcrResult, phrase: str, min_score: float = MIN_SCORE) ->
     words = result.words
     normalized = [normalize(word.text) for word in words]
     size = len(target.split())
+    below = _lines_below(result)
     candidates: list[tuple[float, tuple[int, ...]]] = []
     for start in range(len(words)):
         if not normalized[start]:
             continue
-        run = _run_from(result, start, size + 1)
+        run = _run_from(result, below, start, size + 1)
         for count in range(max(1, size - 1), min(size + 1, len(run)) + 1):
             ids = run[:count]
             score = _score(target, _join([normalized[i] for i in ids], [words[i] for i in ids]))
@@ -63,7 +64,7 @@ def find_phrase(result: OcrResult, phrase: str, min_score: float = MIN_SCORE) ->
     return [_match([words[i] for i in ids], score) for score, ids in _best_disjoint(candidates)]
 
 
-def _run_from(result: OcrResult, start: int, limit: int) -> list[int]:
+def _run_from(result: OcrResult, below: dict[int, int | None], start: int, limit: int) -> list[int]:
     """Word ids in reading order from `start`: the rest of its line, then the line below it in the same column."""
     ids: list[int] = []
     word = result.words[start]
@@ -71,24 +72,26 @@ def _run_from(result: OcrResult, start: int, limit: int) -> list[int]:
     position = line.word_ids.index(start)
     while len(ids) < limit:
         ids.extend(line.word_ids[position : position + limit - len(ids)])
-        following = _line_below(result, line.id)
+        following = below[line.id]
         if following is None:
             break
         line, position = result.lines[following], 0
     return ids
 
 
-def _line_below(result: OcrResult, line_id: int) -> int | None:
-    """The next line of the same column: overlapping horizontally, starting within about a line below."""
-    line = result.lines[line_id].box
-    best: tuple[int, int] | None = None
-    for other in result.lines:
-        box = other.box
-        gap = box.top - (line.top + line.height)
-        overlaps = box.left < line.left + line.width and line.left < box.left + box.width
-        if overlaps and -line.height // 3 <= gap <= line.height and (best is None or box.top < best[0]):
-            best = (box.top, other.id)
-    return None if best is None else best[1]
+def _lines_below(result: OcrResult) -> dict[int, int | None]:
+    """Each line's next line in the same column: overlapping horizontally, starting within about a line below."""
+    below: dict[int, int | None] = {}
+    for line in result.lines:
+        box = line.box
+        best: tuple[int, int] | None = None
+        for other in result.lines:
+            gap = other.box.top - (box.top + box.height)
+            overlaps = other.box.left < box.left + box.width and box.left < other.box.left + other.box.width
+            if overlaps and -box.height // 3 <= gap <= box.height and (best is None or other.box.top < best[0]):
+                best = (other.box.top, other.id)
+        below[line.id] = None if best is None else best[1]
+    return below
 
 
 def _join(parts: list[str], words: list[OcrWord]) -> str:
