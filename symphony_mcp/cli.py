@@ -6,16 +6,16 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from symphony_mcp import __version__
-from symphony_mcp.config import Settings, load_settings
+from symphony_mcp.config import GroundingFamilyName, Settings, load_settings
 from symphony_mcp.errors import SymphonyError
 
-# flag -> (settings group, field)
-_SERVE_FLAGS: dict[str, tuple[str, str]] = {
+# flag -> path of the setting (group, [role,] field)
+_SERVE_FLAGS: dict[str, tuple[str, ...]] = {
     "transport": ("server", "transport"),
     "host": ("server", "host"),
     "port": ("server", "port"),
@@ -32,6 +32,9 @@ _SERVE_FLAGS: dict[str, tuple[str, str]] = {
     "max_width": ("screenshot", "max_width"),
     "max_height": ("screenshot", "max_height"),
     "max_bytes": ("screenshot", "max_bytes"),
+    "grounder_url": ("models", "grounder", "base_url"),
+    "grounder_model": ("models", "grounder", "model"),
+    "grounding_family": ("grounding", "family"),
 }
 
 
@@ -57,16 +60,22 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-width", type=int)
     serve.add_argument("--max-height", type=int)
     serve.add_argument("--max-bytes", type=int)
+    serve.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
+    serve.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
+    serve.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
-    for flag, (group, field) in _SERVE_FLAGS.items():
+    for flag, (*groups, field) in _SERVE_FLAGS.items():
         value = getattr(args, flag, None)
         if value is not None:
-            overrides.setdefault(group, {})[field] = value
+            node = overrides
+            for group in groups:
+                node = node.setdefault(group, {})
+            node[field] = value
     if args.log_level:
         overrides["log_level"] = args.log_level
     return load_settings(args.config, **overrides)

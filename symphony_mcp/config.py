@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
@@ -87,6 +87,61 @@ class OcrSettings(BaseModel):
     warm_up: bool = Field(False, description="load the engine when the server starts instead of on first use")
 
 
+ModelRole = Literal["orchestrator", "grounder", "memoryer", "searcher", "coder"]
+MODEL_ROLES: tuple[ModelRole, ...] = ("orchestrator", "grounder", "memoryer", "searcher", "coder")
+GroundingFamilyName = Literal[
+    "ui-tars-1.5", "ui-tars-1.0", "qwen2.5-vl", "qwen3-vl", "gta1", "opencua", "scalecua", "pixels"
+]
+
+
+class ModelEndpoint(BaseModel):
+    """One role's OpenAI-compatible endpoint. Unset fields fall back to the `default` role, then built-ins."""
+
+    base_url: str | None = Field(None, description="e.g. http://localhost:8000/v1 (vLLM) or https://api.openai.com/v1")
+    model: str | None = Field(None, description="model name the endpoint serves")
+    api_key: SecretStr | None = Field(None, description="API key sent as a bearer token")
+    api_key_env: str | None = Field(None, description="name of an environment variable holding the API key")
+    temperature: float | None = Field(None, ge=0, le=2, description="built-in: 0.1 for the orchestrator, else 0")
+    max_tokens: int | None = Field(None, ge=1, description="answer length limit (built-in: 1024; grounder 256)")
+    timeout: float | None = Field(None, gt=0, le=3600, description="seconds per request (built-in: 120)")
+    max_retries: int | None = Field(None, ge=0, le=10, description="retries on 429/5xx/timeouts (built-in: 3)")
+    backoff_seconds: float | None = Field(
+        None, ge=0, le=60, description="first retry delay, doubled per retry with jitter (built-in: 0.5)"
+    )
+    image_format: ImageFormat | None = Field(None, description="images sent as (built-in: jpeg)")
+    image_quality: int | None = Field(None, ge=1, le=100, description="JPEG/WebP quality (built-in: 90)")
+    image_max_side: int | None = Field(None, ge=64, le=16384, description="longest image side (built-in: 3840)")
+    image_max_bytes: int | None = Field(
+        None, ge=20_000, description="shrink images to at most this many bytes (built-in: 5000000)"
+    )
+    extra_body: dict[str, Any] | None = Field(None, description='extra request fields, e.g. {"top_k": 1} for vLLM')
+
+
+class ModelsSettings(BaseModel):
+    """Model endpoints per agent role; `default` fills whatever a role leaves unset."""
+
+    default: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    orchestrator: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    grounder: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    memoryer: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    searcher: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    coder: ModelEndpoint = Field(default_factory=ModelEndpoint)
+
+
+class GroundingSettings(BaseModel):
+    """How descriptions become points: which grounding model family's prompt and coordinates to use."""
+
+    family: GroundingFamilyName = Field(
+        "ui-tars-1.5", description="prompt and answer format of the grounder model (see the README table)"
+    )
+    coordinates: Literal["auto", "pixels", "relative-1000", "unit"] = Field(
+        "auto", description="override the family's coordinate convention"
+    )
+    max_pixels: int | None = Field(
+        None, ge=3136, description="override the family's image pixel budget (smart-resize families)"
+    )
+
+
 class ServerSettings(BaseModel):
     """Transport and its security."""
 
@@ -113,6 +168,8 @@ class Settings(BaseSettings):
     screenshot: ScreenshotSettings = Field(default_factory=ScreenshotSettings)
     input: InputSettings = Field(default_factory=InputSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    grounding: GroundingSettings = Field(default_factory=GroundingSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

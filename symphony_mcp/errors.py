@@ -19,3 +19,27 @@ class DisplayUnavailableError(SymphonyError, RuntimeError):
 
 class ModelNotConfiguredError(SymphonyError, RuntimeError):
     """A tool needs a model endpoint for a role that has none configured."""
+
+
+class ModelError(SymphonyError, RuntimeError):
+    """A model endpoint call failed; the message names the role, the endpoint and the setting to check."""
+
+
+class ModelAuthError(ModelError):
+    """The endpoint refused the credentials (HTTP 401/403)."""
+
+
+class ModelNotFoundError(ModelError):
+    """Wrong base URL or model name (HTTP 404)."""
+
+
+class ModelContextLengthError(ModelError):
+    """The request is longer than the model's context window."""
+
+
+class ModelUnavailableError(ModelError):
+    """Rate limits, server errors, timeouts or an unreachable endpoint outlasted the retries."""
+
+
+class ModelAnswerError(ModelError):
+    """The model answered, but not in a form that can be used (also after being re-asked)."""

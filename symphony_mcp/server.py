@@ -20,17 +20,21 @@ from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.memory.actions import ActionLog
-from symphony_mcp.tools import actions, ocr, screen, windows
+from symphony_mcp.models.registry import ModelRegistry
+from symphony_mcp.tools import actions, grounding, ocr, screen, windows
+from symphony_mcp.vision.grounding.grounder import VisionGrounder
+from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
-`click` / `type_text` / `hotkey` / `scroll` / `drag` (x, y in the latest screenshot's pixels), then
-`screenshot` again to verify. For text on screen, `click_text`, `locate_cursor` and
-`highlight_text_span` act on a phrase found by OCR, precisely; `find_text` and `ocr` read it.
-`list_windows`, `focus_window` and `open_app` manage applications. Every action returns a record of
-what was done; `action_history` lists them."""
+`click` / `type` / `hotkey` / `scroll` / `drag_and_drop`, then `screenshot` again to verify.
+Pointer tools take either x, y (in the latest screenshot's pixels) or a `description` of the
+element, which the grounding model locates on screen (`locate` finds without acting). For text on
+screen, `click_text`, `locate_cursor` and `highlight_text_span` act on a phrase found by OCR,
+precisely; `find_text` and `ocr` read it. `list_windows`, `focus_window` and `open_app` manage
+applications. Every action returns a record of what was done; `action_history` lists them."""
 
 
 @dataclass
@@ -39,6 +43,8 @@ class SymphonyServer:
     desktop: DesktopController
     runner: DesktopRunner
     text: OcrGrounder
+    grounder: VisionGrounder
+    models: ModelRegistry
 
     def close(self) -> None:
         self.runner.close()
@@ -47,13 +53,18 @@ class SymphonyServer:
 def build_server(settings: Settings) -> SymphonyServer:
     runner = DesktopRunner(lambda: LocalDesktop(type_interval=settings.input.type_interval))
     controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
-    grounder = OcrGrounder(controller, settings.ocr)
+    text = OcrGrounder(controller, settings.ocr)
+    models = ModelRegistry(settings.models)
+    grounder = VisionGrounder(controller, models, settings.grounding)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         if settings.ocr.warm_up:
-            await grounder.warm_up()
-        yield
+            await text.warm_up()
+        try:
+            yield
+        finally:
+            await models.aclose()
 
     server = MCPServer(
         "symphony-mcp",
@@ -64,10 +75,11 @@ def build_server(settings: Settings) -> SymphonyServer:
         lifespan=lifespan,
     )
     screen.register(server, controller)
-    actions.register(server, controller)
+    actions.register(server, controller, TargetResolver(grounder))
     windows.register(server, controller)
-    ocr.register(server, grounder)
-    return SymphonyServer(mcp=server, desktop=controller, runner=runner, text=grounder)
+    ocr.register(server, text)
+    grounding.register(server, grounder, models)
+    return SymphonyServer(mcp=server, desktop=controller, runner=runner, text=text, grounder=grounder, models=models)
 
 
 def is_loopback(host: str) -> bool:

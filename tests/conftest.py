@@ -19,6 +19,7 @@ from symphony_mcp.config import DisplaySettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.server import SymphonyServer, build_server
+from tests.model_server import StandInModel
 
 APPS = Path(__file__).parent / "apps"
 SCREEN = (1920, 1080)
@@ -143,3 +144,17 @@ async def call_error(client: Client, tool: str, **arguments: Any) -> str:
     result = await client.call_tool(tool, arguments)
     assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
     return result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="session")
+def stand_in_server() -> Iterator[StandInModel]:
+    server = StandInModel().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stand_in(stand_in_server: StandInModel) -> StandInModel:
+    """The stand-in model server with an empty script."""
+    stand_in_server.script()
+    return stand_in_server

@@ -62,9 +62,9 @@ async def test_click_and_type_unicode_into_page(client: Client, page: Page) -> N
     scale = info["scale"]
     await call_ok(client, "click", x=(rect["x"] + 50) * scale, y=(rect["y"] + 20) * scale)
     await page.wait_for_function("document.activeElement.id === 'field'")
-    await call_ok(client, "type_text", text="draft")
+    await call_ok(client, "type", text="draft")
     text = 'Grüße → 東京 <tag> & "quotes" ✓'
-    await call_ok(client, "type_text", text=text, overwrite=True)
+    await call_ok(client, "type", text=text, overwrite=True)
     await page.wait_for_function("value => document.getElementById('field').value === value", arg=text)
 
 

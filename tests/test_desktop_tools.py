@@ -89,20 +89,20 @@ async def test_click_in_region_screenshot_space(client: Client, tk_probe: TkProb
 async def test_type_ascii_and_unicode_into_tk_entry(client: Client, tk_probe: TkProbe) -> None:
     await focus_entry(client, tk_probe)
     text = "Hello, World! ~`{}|<>?"
-    await call_ok(client, "type_text", text=text)
+    await call_ok(client, "type", text=text)
     tk_probe.wait(lambda s: s["entry"] == text)
     unicode_text = "héllo → 日本 ñ ü € Ωmega ✓"
-    record = await call_ok(client, "type_text", text=unicode_text, overwrite=True, enter=True)
+    record = await call_ok(client, "type", text=unicode_text, overwrite=True, enter=True)
     state = tk_probe.wait(lambda s: s["submitted"] == [unicode_text])
     assert state["entry"] == unicode_text
-    assert record["action"] == "type_text" and record["arguments"]["overwrite"] is True
+    assert record["action"] == "type" and record["arguments"]["overwrite"] is True
 
 
 async def test_type_unicode_with_many_distinct_characters(client: Client, tk_probe: TkProbe) -> None:
     """More distinct characters than spare keycodes: typed in chunks, still exact."""
     await focus_entry(client, tk_probe)
     text = "".join(chr(c) for c in range(0x3041, 0x3041 + 60)) + " αβγδεζηθικλμνξοπρστυφχψω"
-    await call_ok(client, "type_text", text=text)
+    await call_ok(client, "type", text=text)
     tk_probe.wait(lambda s: s["entry"] == text, timeout=20)
 
 
@@ -110,7 +110,7 @@ async def test_type_unicode_into_terminal(client: Client, xterm_line: Path) -> N
     term = await wait_for_window(client, "Symphony Term")
     await call_ok(client, "focus_window", window_id=term["id"])
     text = "héllo → 日本 and ASCII"
-    await call_ok(client, "type_text", text=text, enter=True)
+    await call_ok(client, "type", text=text, enter=True)
     wait_for(lambda: xterm_line.exists() and xterm_line.read_text(encoding="utf-8") == text)
 
 
@@ -133,9 +133,9 @@ async def test_hotkey_and_hold_and_press(client: Client, tk_probe: TkProbe) -> N
     await call_ok(client, "hold_and_press", hold_keys=["shift"], press_keys=["a", "b", "c"])
     tk_probe.wait(lambda s: s["entry"] == "ABC")
     await call_ok(client, "key_down", key="shift")
-    await call_ok(client, "type_text", text="x")
+    await call_ok(client, "type", text="x")
     await call_ok(client, "key_up", key="shift")
-    await call_ok(client, "type_text", text="y")
+    await call_ok(client, "type", text="y")
     tk_probe.wait(lambda s: s["entry"] == "ABCXy")
 
 
@@ -146,7 +146,7 @@ async def test_drag_draws_on_canvas(client: Client, tk_probe: TkProbe) -> None:
     _, info = await screenshot(client)
     sx, sy = to_image(*start, info)
     ex, ey = to_image(*end, info)
-    await call_ok(client, "drag", start_x=sx, start_y=sy, end_x=ex, end_y=ey)
+    await call_ok(client, "drag_and_drop", start_x=sx, start_y=sy, end_x=ex, end_y=ey)
     state = tk_probe.wait(lambda s: s["drag"] and s["drag"]["end"])
     assert abs(state["drag"]["start"][0] - start[0]) <= 2 and abs(state["drag"]["start"][1] - start[1]) <= 2
     assert abs(state["drag"]["end"][0] - end[0]) <= 2 and abs(state["drag"]["end"][1] - end[1]) <= 2
@@ -223,9 +223,9 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, 
     await focus_entry(client, tk_probe)
     before = len((await call_ok(client, "action_history", limit=1000))["result"])
     cases = {
-        ("type_text", "text is empty"): {"text": ""},
-        ("type_text", "at most 10000"): {"text": "x" * 10_001},
-        ("type_text", "control characters U+001B"): {"text": "a\x1bb"},
+        ("type", "text is empty"): {"text": ""},
+        ("type", "at most 10000"): {"text": "x" * 10_001},
+        ("type", "control characters U+001B"): {"text": "a\x1bb"},
         ("screenshot", "monitor 7 does not exist: use 0 (all monitors) or 1..1"): {"monitor": 7},
         ("screenshot", "region width and height must be positive"): {"region": [0, 0, 0, 10], "space": "screen"},
         ("click", "unknown frame_id 'f999999'"): {"x": 1, "y": 1, "frame_id": "f999999"},
@@ -233,10 +233,10 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, 
         ("click", "off screen; the screen spans x 0..1919, y 0..1079"): {"x": 1920, "y": 5, "space": "screen"},
         ("click", "unknown key 'hyperkey'"): {"x": 1, "y": 1, "hold_keys": ["hyperkey"]},
         ("scroll", "give a non-zero vertical"): {},
-        ("scroll", "give both x and y"): {"vertical": 1, "x": 5},
+        ("scroll", "or both x and y; got only x"): {"vertical": 1, "x": 5},
         ("wait", "seconds must be 0..60"): {"seconds": 61},
         ("focus_window", "no window with id '0xdead'"): {"window_id": "0xdead"},
-        ("drag", "duration must be 0..10 seconds"): {
+        ("drag_and_drop", "duration must be 0..10 seconds"): {
             "start_x": 1,
             "start_y": 1,
             "end_x": 2,
@@ -249,5 +249,5 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, 
         assert expected in message, (tool, message)
     assert tk_probe.state()["entry"] == ""  # nothing was typed
     assert len((await call_ok(client, "action_history", limit=1000))["result"]) == before
-    await call_ok(client, "type_text", text="still serving")
+    await call_ok(client, "type", text="still serving")
     tk_probe.wait(lambda s: s["entry"] == "still serving")

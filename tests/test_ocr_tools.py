@@ -57,7 +57,7 @@ async def type_into_entry(client: Client, probe: TkProbe, text: str) -> None:
     x, y = probe.centre("entry")
     await call_ok(client, "click", x=x, y=y, space="screen")
     probe.wait(lambda s: s["focus"].endswith("entry"))
-    await call_ok(client, "type_text", text=text, overwrite=True)
+    await call_ok(client, "type", text=text, overwrite=True)
     probe.wait(lambda s: s["entry"] == text)
 
 
@@ -84,10 +84,10 @@ async def test_click_text_activates_the_button_and_records_the_match(client: Cli
 async def test_locate_cursor_then_type_inserts_at_the_phrase(client: Client, tk_probe: TkProbe) -> None:
     await type_into_entry(client, tk_probe, "alpha beta gamma delta")
     await call_ok(client, "locate_cursor", phrase="gamma", position="start")
-    await call_ok(client, "type_text", text="NEW ")
+    await call_ok(client, "type", text="NEW ")
     tk_probe.wait(lambda s: s["entry"] == "alpha beta NEW gamma delta")
     await call_ok(client, "locate_cursor", phrase="delta", position="end")
-    await call_ok(client, "type_text", text="!")
+    await call_ok(client, "type", text="!")
     tk_probe.wait(lambda s: s["entry"] == "alpha beta NEW gamma delta!")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from symphony_mcp.config import Settings
+from symphony_mcp.config import ModelEndpoint, ModelsSettings, Settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from tests.test_transports import EXPECTED_TOOLS, base_env, serve_command
 
@@ -43,12 +43,17 @@ async def test_readme_stdio_snippet_starts_a_working_server(entry: dict, xdispla
 
 def test_readme_documents_every_setting() -> None:
     for group_name, group in Settings.model_fields.items():
-        annotation = group.annotation
-        fields = annotation.model_fields if hasattr(annotation, "model_fields") else None
-        names = (
-            [f"SYMPHONY_{group_name.upper()}__{field.upper()}" for field in fields]
-            if fields
-            else [f"SYMPHONY_{group_name.upper()}"]
-        )
+        if group_name == "models":  # one table for all roles: SYMPHONY_MODELS__<ROLE>__FIELD
+            names = [f"SYMPHONY_MODELS__<ROLE>__{field.upper()}" for field in ModelEndpoint.model_fields]
+            names += [f"`{role.upper()}`" for role in ModelsSettings.model_fields]
+        else:
+            annotation = group.annotation
+            fields = annotation.model_fields if hasattr(annotation, "model_fields") else None
+            names = (
+                [f"SYMPHONY_{group_name.upper()}__{field.upper()}" for field in fields]
+                if fields
+                else [f"SYMPHONY_{group_name.upper()}"]
+            )
         for name in names:
-            assert f"`{name}`" in README, f"{name} is not documented in the README settings table"
+            wanted = name if name.startswith("`") else f"`{name}`"
+            assert wanted in README, f"{name} is not documented in the README settings tables"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -25,9 +25,9 @@ EXPECTED_TOOLS = {
     "screen_info",
     "click",
     "move_pointer",
-    "drag",
+    "drag_and_drop",
     "scroll",
-    "type_text",
+    "type",
     "hotkey",
     "hold_and_press",
     "key_down",
@@ -42,13 +42,26 @@ EXPECTED_TOOLS = {
     "click_text",
     "locate_cursor",
     "highlight_text_span",
+    "locate",
+    "model_status",
 }
-READ_ONLY_TOOLS = {"screenshot", "screen_info", "wait", "action_history", "list_windows", "ocr", "find_text"}
+READ_ONLY_TOOLS = {
+    "screenshot",
+    "screen_info",
+    "wait",
+    "action_history",
+    "list_windows",
+    "ocr",
+    "find_text",
+    "locate",
+    "model_status",
+}
 
 
 def serve_command() -> list[str]:
-    executable = shutil.which("symphony-mcp")
-    return [executable] if executable else [sys.executable, "-m", "symphony_mcp.cli"]
+    """This environment's console script (not whatever `symphony-mcp` is first on PATH)."""
+    executable = Path(sys.executable).parent / "symphony-mcp"
+    return [str(executable)] if executable.exists() else [sys.executable, "-m", "symphony_mcp.cli"]
 
 
 def stdio_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -77,7 +90,9 @@ async def check_tools_and_errors(client: Client) -> None:
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema is not None, name
     assert tools["click"].annotations.destructive_hint is True
-    assert set(tools["click"].input_schema["required"]) == {"x", "y"}
+    # Either a description or x, y: neither is required by the schema, the tool checks the pair.
+    assert "required" not in tools["click"].input_schema
+    assert {"description", "x", "y"} <= set(tools["click"].input_schema["properties"])
     shot = await client.call_tool("screenshot", {})
     assert not shot.is_error and shot.content[0].type == "image"
     assert shot.structured_content and shot.structured_content["frame_id"]

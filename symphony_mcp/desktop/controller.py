@@ -239,11 +239,23 @@ class DesktopController:
         b = mapping.to_screen(left + width - 1, top + height - 1)
         return Rect(left=a.x, top=a.y, width=b.x - a.x + 1, height=b.y - a.y + 1)
 
-    def _remember(self, frame_id: str, mapping: ImageMapping) -> None:
+    def register_frame(self, frame: Frame) -> ImageMapping:
+        """Make `frame` addressable by frame_id at the default screenshot size, without making it the latest.
+
+        Used for frames a caller never saw as an image (e.g. the one a description was located on).
+        """
+        width, height = target_size(frame.area.width, frame.area.height, self._encode_options())
+        mapping = ImageMapping(area=frame.area, image_width=width, image_height=height)
+        self._remember(frame.id, mapping, latest=False)
+        return mapping
+
+    def _remember(self, frame_id: str, mapping: ImageMapping, latest: bool = True) -> None:
         self._mappings[frame_id] = mapping
-        self._latest_frame_id = frame_id
+        if latest:
+            self._latest_frame_id = frame_id
         while len(self._mappings) > _FRAMES_KEPT:
-            self._mappings.popitem(last=False)
+            oldest = next(k for k in self._mappings if k != self._latest_frame_id)  # the latest always stays
+            del self._mappings[oldest]
 
     # --- actions -------------------------------------------------------------------------------
     async def _perform(
@@ -361,7 +373,7 @@ class DesktopController:
         a, used = await self.to_screen(*start, space, frame_id)
         b, _ = await self.to_screen(*end, space, frame_id)
         return await self._perform(
-            "drag",
+            "drag_and_drop",
             {
                 "start": list(start),
                 "end": list(end),
@@ -387,6 +399,7 @@ class DesktopController:
         hold_keys: Sequence[str] = (),
         space: CoordinateSpace = "screenshot",
         frame_id: str | None = None,
+        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
         if vertical == 0 and horizontal == 0:
             raise InvalidInputError("give a non-zero vertical (positive = up) or horizontal (positive = right) amount")
@@ -413,15 +426,35 @@ class DesktopController:
             f"scrolled {vertical:+d} vertical, {horizontal:+d} horizontal at screen ({point.x}, {point.y})",
             [point],
             used,
+            grounding=grounding,
         )
 
-    async def type_text(self, text: str, *, overwrite: bool = False, enter: bool = False) -> ActionRecord:
+    async def type_text(
+        self,
+        text: str,
+        *,
+        overwrite: bool = False,
+        enter: bool = False,
+        x: float | None = None,
+        y: float | None = None,
+        space: CoordinateSpace = "screenshot",
+        frame_id: str | None = None,
+        grounding: Sequence[Grounding] = (),
+    ) -> ActionRecord:
+        """Type into the focused element, or first click the field at (x, y) to focus it."""
         text = _check_text(text, self.settings.input.max_text_length, allow_empty=overwrite or enter)
+        if (x is None) != (y is None):
+            raise InvalidInputError("give both x and y to click the field first, or neither to type where focus is")
+        target, used = (None, None) if x is None or y is None else await self.to_screen(x, y, space, frame_id)
+        settle = self.settings.input.settle_seconds
         # Ctrl+End then Ctrl+Shift+Home selects a whole field in GTK, Qt, Chromium, Windows and Tk
         # (Tk binds Ctrl+A to "line start", so the usual Ctrl+A would prepend instead of replace).
         select_all = [["command", "a"]] if sys.platform == "darwin" else [["ctrl", "end"], ["ctrl", "shift", "home"]]
 
         def operation(desktop: Desktop) -> None:
+            if target is not None:
+                desktop.click(target, "left", 1, [])
+                time.sleep(settle)  # keys sent right after a click into a browser can be lost
             if overwrite:
                 for combo in select_all:
                     desktop.press(combo)
@@ -432,12 +465,16 @@ class DesktopController:
                 desktop.press(["enter"])
 
         preview = text if len(text) <= 60 else text[:57] + "..."
+        where = f" into the field at screen ({target.x}, {target.y})" if target is not None else ""
         extras = "".join([" (replacing the field's text)" if overwrite else "", " then Enter" if enter else ""])
         return await self._perform(
-            "type_text",
-            {"text": text, "overwrite": overwrite, "enter": enter},
+            "type",
+            {"text": text, "overwrite": overwrite, "enter": enter, "x": x, "y": y, "space": space},
             operation,
-            f"typed {preview!r}{extras}",
+            f"typed {preview!r}{where}{extras}",
+            [target] if target is not None else [],
+            used,
+            grounding=grounding,
         )
 
     async def hotkey(self, keys: Sequence[str]) -> ActionRecord:

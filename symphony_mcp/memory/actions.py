@@ -16,12 +16,15 @@ from symphony_mcp.desktop.models import WindowInfo
 class Grounding(BaseModel):
     """How a target was found on screen when the caller named it instead of giving coordinates."""
 
-    method: str = Field(description="e.g. 'ocr' (phrase matched in OCR text)")
+    method: str = Field(description="'ocr' (phrase matched in OCR text) or 'vlm' (description grounded by a model)")
     query: str = Field(description="what the caller asked for (phrase or description)")
     matched_text: str | None = None
     score: float | None = None
     box: Rect | None = Field(None, description="screen pixels of the matched target")
     candidates: int = Field(1, description="how many matches there were to choose from")
+    model: str | None = Field(None, description="grounding model that answered (vlm)")
+    raw_answer: str | None = Field(None, description="the model's answer as given (vlm)")
+    frame_id: str | None = Field(None, description="the capture the target was found on")
 
 
 class ActionRecord(BaseModel):

@@ -21,25 +21,45 @@ from symphony_mcp.tools.common import (
     Y,
     caller_errors,
 )
+from symphony_mcp.vision.grounding.targets import Target, TargetRequest, TargetResolver
 
+Description = Annotated[
+    str | None,
+    Field(
+        description="the element to act on, described as a person would (e.g. 'the blue Save button'); "
+        "located on the current screen by the grounding model. Give this or x, y"
+    ),
+]
+OptionalX = Annotated[float | None, Field(description="x in the chosen space (see `space`); instead of a description")]
+OptionalY = Annotated[float | None, Field(description="y in the chosen space (see `space`); instead of a description")]
 Keys = Annotated[list[str], Field(description="key names, e.g. ['ctrl', 'shift', 't'] or ['enter']")]
 
 
-def register(server: MCPServer, desktop: DesktopController) -> None:
+def register(server: MCPServer, desktop: DesktopController, targets: TargetResolver) -> None:
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def click(
-        x: X,
-        y: Y,
+        description: Description = None,
+        x: OptionalX = None,
+        y: OptionalY = None,
         button: MouseButton = "left",
         count: Annotated[int, Field(description="1 = click, 2 = double, 3 = triple")] = 1,
         hold_keys: HoldKeys = [],  # noqa: B006 - pydantic copies defaults
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Click at a point, optionally several times and with modifier keys held."""
+        """Click an element given by description (located on screen by the grounding model) or at x, y;
+        optionally several times and with modifier keys held."""
+        (target,) = await targets.resolve([TargetRequest(description, x, y)], space, frame_id)
         return await desktop.click(
-            x, y, button=button, count=count, hold_keys=hold_keys, space=space, frame_id=frame_id
+            target.x,
+            target.y,
+            button=button,
+            count=count,
+            hold_keys=hold_keys,
+            space=target.space,
+            frame_id=target.frame_id,
+            grounding=target.grounding,
         )
 
     @server.tool(annotations=HARMLESS_CHANGE)
@@ -56,26 +76,40 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
-    async def drag(
-        start_x: X,
-        start_y: Y,
-        end_x: X,
-        end_y: Y,
+    async def drag_and_drop(
+        start_description: Annotated[str | None, Field(description="element to drag from, described")] = None,
+        end_description: Annotated[str | None, Field(description="element to drop on, described")] = None,
+        start_x: OptionalX = None,
+        start_y: OptionalY = None,
+        end_x: OptionalX = None,
+        end_y: OptionalY = None,
         button: MouseButton = "left",
         hold_keys: HoldKeys = [],  # noqa: B006
         duration: Annotated[float, Field(description="seconds the drag takes")] = 0.3,
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Press at the start point, move to the end point with intermediate motion, release."""
+        """Press at the start, move to the end with intermediate motion, release. Each end is a
+        description (located by the grounding model) or x, y."""
+        start, end = await targets.resolve(
+            [
+                TargetRequest(start_description, start_x, start_y, "start_"),
+                TargetRequest(end_description, end_x, end_y, "end_"),
+            ],
+            space,
+            frame_id,
+        )
+        if start.space != end.space:  # one end described, the other given: bring both to screen pixels
+            start, end = [await _on_screen(desktop, t) for t in (start, end)]
         return await desktop.drag(
-            (start_x, start_y),
-            (end_x, end_y),
+            (start.x, start.y),
+            (end.x, end.y),
             button=button,
             hold_keys=hold_keys,
             duration=duration,
-            space=space,
-            frame_id=frame_id,
+            space=start.space,
+            frame_id=start.frame_id,
+            grounding=start.grounding + end.grounding,
         )
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
@@ -83,26 +117,63 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     async def scroll(
         vertical: Annotated[int, Field(description="wheel clicks: positive scrolls up, negative down")] = 0,
         horizontal: Annotated[int, Field(description="wheel clicks: positive scrolls right, negative left")] = 0,
+        description: Annotated[
+            str | None, Field(description="scroll over this element, described (or give x, y; or neither)")
+        ] = None,
         x: Annotated[float | None, Field(description="scroll over this point (default: where the pointer is)")] = None,
         y: Annotated[float | None, Field(description="scroll over this point (default: where the pointer is)")] = None,
         hold_keys: HoldKeys = [],  # noqa: B006
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Scroll the wheel over a point, vertically and/or horizontally."""
+        """Scroll the wheel over an element (described, or at x, y, or under the pointer)."""
+        request = TargetRequest(description, x, y)
+        if request.is_empty:
+            return await desktop.scroll(
+                vertical=vertical, horizontal=horizontal, hold_keys=hold_keys, space=space, frame_id=frame_id
+            )
+        (target,) = await targets.resolve([request], space, frame_id)
         return await desktop.scroll(
-            vertical=vertical, horizontal=horizontal, x=x, y=y, hold_keys=hold_keys, space=space, frame_id=frame_id
+            vertical=vertical,
+            horizontal=horizontal,
+            x=target.x,
+            y=target.y,
+            hold_keys=hold_keys,
+            space=target.space,
+            frame_id=target.frame_id,
+            grounding=target.grounding,
         )
 
-    @server.tool(annotations=DESTRUCTIVE_INPUT)
+    @server.tool(name="type", annotations=DESTRUCTIVE_INPUT)
     @caller_errors
-    async def type_text(
+    async def type_(
         text: Annotated[str, Field(description="text to type; any Unicode, newlines press Enter")],
+        description: Annotated[
+            str | None, Field(description="click this field first, described (or give x, y; or neither)")
+        ] = None,
+        x: Annotated[float | None, Field(description="click the field at this point first")] = None,
+        y: Annotated[float | None, Field(description="click the field at this point first")] = None,
         overwrite: Annotated[bool, Field(description="select all and delete the field's text first")] = False,
         enter: Annotated[bool, Field(description="press Enter after typing")] = False,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Type text into the focused element (click it first). Unicode is typed exactly, also in terminals."""
-        return await desktop.type_text(text, overwrite=overwrite, enter=enter)
+        """Type text into a field: the described one, the one at x, y, or (neither) the focused one.
+        Unicode is typed exactly, also in terminals."""
+        request = TargetRequest(description, x, y)
+        if request.is_empty:
+            return await desktop.type_text(text, overwrite=overwrite, enter=enter, space=space, frame_id=frame_id)
+        (target,) = await targets.resolve([request], space, frame_id)
+        return await desktop.type_text(
+            text,
+            overwrite=overwrite,
+            enter=enter,
+            x=target.x,
+            y=target.y,
+            space=target.space,
+            frame_id=target.frame_id,
+            grounding=target.grounding,
+        )
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -145,3 +216,11 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> list[ActionRecord]:
         """The structured records of the actions this server performed in this session, oldest first."""
         return desktop.actions.records(since_id=since_id, limit=limit)
+
+
+async def _on_screen(desktop: DesktopController, target: Target) -> Target:
+    """The same target in screen pixels."""
+    if target.space == "screen":
+        return target
+    point, _ = await desktop.to_screen(target.x, target.y, target.space, target.frame_id)
+    return Target(point.x, point.y, "screen", None, target.grounding)

@@ -53,7 +53,7 @@ def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float
             resized = draw_cursor_marker(
                 resized, (marker[0] + 0.5) * width / image.width - 0.5, (marker[1] + 0.5) * height / image.height - 0.5
             )
-        data = _encode(resized, options.format, quality)
+        data = encode_bytes(resized, options.format, quality)
         if len(data) <= options.max_bytes:
             return EncodedImage(data=data, format=options.format, width=width, height=height)
         if options.format != "png" and quality > _MIN_QUALITY:
@@ -64,7 +64,7 @@ def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float
             return EncodedImage(data=data, format=options.format, width=width, height=height)
 
 
-def _encode(image: Image.Image, fmt: str, quality: int) -> bytes:
+def encode_bytes(image: Image.Image, fmt: str, quality: int) -> bytes:
     buffer = io.BytesIO()
     if fmt == "png":
         image.save(buffer, "PNG", compress_level=1)

@@ -1,0 +1,150 @@
+"""The general grounder: screenshot + element description -> one screen point, via the grounder role's model.
+
+The frame is resized for the configured family, sent, and the answer parsed and checked against the
+size of the image sent. An unusable answer (no point, or outside the image) is re-asked once with
+the reason; a second failure is reported with both answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from symphony_mcp.config import GroundingSettings
+from symphony_mcp.desktop.capture import Frame
+from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
+from symphony_mcp.errors import InvalidInputError, ModelAnswerError
+from symphony_mcp.memory.actions import Grounding
+from symphony_mcp.models.endpoints import ResolvedEndpoint
+from symphony_mcp.models.images import prepare_image
+from symphony_mcp.models.messages import ModelImage, assistant, user
+from symphony_mcp.models.registry import ModelRegistry
+from symphony_mcp.vision.grounding.families import GroundingFamily, family_for
+from symphony_mcp.vision.grounding.parsing import AnswerFormatError, box_to_image, parse_point, to_image_point
+
+MAX_DESCRIPTION_LENGTH = 1000
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the description was found, on which frame, and what the model said."""
+
+    description: str
+    frame: Frame
+    screen: Point
+    box: Rect | None
+    image_width: int
+    image_height: int
+    answers: tuple[str, ...]
+    model: str
+    family: str
+    model_ms: float
+    overhead_ms: float  # encoding, parsing and mapping: everything but waiting for the model
+
+    def grounding(self) -> Grounding:
+        return Grounding(
+            method="vlm",
+            query=self.description,
+            box=self.box,
+            model=self.model,
+            raw_answer=self.answers[-1],
+            frame_id=self.frame.id,
+        )
+
+
+class VisionGrounder:
+    def __init__(self, desktop: DesktopController, models: ModelRegistry, settings: GroundingSettings) -> None:
+        self.desktop = desktop
+        self.models = models
+        self.settings = settings
+
+    @property
+    def family(self) -> GroundingFamily:
+        return family_for(self.settings)
+
+    async def locate(self, description: str, monitor: int | None = None) -> Located:
+        """Ground `description` on a fresh capture of the monitor."""
+        description = _check_description(description)
+        self.models.client("grounder")  # fail before capturing when no grounder is configured
+        return await self.ground(description, await self.desktop.capture(monitor))
+
+    async def locate_all(self, descriptions: list[str], monitor: int | None = None) -> list[Located]:
+        """Ground several descriptions on one capture, concurrently (e.g. both ends of a drag)."""
+        checked = [_check_description(d) for d in descriptions]
+        self.models.client("grounder")
+        frame = await self.desktop.capture(monitor)
+        return list(await asyncio.gather(*(self.ground(d, frame) for d in checked)))
+
+    async def ground(self, description: str, frame: Frame) -> Located:
+        client = self.models.client("grounder")
+        family = self.family
+        started = time.perf_counter()
+        image = await asyncio.to_thread(_prepare, frame, client.endpoint, family)
+        overhead = time.perf_counter() - started
+        messages = family.messages(description, image)
+        answers: list[str] = []
+        problems: list[str] = []
+        model_ms = 0.0
+        for _ in range(2):
+            completion = await client.complete(messages)
+            model_ms += completion.elapsed_ms
+            answers.append(completion.text)
+            started = time.perf_counter()
+            try:
+                screen, box = _read_answer(completion.text, family, image, frame)
+            except AnswerFormatError as exc:
+                problems.append(str(exc))
+                messages = [*messages, assistant(completion.text), user(family.feedback(str(exc), image))]
+                continue
+            finally:
+                overhead += time.perf_counter() - started
+            return Located(
+                description=description,
+                frame=frame,
+                screen=screen,
+                box=box,
+                image_width=image.width,
+                image_height=image.height,
+                answers=tuple(answers),
+                model=completion.model,
+                family=family.name,
+                model_ms=round(model_ms, 2),
+                overhead_ms=round(overhead * 1000, 2),
+            )
+        listing = "; ".join(
+            f"answer {i + 1}: {a[:200]!r} ({p})" for i, (a, p) in enumerate(zip(answers, problems, strict=True))
+        )
+        raise ModelAnswerError(
+            f"the grounder could not locate {description!r}: {listing}. If the model is not a "
+            f"{family.name} model, set SYMPHONY_GROUNDING__FAMILY to its family"
+        )
+
+
+def _prepare(frame: Frame, endpoint: ResolvedEndpoint, family: GroundingFamily) -> ModelImage:
+    return prepare_image(frame.image, endpoint, family.resize.size if family.resize else None)
+
+
+def _read_answer(answer: str, family: GroundingFamily, image: ModelImage, frame: Frame) -> tuple[Point, Rect | None]:
+    """The answer's point (and box) in screen pixels, checked against the image the model saw."""
+    parsed = parse_point(answer)
+    x, y = to_image_point(parsed, family.convention, image.width, image.height)
+    mapping = ImageMapping(area=frame.area, image_width=image.width, image_height=image.height)
+    box = None
+    corners = box_to_image(parsed, family.convention, image.width, image.height)
+    if corners is not None:
+        a, b = mapping.to_screen(corners[0], corners[1]), mapping.to_screen(corners[2], corners[3])
+        box = Rect(left=a.x, top=a.y, width=b.x - a.x + 1, height=b.y - a.y + 1)
+    return mapping.to_screen(x, y), box
+
+
+def _check_description(description: str) -> str:
+    description = description.strip()
+    if not description:
+        raise InvalidInputError("description is empty; describe the element, e.g. 'the blue Save button'")
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidInputError(
+            f"description is {len(description)} characters; at most {MAX_DESCRIPTION_LENGTH} are allowed"
+        )
+    return description

@@ -1,0 +1,158 @@
+"""The model layer and grounder cores without a display: parsing, resizing, endpoints, image limits."""
+
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from symphony_mcp.config import GroundingFamilyName, ModelsSettings, load_settings
+from symphony_mcp.errors import InvalidInputError, ModelAuthError, ModelNotConfiguredError
+from symphony_mcp.models.endpoints import resolve_endpoint
+from symphony_mcp.models.images import prepare_image
+from symphony_mcp.vision.grounding.families import FAMILIES, family_for
+from symphony_mcp.vision.grounding.parsing import AnswerFormatError, parse_point, to_image_point
+from symphony_mcp.vision.grounding.resize import smart_resize
+
+
+@pytest.mark.parametrize(
+    ("answer", "point", "box"),
+    [
+        ("(512,384)", (512, 384), None),
+        ("click(start_box='(512,384)')", (512, 384), None),
+        ("Thought: the icon at top.\nAction: click(start_box='<|box_start|>(12,34)<|box_end|>')", (12, 34), None),
+        ("click(point='<point>700 41</point>')", (700, 41), None),
+        ("<point>700, 41</point>", (700, 41), None),
+        ("<bbox>10 20 30 40</bbox>", (20, 30), (10, 20, 30, 40)),
+        ("<|box_start|>(10,20),(30,60)<|box_end|>", (20, 40), (10, 20, 30, 60)),
+        ('```json\n[{"point_2d": [91, 382], "label": "Save"}]\n```', (91, 382), None),
+        ('[{"bbox_2d": [100, 200, 300, 400], "label": "Save"}]', (200, 300), (100, 200, 300, 400)),
+        ("pyautogui.click(x=1234, y=567)", (1234, 567), None),
+        ("<action>click(x=0.25, y=0.5)</action>", (0.25, 0.5), None),
+        ("x: 12.5 y: 99", (12.5, 99), None),
+        ("[0.1, 0.9]", (0.1, 0.9), None),
+        ("Click(352, 348)", (352, 348), None),
+        ("The Save button is at 640 and 200", (640, 200), None),
+        ("(10, 20, 30, 40)", (20, 30), (10, 20, 30, 40)),
+    ],
+)
+def test_parser_reads_every_family_format(answer: str, point: tuple[float, float], box: tuple | None) -> None:
+    parsed = parse_point(answer)
+    assert (parsed.x, parsed.y) == pytest.approx(point)
+    assert parsed.box == (pytest.approx(box) if box else None)
+
+
+@pytest.mark.parametrize("answer", ["", "I cannot find it", "at 1, 2, 3", "step 3 of 5 then 7"])
+def test_parser_refuses_answers_without_one_point(answer: str) -> None:
+    with pytest.raises(AnswerFormatError):
+        parse_point(answer)
+
+
+def test_conventions_map_into_the_image_and_out_of_frame_is_refused() -> None:
+    assert to_image_point(parse_point("(500, 250)"), "relative-1000", 1932, 1092) == pytest.approx((966, 273))
+    assert to_image_point(parse_point("(0.5, 0.25)"), "pixels", 1932, 1092) == pytest.approx((966, 273))
+    assert to_image_point(parse_point("(966, 273)"), "pixels", 1932, 1092) == (966, 273)
+    with pytest.raises(AnswerFormatError, match=r"0\.\.1931"):
+        to_image_point(parse_point("(1932, 10)"), "pixels", 1932, 1092)
+    with pytest.raises(AnswerFormatError, match=r"0\.\.1000"):
+        to_image_point(parse_point("(1200, 10)"), "relative-1000", 1932, 1092)
+    with pytest.raises(AnswerFormatError):
+        to_image_point(parse_point("(-3, 10)"), "pixels", 1932, 1092)
+
+
+@pytest.mark.parametrize(
+    ("size", "factor", "min_pixels", "max_pixels", "expected"),
+    [
+        ((1920, 1080), 28, 78_400, 12_845_056, (1932, 1092)),
+        ((1280, 800), 28, 3136, 12_845_056, (1288, 812)),
+        ((3840, 2160), 28, 3136, 2_109_744, (1932, 1064)),
+        ((1920, 1080), 32, 4096, 16_777_216, (1920, 1088)),
+        ((1920, 1080), 28, 3136, 1_000_000, (1316, 728)),
+        ((100, 50), 28, 78_400, 12_845_056, (420, 224)),
+    ],
+)
+def test_smart_resize_matches_the_qwen_reference(
+    size: tuple[int, int], factor: int, min_pixels: int, max_pixels: int, expected: tuple[int, int]
+) -> None:
+    height, width = smart_resize(size[1], size[0], factor, min_pixels, max_pixels)
+    assert (width, height) == expected
+    assert width % factor == 0 and height % factor == 0 and min_pixels <= width * height <= max_pixels
+
+
+def test_smart_resize_refuses_extreme_aspect_ratios() -> None:
+    with pytest.raises(InvalidInputError, match="aspect ratio"):
+        smart_resize(10, 3000, 28, 3136, 12_845_056)
+
+
+def test_every_configurable_family_exists() -> None:
+    assert set(FAMILIES) == set(typing.get_args(GroundingFamilyName))
+    family = family_for(load_settings(grounding={"family": "gta1", "max_pixels": 1_000_000}).grounding)
+    assert family.resize is not None and family.resize.max_pixels == 1_000_000
+    assert FAMILIES["gta1"].resize is not None and FAMILIES["gta1"].resize.max_pixels == 4096 * 2160
+
+
+def test_endpoint_resolution_merges_role_default_and_built_ins(monkeypatch: pytest.MonkeyPatch) -> None:
+    models = ModelsSettings.model_validate(
+        {
+            "default": {"base_url": "http://vllm:8000/v1", "model": "general", "timeout": 30},
+            "grounder": {"model": "ui-tars", "api_key_env": "TEST_GROUNDER_KEY"},
+        }
+    )
+    monkeypatch.setenv("TEST_GROUNDER_KEY", "secret")
+    grounder = resolve_endpoint(models, "grounder")
+    assert (grounder.base_url, grounder.model, grounder.timeout, grounder.api_key) == (
+        "http://vllm:8000/v1",
+        "ui-tars",
+        30,
+        "secret",
+    )
+    assert grounder.max_tokens == 256 and grounder.temperature == 0
+    assert "secret" not in repr(grounder)
+    orchestrator = resolve_endpoint(models, "orchestrator")
+    assert (orchestrator.model, orchestrator.temperature, orchestrator.api_key) == ("general", 0.1, None)
+    monkeypatch.delenv("TEST_GROUNDER_KEY")
+    with pytest.raises(ModelAuthError, match="TEST_GROUNDER_KEY, which is not set"):
+        resolve_endpoint(models, "grounder")
+    with pytest.raises(ModelNotConfiguredError, match="SYMPHONY_MODELS__CODER__BASE_URL"):
+        resolve_endpoint(ModelsSettings.model_validate({"coder": {"model": "m"}}), "coder")
+
+
+def test_role_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYMPHONY_MODELS__GROUNDER__BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SYMPHONY_MODELS__GROUNDER__MODEL", "ui-tars-1.5-7b")
+    monkeypatch.setenv("SYMPHONY_MODELS__GROUNDER__EXTRA_BODY", '{"top_k": 1}')
+    monkeypatch.setenv("SYMPHONY_GROUNDING__FAMILY", "gta1")
+    settings = load_settings()
+    endpoint = resolve_endpoint(settings.models, "grounder")
+    assert endpoint.model == "ui-tars-1.5-7b" and endpoint.extra_body == {"top_k": 1}
+    assert settings.grounding.family == "gta1"
+
+
+def test_images_are_shrunk_to_the_endpoint_byte_limit() -> None:
+    noise = Image.fromarray(np.random.default_rng(0).integers(0, 255, (1080, 1920, 3), dtype=np.uint8))
+    models = ModelsSettings.model_validate(
+        {"default": {"base_url": "http://x/v1", "model": "m", "image_max_bytes": 200_000, "image_max_side": 1600}}
+    )
+    endpoint = resolve_endpoint(models, "grounder")
+    image = prepare_image(noise, endpoint)
+    assert len(image.data) <= 200_000 and image.width <= 1600
+    assert abs(image.width / image.height - 1920 / 1080) < 0.01
+    # A smart-resize family keeps multiples of 28 while shrinking for bytes.
+    resize = FAMILIES["ui-tars-1.5"].resize
+    assert resize is not None
+    smart = prepare_image(noise, endpoint, resize.size)
+    assert len(smart.data) <= 200_000 and smart.width % 28 == 0 and smart.height % 28 == 0
+    assert max(smart.width, smart.height) <= 1600
+
+
+def test_grounder_flags_reach_the_nested_settings() -> None:
+    from symphony_mcp.cli import _parser, settings_from_args
+
+    args = _parser().parse_args(
+        ["serve", "--grounder-url", "http://h:8000/v1", "--grounder-model", "gta1-7b", "--grounding-family", "gta1"]
+    )
+    settings = settings_from_args(args)
+    assert (settings.models.grounder.base_url, settings.models.grounder.model) == ("http://h:8000/v1", "gta1-7b")
+    assert settings.grounding.family == "gta1"
