@@ -15,14 +15,15 @@ from symphony_mcp.config import GroundingSettings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
-from symphony_mcp.errors import InvalidInputError, ModelAnswerError
+from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.actions import Grounding
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
-from symphony_mcp.models.messages import ModelImage, assistant, user
+from symphony_mcp.models.messages import ModelImage
 from symphony_mcp.models.registry import ModelRegistry
+from symphony_mcp.models.structured import ask_until_valid
 from symphony_mcp.vision.grounding.families import GroundingFamily, family_for
-from symphony_mcp.vision.grounding.parsing import AnswerFormatError, box_to_image, parse_point, to_image_point
+from symphony_mcp.vision.grounding.parsing import box_to_image, parse_point, to_image_point
 
 MAX_DESCRIPTION_LENGTH = 1000
 
@@ -82,43 +83,36 @@ class VisionGrounder:
         family = self.family
         started = time.perf_counter()
         image = await asyncio.to_thread(_prepare, frame, client.endpoint, family)
-        overhead = time.perf_counter() - started
-        messages = family.messages(description, image)
-        answers: list[str] = []
-        problems: list[str] = []
-        model_ms = 0.0
-        for _ in range(2):
-            completion = await client.complete(messages)
-            model_ms += completion.elapsed_ms
-            answers.append(completion.text)
-            started = time.perf_counter()
+        overhead = [time.perf_counter() - started]
+
+        def parse(answer: str) -> tuple[Point, Rect | None]:
+            parse_started = time.perf_counter()
             try:
-                screen, box = _read_answer(completion.text, family, image, frame)
-            except AnswerFormatError as exc:
-                problems.append(str(exc))
-                messages = [*messages, assistant(completion.text), user(family.feedback(str(exc), image))]
-                continue
+                return _read_answer(answer, family, image, frame)
             finally:
-                overhead += time.perf_counter() - started
-            return Located(
-                description=description,
-                frame=frame,
-                screen=screen,
-                box=box,
-                image_width=image.width,
-                image_height=image.height,
-                answers=tuple(answers),
-                model=completion.model,
-                family=family.name,
-                model_ms=round(model_ms, 2),
-                overhead_ms=round(overhead * 1000, 2),
-            )
-        listing = "; ".join(
-            f"answer {i + 1}: {a[:200]!r} ({p})" for i, (a, p) in enumerate(zip(answers, problems, strict=True))
+                overhead.append(time.perf_counter() - parse_started)
+
+        answer = await ask_until_valid(
+            client,
+            family.messages(description, image),
+            parse,
+            lambda problem: family.feedback(problem, image),
+            f"point for {description!r}",
+            hint=f". If the model is not a {family.name} model, set SYMPHONY_GROUNDING__FAMILY to its family",
         )
-        raise ModelAnswerError(
-            f"the grounder could not locate {description!r}: {listing}. If the model is not a "
-            f"{family.name} model, set SYMPHONY_GROUNDING__FAMILY to its family"
+        screen, box = answer.value
+        return Located(
+            description=description,
+            frame=frame,
+            screen=screen,
+            box=box,
+            image_width=image.width,
+            image_height=image.height,
+            answers=answer.answers,
+            model=answer.model,
+            family=family.name,
+            model_ms=answer.model_ms,
+            overhead_ms=round(sum(overhead) * 1000, 2),
         )
 
 
