@@ -35,6 +35,7 @@ _SERVE_FLAGS: dict[str, tuple[str, ...]] = {
     "grounder_url": ("models", "grounder", "base_url"),
     "grounder_model": ("models", "grounder", "model"),
     "grounding_family": ("grounding", "family"),
+    "trajectory_dir": ("memory", "trajectory_dir"),
 }
 
 
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
     serve.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
     serve.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
+    serve.add_argument("--trajectory-dir", type=Path, help="where task trajectories are written")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 

@@ -142,6 +142,29 @@ class GroundingSettings(BaseModel):
     )
 
 
+def _default_trajectory_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "symphony-mcp" / "trajectories"
+
+
+class MemorySettings(BaseModel):
+    """Trajectory recording, loop detection and the Reflection-Memory Agent's long-term memory."""
+
+    trajectory_dir: Path = Field(
+        default_factory=_default_trajectory_dir, description="where task trajectories are written"
+    )
+    loop_window: int = Field(3, ge=1, le=20, description="steps in the window compared for loop detection")
+    loop_max_hamming: int = Field(1, ge=0, le=16, description="largest pHash Hamming distance of matching screens")
+    loop_min_ssim: float = Field(0.99, ge=0, le=1, description="smallest SSIM of matching screens")
+    loop_point_tolerance: float = Field(
+        0.02, ge=0, le=1, description="matching action points lie within this fraction of the screen diagonal"
+    )
+    loop_query_similarity: float = Field(
+        85, ge=0, le=100, description="matching text queries score at least this (0..100, fuzzy)"
+    )
+    image_budget: int = Field(8, ge=1, le=64, description="screenshots kept in long-term memory (first + milestones)")
+
+
 class ServerSettings(BaseModel):
     """Transport and its security."""
 
@@ -170,6 +193,7 @@ class Settings(BaseSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     grounding: GroundingSettings = Field(default_factory=GroundingSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -7,8 +7,10 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
@@ -20,8 +22,9 @@ from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.memory.actions import ActionLog
+from symphony_mcp.memory.tasks import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
-from symphony_mcp.tools import actions, grounding, ocr, screen, windows
+from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
@@ -34,7 +37,9 @@ Pointer tools take either x, y (in the latest screenshot's pixels) or a `descrip
 element, which the grounding model locates on screen (`locate` finds without acting). For text on
 screen, `click_text`, `locate_cursor` and `highlight_text_span` act on a phrase found by OCR,
 precisely; `find_text` and `ocr` read it. `list_windows`, `focus_window` and `open_app` manage
-applications. Every action returns a record of what was done; `action_history` lists them."""
+applications. Every action returns a record of what was done; `action_history` lists them.
+For long tasks, `start_task` records every action as a trajectory step; `reflect` audits it
+(On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
 
 
 @dataclass
@@ -45,8 +50,10 @@ class SymphonyServer:
     text: OcrGrounder
     grounder: VisionGrounder
     models: ModelRegistry
+    tasks: TaskManager
 
     def close(self) -> None:
+        self.tasks.close()
         self.runner.close()
 
 
@@ -56,6 +63,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     text = OcrGrounder(controller, settings.ocr)
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(controller, models, settings.grounding)
+    tasks = TaskManager(controller, models, settings.memory)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -64,6 +72,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         try:
             yield
         finally:
+            tasks.close()
             await models.aclose()
 
     server = MCPServer(
@@ -73,13 +82,30 @@ def build_server(settings: Settings) -> SymphonyServer:
         instructions=INSTRUCTIONS,
         log_level=settings.log_level,
         lifespan=lifespan,
+        middleware=[session_scope],
     )
     screen.register(server, controller)
     actions.register(server, controller, TargetResolver(grounder))
     windows.register(server, controller)
     ocr.register(server, text)
     grounding.register(server, grounder, models)
-    return SymphonyServer(mcp=server, desktop=controller, runner=runner, text=text, grounder=grounder, models=models)
+    memory.register(server, tasks)
+    return SymphonyServer(
+        mcp=server, desktop=controller, runner=runner, text=text, grounder=grounder, models=models, tasks=tasks
+    )
+
+
+async def session_scope(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Tell the cores which client session a request belongs to: running tasks are per session.
+
+    MCP 2026-07-28 requests carry no session: each is self-contained. A session is then the
+    `Mcp-Session-Id` of HTTP clients that use one; everything else (the one client of a stdio
+    server, stateless HTTP requests) shares the server's default scope.
+    """
+    headers = getattr(ctx.request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    current_session.set(f"http-{session_id}" if session_id else DEFAULT_SESSION)
+    return await call_next(ctx)
 
 
 def is_loopback(host: str) -> bool:

@@ -44,6 +44,13 @@ EXPECTED_TOOLS = {
     "highlight_text_span",
     "locate",
     "model_status",
+    "start_task",
+    "end_task",
+    "list_tasks",
+    "record_step",
+    "reflect",
+    "memory_audit",
+    "check_loop",
 }
 READ_ONLY_TOOLS = {
     "screenshot",
@@ -55,6 +62,9 @@ READ_ONLY_TOOLS = {
     "find_text",
     "locate",
     "model_status",
+    "list_tasks",
+    "memory_audit",
+    "check_loop",
 }
 
 

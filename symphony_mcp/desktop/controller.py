@@ -8,11 +8,12 @@ Before any screenshot, screenshot space means the image a default screenshot wou
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from PIL import Image
@@ -28,6 +29,7 @@ from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.actions import ActionLog, ActionRecord, Grounding
 from symphony_mcp.vision.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 
+log = logging.getLogger(__name__)
 CoordinateSpace = Literal["screenshot", "screen"]
 _FRAMES_KEPT = 64
 _MAX_CLICKS = 10
@@ -76,6 +78,11 @@ class DesktopController:
         self.actions = actions
         self._mappings: OrderedDict[str, ImageMapping] = OrderedDict()
         self._latest_frame_id: str | None = None
+        self._listeners: list[Callable[[ActionRecord], Awaitable[None]]] = []
+
+    def add_action_listener(self, listener: Callable[[ActionRecord], Awaitable[None]]) -> None:
+        """Call `listener` with every action record, after the action (e.g. to record trajectories)."""
+        self._listeners.append(listener)
 
     # --- coordinates ---------------------------------------------------------------------------
     def _encode_options(
@@ -116,7 +123,7 @@ class DesktopController:
         if space == "screen":
             if frame_id is not None:
                 raise InvalidInputError("frame_id only applies to space='screenshot'")
-            screen = await self.runner.run(lambda d: _monitor_rect(d, 0))
+            screen = await self.screen_rect()
             if not screen.contains(round(x), round(y)):
                 raise InvalidInputError(
                     f"screen point ({x:g}, {y:g}) is off screen; the screen spans {screen.describe()}"
@@ -144,6 +151,10 @@ class DesktopController:
             screenshot_scale=round(width / area.width, 6),
             cursor=cursor,
         )
+
+    async def screen_rect(self) -> Rect:
+        """The whole screen (all monitors) in screen pixels."""
+        return await self.runner.run(lambda d: _monitor_rect(d, 0))
 
     async def capture(self, monitor: int | None = None, region: Rect | None = None) -> Frame:
         """Grab a full-resolution frame of a monitor or of a screen region."""
@@ -193,7 +204,7 @@ class DesktopController:
     async def publish(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
         """Encode an image drawn over `frame` (e.g. annotated) so callers can act in its coordinates."""
         encoded = await asyncio.to_thread(encode_image, image, self._encode_options())
-        screen = await self.runner.run(lambda d: _monitor_rect(d, 0))
+        screen = await self.screen_rect()
         return encoded, self._describe(frame, screen, encoded)
 
     def _describe(self, frame: Frame, screen: Rect, encoded: EncodedImage) -> ScreenshotInfo:
@@ -297,6 +308,11 @@ class DesktopController:
                 grounding=list(grounding),
             )
             self.actions.append(record)
+            for listener in self._listeners:
+                try:
+                    await listener(record)
+                except Exception:  # recording must never fail the action itself
+                    log.exception("action listener failed for %s", record.summary)
         return record
 
     async def _post_state(self) -> tuple[Point | None, WindowInfo | None]:

@@ -1,0 +1,267 @@
+"""One task's trajectory and memory: steps recorded as they happen, loop checks, milestones, audits."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from pathlib import Path
+from typing import Literal
+
+from PIL import Image
+from pydantic import BaseModel, Field
+
+from symphony_mcp.config import MemorySettings
+from symphony_mcp.desktop.capture import Frame
+from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
+from symphony_mcp.memory.judgements import Reflection
+from symphony_mcp.memory.loops import ActionSignature, LoopDetector, LoopReport, ScreenPrint
+from symphony_mcp.memory.milestones import MilestoneMemory, StepSummary
+from symphony_mcp.memory.trajectory import TrajectoryStep, TrajectoryWriter, write_json_atomically
+from symphony_mcp.models.client import ChatClient
+
+TaskStatus = Literal["running", "success", "fail", "infeasible", "abandoned"]
+TASK_FILE = "task.json"
+
+
+class TaskInfo(BaseModel):
+    task_id: str
+    instruction: str
+    directory: str
+    started_at: float
+    ended_at: float | None = None
+    status: TaskStatus = "running"
+    note: str | None = None
+    steps: int = 0
+    active_here: bool = Field(False, description="the running task of the caller's session")
+
+
+class MemoryState(BaseModel):
+    """The trajectory as the memory holds it, without any model call."""
+
+    task: TaskInfo
+    steps: int
+    summaries: list[StepSummary] = Field(description="step checks so far (from `reflect`)")
+    unchecked_steps: list[int] = Field(description="steps not yet checked by the memoryer model")
+    image_steps: list[int] = Field(description="steps whose screenshots are in memory (0 = start), oldest first")
+    milestones: list[int]
+    evicted_milestones: list[int]
+    facts: list[str]
+    loop: LoopReport
+    failed_actions: list[int] = Field(description="steps whose action raised an error or whose check failed")
+    latest_reflection: Reflection | None = None
+
+
+class ReflectOutcome(BaseModel):
+    step: int = Field(description="the latest step, which the reflection is about")
+    reflection: Reflection
+    checked: list[StepSummary] = Field(description="steps checked by this call")
+    hints: list[str] = Field(description="computed facts given to the audit (failed action, loop)")
+    loop: LoopReport
+    model_ms: float
+
+
+class Task:
+    """Owned by the task manager; its methods are serialized by one lock."""
+
+    def __init__(self, info: TaskInfo, settings: MemorySettings, screen: Rect, first: Frame | None) -> None:
+        self.info = info
+        self.settings = settings
+        self.writer = TrajectoryWriter(_directory(info))
+        self.steps: list[TrajectoryStep] = []
+        self.loops = LoopDetector(settings, (screen.width**2 + screen.height**2) ** 0.5)
+        self.loop = LoopReport(detected=False, message="no steps yet")
+        self.memory = MilestoneMemory(budget=settings.image_budget)
+        self.lock = asyncio.Lock()
+        self._frames: dict[int, Frame] = {}
+        self._areas: dict[int, Rect] = {}
+        if first is not None:
+            self.writer.save_image("step_0.png", first.image)
+            self._frames[0] = first
+            self.memory.keep_first(0)
+        self.save_info()
+
+    def save_info(self) -> None:
+        self.info.steps = len(self.steps)
+        write_json_atomically(_directory(self.info) / TASK_FILE, self.info.model_dump(exclude={"active_here"}))
+
+    async def record(self, record: ActionRecord, frame: Frame) -> TrajectoryStep:
+        """Append the step the server just performed, with the screen after it."""
+        started = time.perf_counter()
+        screen = await asyncio.to_thread(ScreenPrint.of, frame.image)
+        async with self.lock:
+            number = len(self.steps) + 1
+            self.loops.add(ActionSignature.of(record), screen)
+            self.loop = self.loops.check()
+            step = TrajectoryStep(
+                step_num=number,
+                action_timestamp=datetime.datetime.fromtimestamp(record.started_at).strftime("%Y%m%d@%H%M%S"),
+                action=record.action,
+                summary=record.summary,
+                record=record,
+                screenshot_file=f"step_{number}.png",
+                loop=self.loop.detected,
+                record_ms=round((time.perf_counter() - started) * 1000, 2),
+            )
+            self.writer.append(step, frame.image)
+            self.steps.append(step)
+            self._frames[number] = frame
+            self._areas[number] = frame.area
+            if self.memory.first_image is None:
+                self.memory.keep_first(number)
+            self._forget_frames()
+            self.info.steps = number
+            return step
+
+    async def annotate(
+        self, step_num: int | None, thought: str | None, plan: str | None, tool_output: str | None
+    ) -> TrajectoryStep:
+        """Add the caller's thought, plan or tool output to a recorded step (default: the latest)."""
+        async with self.lock:
+            step = self._step(step_num)
+            updates = {"thought": thought, "plan": plan, "tool_output": tool_output}
+            changed = step.model_copy(update={k: v for k, v in updates.items() if v is not None})
+            self._replace(changed)
+            return changed
+
+    def require_steps(self) -> None:
+        if not self.steps:
+            raise InvalidInputError(f"task {self.info.task_id!r} has no steps yet: act first, then reflect")
+
+    def state(self) -> MemoryState:
+        failed = [
+            s.step_num for s in self.steps if not s.record.ok or (s.verdict is not None and not s.verdict.success)
+        ]
+        latest = next((s.reflection for s in reversed(self.steps) if s.reflection is not None), None)
+        return MemoryState(
+            task=self.info,
+            steps=len(self.steps),
+            summaries=self.memory.summaries,
+            unchecked_steps=[s.step_num for s in self.steps if s.verdict is None],
+            image_steps=self.memory.image_steps(),
+            milestones=self.memory.milestones,
+            evicted_milestones=self.memory.evicted,
+            facts=self.memory.facts,
+            loop=self.loop,
+            failed_actions=failed,
+            latest_reflection=latest,
+        )
+
+    async def reflect(self, memoryer: ChatClient) -> ReflectOutcome:
+        """Check unchecked steps, then audit the trajectory; the memory takes the audit's judgements."""
+        async with self.lock:
+            self.require_steps()
+            model_ms = 0.0
+            checked = []
+            for step in [s for s in self.steps if s.verdict is None]:
+                verdict = await check_step(memoryer, self._evidence(step))
+                model_ms += verdict.model_ms
+                self._replace(step.model_copy(update={"verdict": verdict.value}))
+                summary = StepSummary(step=step.step_num, **verdict.value.model_dump())
+                self.memory.add_summary(summary)
+                checked.append(summary)
+            latest = self.steps[-1]
+            hints = self._hints(latest)
+            answer = await audit(
+                memoryer,
+                AuditEvidence(
+                    instruction=self.info.instruction,
+                    memory=self.memory,
+                    milestone_images=[(n, self._image(n)) for n in self.memory.image_steps()],
+                    latest_step=latest.step_num,
+                    latest_action=latest.summary,
+                    latest_intent=latest.thought or latest.plan,
+                    latest_screen=self._image(latest.step_num),
+                    hints=hints,
+                ),
+            )
+            model_ms += answer.model_ms
+            reflection = answer.value
+            if self.loop.detected and (reflection.status, reflection.error_type) != ("Off-track", "lack_of_tutorial"):
+                # A detected loop is reported as lack of tutorial, whatever the model concluded.
+                reflection = reflection.model_copy(
+                    update={
+                        "status": "Off-track",
+                        "error_type": "lack_of_tutorial",
+                        "reflection": f"{self.loop.message}. {reflection.reflection}",
+                    }
+                )
+            if reflection.is_milestone:
+                self.memory.add_milestone(latest.step_num)
+            self.memory.add_facts(reflection.new_facts)
+            self._replace(latest.model_copy(update={"reflection": reflection, "milestone": reflection.is_milestone}))
+            self._forget_frames()
+            return ReflectOutcome(
+                step=latest.step_num,
+                reflection=reflection,
+                checked=checked,
+                hints=hints,
+                loop=self.loop,
+                model_ms=round(model_ms, 2),
+            )
+
+    def close(self, status: TaskStatus, note: str | None) -> TaskInfo:
+        self.info.status, self.info.note, self.info.ended_at = status, note, time.time()
+        self.writer.close()
+        self.save_info()
+        return self.info
+
+    def _hints(self, latest: TrajectoryStep) -> list[str]:
+        hints = []
+        if not latest.record.ok:
+            hints.append(f"The latest action raised an error: {latest.record.error}")
+        if latest.verdict is not None and not latest.verdict.success:
+            hints.append(f"The latest GUI action failed according to the step check: {latest.verdict.summary}")
+        if self.loop.detected:
+            hints.append(f"Loop detected: {self.loop.message}")
+        return hints
+
+    def _evidence(self, step: TrajectoryStep) -> StepEvidence:
+        number = step.step_num
+        before = number - 1 if number > 1 or self.memory.first_image == 0 else number
+        return StepEvidence(
+            before=self._image(before),
+            after=self._image(number),
+            area=self._areas[number],
+            points=step.record.screen_points,
+            action=step.summary,
+            intent=step.thought or step.plan,
+        )
+
+    def _image(self, number: int) -> Image.Image:
+        """A step's screenshot: from memory, else from disk."""
+        frame = self._frames.get(number)
+        if frame is not None:
+            return frame.image
+        self.writer.flush()
+        path = _directory(self.info) / f"step_{number}.png"
+        if not path.exists():
+            raise InvalidInputError(f"the screenshot of step {number} of task {self.info.task_id!r} is missing")
+        with Image.open(path) as image:
+            return image.convert("RGB")
+
+    def _forget_frames(self) -> None:
+        """Keep in RAM only what the next step check and audit need: the memory's images and the last two."""
+        keep = set(self.memory.image_steps()) | {len(self.steps), len(self.steps) - 1}
+        for number in [n for n in self._frames if n not in keep]:
+            del self._frames[number]
+
+    def _step(self, step_num: int | None) -> TrajectoryStep:
+        if not self.steps:
+            raise InvalidInputError(f"task {self.info.task_id!r} has no steps yet: act first")
+        if step_num is None:
+            return self.steps[-1]
+        if not 1 <= step_num <= len(self.steps):
+            raise InvalidInputError(f"step must be 1..{len(self.steps)} (the task's steps so far), got {step_num}")
+        return self.steps[step_num - 1]
+
+    def _replace(self, step: TrajectoryStep) -> None:
+        self.steps[step.step_num - 1] = step
+        self.writer.update(step, self.steps)
+
+
+def _directory(info: TaskInfo) -> Path:
+    return Path(info.directory)

@@ -1,0 +1,128 @@
+"""Tasks per MCP session: start, end, list, and automatic recording of the server's own actions.
+
+Each session has at most one running task (`server.session_scope` says what a session is); the
+actions a session performs while its task runs become that task's steps. The session comes from a context variable the server
+sets per request (`current_session`), so the desktop core stays unaware of MCP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from contextvars import ContextVar
+from pathlib import Path
+
+from symphony_mcp.config import MemorySettings
+from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.memory.task import TASK_FILE, ReflectOutcome, Task, TaskInfo, TaskStatus
+from symphony_mcp.memory.trajectory import TRAJECTORY_FILE
+from symphony_mcp.models.registry import ModelRegistry
+
+log = logging.getLogger(__name__)
+DEFAULT_SESSION = "default"
+current_session: ContextVar[str] = ContextVar("symphony_session", default=DEFAULT_SESSION)
+_TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_INSTRUCTION_LENGTH = 20_000
+
+
+class TaskManager:
+    def __init__(self, desktop: DesktopController, models: ModelRegistry, settings: MemorySettings) -> None:
+        self.desktop = desktop
+        self.models = models
+        self.settings = settings
+        self._running: dict[str, Task] = {}
+        desktop.add_action_listener(self._record)
+
+    @property
+    def root(self) -> Path:
+        return self.settings.trajectory_dir.expanduser()
+
+    async def start(self, instruction: str, task_id: str | None = None) -> TaskInfo:
+        session = current_session.get()
+        if session in self._running:
+            running = self._running[session].info.task_id
+            raise InvalidInputError(f"task {running!r} is still running in this session; end_task it first")
+        instruction = instruction.strip()
+        if not instruction or len(instruction) > MAX_INSTRUCTION_LENGTH:
+            raise InvalidInputError(f"instruction must be 1..{MAX_INSTRUCTION_LENGTH} characters of task description")
+        task_id = task_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        check_task_id(task_id)
+        directory = self.root / task_id
+        if (directory / TRAJECTORY_FILE).exists() or (directory / TASK_FILE).exists():
+            raise InvalidInputError(f"a trajectory for task {task_id!r} already exists in {directory}; give another id")
+        first = await self.desktop.capture()
+        screen = await self.desktop.screen_rect()
+        info = TaskInfo(task_id=task_id, instruction=instruction, directory=str(directory), started_at=time.time())
+        task = Task(info, self.settings, screen, first)
+        self._running[session] = task
+        return self._shown(task.info)
+
+    def end(self, status: TaskStatus, note: str | None = None) -> TaskInfo:
+        if status == "running":
+            raise InvalidInputError("status must say how the task ended: success, fail, infeasible or abandoned")
+        task = self.task()
+        del self._running[current_session.get()]
+        return task.close(status, note)
+
+    def task(self) -> Task:
+        """The caller's running task."""
+        task = self._running.get(current_session.get())
+        if task is None:
+            raise InvalidInputError("no task is running in this session: call start_task first")
+        return task
+
+    def list(self) -> list[TaskInfo]:
+        """Tasks on disk (running ones first as they are now), newest first."""
+        running = {t.info.task_id: t for t in self._running.values()}
+        found = [self._shown(t.info) for t in running.values()]
+        for path in self.root.glob(f"*/{TASK_FILE}") if self.root.exists() else []:
+            if path.parent.name in running:
+                continue
+            try:
+                found.append(TaskInfo.model_validate(json.loads(path.read_text(encoding="utf-8"))))
+            except (OSError, ValueError) as exc:
+                log.warning("skipping unreadable task file %s: %s", path, exc)
+        return sorted(found, key=lambda info: info.started_at, reverse=True)
+
+    def directory(self, task_id: str) -> Path:
+        """The directory of an existing task (any session's), for reading its trajectory."""
+        check_task_id(task_id)
+        directory = self.root / task_id
+        if not (directory / TASK_FILE).exists():
+            raise InvalidInputError(f"no task {task_id!r} in {self.root}; list_tasks shows the ids")
+        return directory
+
+    async def reflect(self) -> ReflectOutcome:
+        task = self.task()
+        task.require_steps()
+        return await task.reflect(self.models.client("memoryer"))
+
+    def close(self) -> None:
+        """End every running task as abandoned (server shutdown); what was recorded stays on disk."""
+        for session, task in list(self._running.items()):
+            task.close("abandoned", "the server stopped")
+            del self._running[session]
+
+    def _shown(self, info: TaskInfo) -> TaskInfo:
+        mine = self._running.get(current_session.get())
+        return info.model_copy(update={"active_here": mine is not None and mine.info.task_id == info.task_id})
+
+    async def _record(self, record: ActionRecord) -> None:
+        task = self._running.get(current_session.get())
+        if task is None:
+            return
+        frame = await self.desktop.capture()
+        await task.record(record, frame)
+
+
+def check_task_id(task_id: str) -> None:
+    if not _TASK_ID.match(task_id):
+        raise InvalidInputError(
+            f"task id {task_id!r} is not allowed: use 1..128 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit"
+        )

@@ -1,0 +1,111 @@
+"""MCP tools and resources of the trajectory memory and the Reflection-Memory Agent."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.memory.loops import LoopReport
+from symphony_mcp.memory.task import MemoryState, ReflectOutcome, TaskInfo, TaskStatus
+from symphony_mcp.memory.tasks import TaskManager
+from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
+from symphony_mcp.tools.common import READ_ONLY, caller_errors
+
+# Writes only the server's own trajectory files; changes nothing on the desktop.
+RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+# Asks the memoryer model (outside the server) and updates the memory.
+REFLECT = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
+
+
+def register(server: MCPServer, tasks: TaskManager) -> None:
+    @server.tool(annotations=RECORD)
+    @caller_errors
+    async def start_task(
+        instruction: Annotated[str, Field(description="the task, as given to the agent")],
+        task_id: Annotated[
+            str | None, Field(description="id and directory name (letters, digits, . _ -); default: time-based")
+        ] = None,
+    ) -> TaskInfo:
+        """Start recording a task in this session: every action from now on becomes a step of its
+        trajectory (traj.jsonl + step_N.png), with loop checks and long-term memory."""
+        return await tasks.start(instruction, task_id)
+
+    @server.tool(annotations=RECORD)
+    @caller_errors
+    async def end_task(
+        status: Annotated[TaskStatus, Field(description="how it ended: success, fail, infeasible or abandoned")],
+        note: Annotated[str | None, Field(description="a line on the outcome, kept with the task")] = None,
+    ) -> TaskInfo:
+        """End this session's task; its trajectory stays on disk."""
+        return tasks.end(status, note)
+
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def list_tasks() -> list[TaskInfo]:
+        """Recorded tasks, newest first, with their status and step counts (`active_here`: this session's)."""
+        return tasks.list()
+
+    @server.tool(annotations=RECORD)
+    @caller_errors
+    async def record_step(
+        thought: Annotated[str | None, Field(description="the reasoning behind the step")] = None,
+        plan: Annotated[str | None, Field(description="the plan or intent the step served")] = None,
+        tool_output: Annotated[str | None, Field(description="output worth keeping (e.g. of a code run)")] = None,
+        step: Annotated[int | None, Field(ge=1, description="step to annotate (default: the latest)")] = None,
+    ) -> TrajectoryStep:
+        """Add your thought, plan or a tool output to a step the server recorded (default: the latest)."""
+        if thought is None and plan is None and tool_output is None:
+            raise InvalidInputError("give at least one of thought, plan or tool_output")
+        return await tasks.task().annotate(step, thought, plan, tool_output)
+
+    @server.tool(annotations=REFLECT)
+    @caller_errors
+    async def reflect(ctx: Context) -> ReflectOutcome:
+        """Audit the trajectory now with the memoryer model: each unchecked step is judged (success or
+        failure, one-line summary), then the trajectory gets a status (On-track, Off-track with an
+        error type, Completed, Infeasible), a diagnosis, the milestone flag and new facts."""
+        await ctx.report_progress(0, 1, "checking steps and auditing the trajectory")
+        outcome = await tasks.reflect()
+        await ctx.report_progress(1, 1, outcome.reflection.status)
+        return outcome
+
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def memory_audit() -> MemoryState:
+        """The running task's memory without any model: steps, step checks, milestones and kept screenshots,
+        facts, loop warning, failed actions, the latest reflection."""
+        return tasks.task().state()
+
+    @server.tool(annotations=READ_ONLY)
+    @caller_errors
+    async def check_loop() -> LoopReport:
+        """Whether the last steps repeat an earlier window of the same actions on the same screens."""
+        return tasks.task().loop
+
+    @server.resource(
+        "trajectory://{task_id}/steps",
+        name="trajectory-steps",
+        description="A task's recorded steps (JSON list), as in its traj.jsonl",
+        mime_type="application/json",
+    )
+    def trajectory_steps(task_id: str) -> str:
+        steps = read_trajectory(tasks.directory(task_id))
+        return "[" + ",".join(step.model_dump_json() for step in steps) + "]"
+
+    @server.resource(
+        "trajectory://{task_id}/steps/{step}/screenshot",
+        name="trajectory-step-screenshot",
+        description="The screen after a step (step 0: at the start), PNG",
+        mime_type="image/png",
+    )
+    def step_screenshot(task_id: str, step: str) -> bytes:
+        if not step.isdigit():
+            raise InvalidInputError(f"step must be a number, got {step!r}")
+        path = tasks.directory(task_id) / f"step_{int(step)}.png"
+        if not path.exists():
+            raise InvalidInputError(f"task {task_id!r} has no screenshot for step {step}")
+        return path.read_bytes()
