@@ -74,7 +74,7 @@ def by_role(
 
 
 async def test_actions_become_steps_on_disk_with_annotations(tk_probe: TkProbe, tmp_path: Path) -> None:
-    async with memory_server(tmp_path) as (client, server):
+    async with memory_server(tmp_path) as (client, _):
         info = await call_ok(client, "start_task", instruction="Press the button, then type hello", task_id="t-1")
         assert info["active_here"] and info["status"] == "running"
         bx, by = tk_probe.centre("button")

@@ -1,8 +1,9 @@
 """Tasks per MCP session: start, end, list, and automatic recording of the server's own actions.
 
 Each session has at most one running task (`server.session_scope` says what a session is); the
-actions a session performs while its task runs become that task's steps. The session comes from a context variable the server
-sets per request (`current_session`), so the desktop core stays unaware of MCP.
+actions a session performs while its task runs become that task's steps. The session comes from a
+context variable the server sets per request (`current_session`), so the desktop core stays
+unaware of MCP.
 """
 
 from __future__ import annotations
