@@ -20,7 +20,12 @@ from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.loops import ActionSignature, LoopDetector, LoopReport, ScreenPrint
 from symphony_mcp.memory.milestones import MilestoneMemory, StepSummary
-from symphony_mcp.memory.trajectory import TrajectoryStep, TrajectoryWriter, write_json_atomically
+from symphony_mcp.memory.trajectory import (
+    MAX_QUEUED_WRITES,
+    TrajectoryStep,
+    TrajectoryWriter,
+    write_json_atomically,
+)
 from symphony_mcp.models.client import ChatClient
 
 TaskStatus = Literal["running", "success", "fail", "infeasible", "abandoned"]
@@ -91,6 +96,8 @@ class Task:
     async def record(self, record: ActionRecord, frame: Frame) -> TrajectoryStep:
         """Append the step the server just performed, with the screen after it."""
         started = time.perf_counter()
+        if self.writer.backlog >= MAX_QUEUED_WRITES:
+            await asyncio.to_thread(self.writer.wait_for_room)
         screen = await asyncio.to_thread(ScreenPrint.of, frame.image)
         async with self.lock:
             number = len(self.steps) + 1

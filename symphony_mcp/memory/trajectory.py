@@ -25,6 +25,7 @@ from symphony_mcp.memory.judgements import Reflection, StepVerdict
 
 log = logging.getLogger(__name__)
 TRAJECTORY_FILE = "traj.jsonl"
+MAX_QUEUED_WRITES = 8  # ~50 MB of 1080p frames; past this, recording waits for the writer
 
 
 class TrajectoryStep(BaseModel):
@@ -77,6 +78,20 @@ class TrajectoryWriter:
         """Queue a rewrite of one step's line: in place when it is the last one, else the whole file atomically."""
         snapshot = list(steps)
         self._submit(lambda: self._rewrite(step, snapshot))
+
+    @property
+    def backlog(self) -> int:
+        with self._lock:
+            return sum(not f.done() for f in self._pending)
+
+    def wait_for_room(self) -> None:
+        """Block until fewer than MAX_QUEUED_WRITES writes are queued (steps faster than PNG encoding)."""
+        while True:
+            with self._lock:
+                pending = [f for f in self._pending if not f.done()]
+            if len(pending) < MAX_QUEUED_WRITES:
+                return
+            pending[0].exception()  # waits for the oldest
 
     def flush(self) -> None:
         """Wait until everything queued is on disk; raise the first write error."""
