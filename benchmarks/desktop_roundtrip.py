@@ -352,7 +352,7 @@ def stdio_server(display: str) -> StdioServerParameters:
     env = {"DISPLAY": display, "PATH": os.environ["PATH"]}
     env |= {key: value for key, value in os.environ.items() if key.startswith("SYMPHONY_")}
     return StdioServerParameters(
-        command="symphony-mcp",
+        command=str(Path(sys.executable).parent / "symphony-mcp"),  # this environment's, not PATH's first
         args=["serve", "--display", display, "--virtual-display", "never", "--log-level", "WARNING"],
         env=env,
     )

@@ -47,7 +47,7 @@ class ModelRequest:
         return self.body["messages"]
 
     def images(self) -> list[Image.Image]:
-        found = []
+        found: list[Image.Image] = []
         for message in self.messages:
             content = message["content"]
             for part in content if isinstance(content, list) else []:

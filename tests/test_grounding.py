@@ -49,9 +49,16 @@ async def grounded(
 
 
 def in_convention(point: tuple[float, float], size: tuple[int, int], convention: str) -> tuple[float, float]:
-    """A screen point as a model of the given convention would state it for an image of `size`."""
+    """A screen point as a model of the given convention would state it for an image of `size`.
+
+    An image barely larger than the screen (a smart-resize size) holds the screen unscaled in its
+    top-left corner, with padding on the right and bottom.
+    """
     (sx, sy), (width, height) = point, size
+    padded = width >= SCREEN[0] and height >= SCREEN[1] and width * height <= SCREEN[0] * SCREEN[1] * 1.05
     if convention == "pixels":
+        if padded:
+            return sx, sy
         return (sx + 0.5) * width / SCREEN[0] - 0.5, (sy + 0.5) * height / SCREEN[1] - 0.5
     if convention == "relative-1000":
         return sx / SCREEN[0] * 1000, sy / SCREEN[1] * 1000

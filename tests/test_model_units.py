@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import typing
 
 import numpy as np
@@ -84,6 +85,26 @@ def test_smart_resize_matches_the_qwen_reference(
 def test_smart_resize_refuses_extreme_aspect_ratios() -> None:
     with pytest.raises(InvalidInputError, match="aspect ratio"):
         smart_resize(10, 3000, 28, 3136, 12_845_056)
+
+
+def test_a_barely_larger_size_pads_instead_of_upscaling() -> None:
+    screen = Image.new("RGB", (1920, 1080), (200, 210, 220))
+    endpoint = resolve_endpoint(
+        ModelsSettings.model_validate({"default": {"base_url": "http://x/v1", "model": "m"}}), "grounder"
+    )
+    resize = FAMILIES["ui-tars-1.5"].resize
+    assert resize is not None
+    sent = prepare_image(screen, endpoint, resize.size)
+    assert (sent.width, sent.height, sent.content_width, sent.content_height) == (1932, 1092, 1920, 1080)
+    with Image.open(io.BytesIO(sent.data)) as decoded:
+        assert decoded.getpixel((100, 100)) == pytest.approx((200, 210, 220), abs=3)
+        assert decoded.getpixel((1928, 1088)) == pytest.approx((0, 0, 0), abs=3)
+    # A point in the padding is outside the picture, and says so in the image's terms.
+    with pytest.raises(AnswerFormatError, match=r"x within 0\.\.1919 .* 1932x1092 image"):
+        to_image_point(parse_point("(1925, 500)"), "pixels", 1932, 1092, (1920, 1080))
+    # A much larger size (tiny screenshots and min_pixels) is a real resize.
+    small = prepare_image(Image.new("RGB", (100, 50)), endpoint, resize.size)
+    assert (small.width, small.content_width) == (420, 420)
 
 
 def test_every_configurable_family_exists() -> None:

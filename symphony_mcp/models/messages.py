@@ -11,12 +11,18 @@ from pydantic import BaseModel
 
 @dataclass(frozen=True)
 class ModelImage:
-    """An encoded image as sent to a model. Its width and height are the pixel space the model sees."""
+    """An encoded image as sent to a model. Its width and height are the pixel space the model sees.
+
+    The picture fills `content_width x content_height` from the top-left corner; the rest (if any) is
+    padding added instead of a slight upscale (see `models.images.prepare_image`).
+    """
 
     data: bytes
     format: str
     width: int
     height: int
+    content_width: int
+    content_height: int
 
     @property
     def data_url(self) -> str:

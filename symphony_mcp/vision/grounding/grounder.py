@@ -83,6 +83,7 @@ class VisionGrounder:
         family = self.family
         started = time.perf_counter()
         image = await asyncio.to_thread(_prepare, frame, client.endpoint, family)
+        messages = family.messages(description, image)
         overhead = [time.perf_counter() - started]
 
         def parse(answer: str) -> tuple[Point, Rect | None]:
@@ -94,7 +95,7 @@ class VisionGrounder:
 
         answer = await ask_until_valid(
             client,
-            family.messages(description, image),
+            messages,
             parse,
             lambda problem: family.feedback(problem, image),
             f"point for {description!r}",
@@ -123,11 +124,12 @@ def _prepare(frame: Frame, endpoint: ResolvedEndpoint, family: GroundingFamily) 
 def _read_answer(answer: str, family: GroundingFamily, image: ModelImage, frame: Frame) -> tuple[Point, Rect | None]:
     """The answer's point (and box) in screen pixels, checked against the image the model saw."""
     parsed = parse_point(answer)
-    x, y = to_image_point(parsed, family.convention, image.width, image.height)
-    mapping = ImageMapping(area=frame.area, image_width=image.width, image_height=image.height)
+    content = (image.content_width, image.content_height)
+    x, y = to_image_point(parsed, family.convention, image.width, image.height, content)
+    mapping = ImageMapping(area=frame.area, image_width=content[0], image_height=content[1])
     box = None
     corners = box_to_image(parsed, family.convention, image.width, image.height)
-    if corners is not None:
+    if corners is not None:  # to_screen clamps corners in the padding to the screen area
         a, b = mapping.to_screen(corners[0], corners[1]), mapping.to_screen(corners[2], corners[3])
         box = Rect(left=a.x, top=a.y, width=b.x - a.x + 1, height=b.y - a.y + 1)
     return mapping.to_screen(x, y), box

@@ -75,19 +75,30 @@ def effective_convention(point: ParsedPoint, convention: Convention) -> Conventi
     return "unit" if point.fractional else convention
 
 
-def to_image_point(point: ParsedPoint, convention: Convention, width: int, height: int) -> tuple[float, float]:
-    """The point in pixels of the image the model saw; raises AnswerFormatError when it lies outside."""
+def to_image_point(
+    point: ParsedPoint,
+    convention: Convention,
+    width: int,
+    height: int,
+    content: tuple[int, int] | None = None,
+) -> tuple[float, float]:
+    """The point in pixels of the image the model saw; raises AnswerFormatError when it lies outside
+    the picture (`content`: its top-left part that is not padding; default the whole image)."""
+    valid_width, valid_height = content or (width, height)
     used = effective_convention(point, convention)
     if used == "pixels":
         x, y = point.x, point.y
-        limits = f"x within 0..{width - 1} and y within 0..{height - 1} (pixels of the {width}x{height} image)"
+        limits = (
+            f"x within 0..{valid_width - 1} and y within 0..{valid_height - 1} "
+            f"(pixels of the {width}x{height} image)"
+        )
     elif used == "relative-1000":
         x, y = point.x / 1000 * width, point.y / 1000 * height
         limits = "x and y within 0..1000 (thousandths of the image width and height)"
     else:
         x, y = point.x * width, point.y * height
         limits = "x and y within 0..1 (fractions of the image width and height)"
-    if not (0 <= x < width and 0 <= y < height):
+    if not (0 <= x < valid_width and 0 <= y < valid_height):
         raise AnswerFormatError(f"the point ({point.x:g}, {point.y:g}) is outside the image: it must have {limits}")
     return x, y
 
@@ -106,4 +117,4 @@ def box_to_image(
     x1, y1, x2, y2 = point.box
     left, right = sorted((x1 * scale_x, x2 * scale_x))
     top, bottom = sorted((y1 * scale_y, y2 * scale_y))
-    return max(0.0, left), max(0.0, top), min(width - 1.0, right), min(height - 1.0, bottom)
+    return max(0.0, left), max(0.0, top), right, bottom
