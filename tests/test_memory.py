@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from PIL import Image
 
 from symphony_mcp.config import load_settings
@@ -222,6 +222,10 @@ async def test_reflect_errors_and_model_free_parts_without_a_memoryer(tk_probe: 
         assert "already exists" in await call_error(client, "start_task", instruction="Again", task_id="same")
         assert "not allowed" in await call_error(client, "start_task", instruction="x", task_id="../escape")
         assert (await client.read_resource("trajectory://same/steps")).contents
+        with pytest.raises(MCPError, match="list_tasks shows the ids"):
+            await client.read_resource("trajectory://missing/steps")
+        with pytest.raises(MCPError, match="has no screenshot for step 9"):
+            await client.read_resource("trajectory://same/steps/9/screenshot")
 
 
 async def test_two_malformed_audits_are_reported(tk_probe: TkProbe, stand_in: StandInModel, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal, ParamSpec, TypeVar
 
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -35,19 +35,31 @@ X = Annotated[float, Field(description="x in the chosen space (see `space`)")]
 Y = Annotated[float, Field(description="y in the chosen space (see `space`)")]
 
 
-def caller_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Turn core errors into tool errors whose message reaches the caller; the server keeps serving."""
+def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Turn core errors into `error_type` errors whose message reaches the caller; the server keeps serving.
 
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except ToolError:
-            raise
-        except SymphonyError as exc:
-            raise ToolError(str(exc)) from exc
-        except Exception as exc:
-            log.exception("tool %s failed unexpectedly", fn.__name__)
-            raise ToolError(f"internal error ({type(exc).__name__}: {exc}); the server is still running") from exc
+    The SDK hides the text of any other exception from the caller.
+    """
 
-    return wrapper
+    def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return await fn(*args, **kwargs)
+            except MCPServerError:
+                raise
+            except SymphonyError as exc:
+                raise error_type(str(exc)) from exc
+            except Exception as exc:
+                log.exception("%s failed unexpectedly", fn.__name__)
+                raise error_type(
+                    f"internal error ({type(exc).__name__}: {exc}); the server is still running"
+                ) from exc
+
+        return wrapper
+
+    return decorate
+
+
+caller_errors = _surfacing(ToolError)
+resource_errors = _surfacing(ResourceError)

@@ -13,7 +13,7 @@ from symphony_mcp.memory.loops import LoopReport
 from symphony_mcp.memory.task import MemoryState, ReflectOutcome, TaskInfo, TaskStatus
 from symphony_mcp.memory.tasks import TaskManager
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
-from symphony_mcp.tools.common import READ_ONLY, caller_errors
+from symphony_mcp.tools.common import READ_ONLY, caller_errors, resource_errors
 
 # Writes only the server's own trajectory files; changes nothing on the desktop.
 RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
@@ -92,7 +92,8 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
         description="A task's recorded steps (JSON list), as in its traj.jsonl",
         mime_type="application/json",
     )
-    def trajectory_steps(task_id: str) -> str:
+    @resource_errors
+    async def trajectory_steps(task_id: str) -> str:
         steps = read_trajectory(tasks.directory(task_id))
         return "[" + ",".join(step.model_dump_json() for step in steps) + "]"
 
@@ -102,7 +103,8 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
         description="The screen after a step (step 0: at the start), PNG",
         mime_type="image/png",
     )
-    def step_screenshot(task_id: str, step: str) -> bytes:
+    @resource_errors
+    async def step_screenshot(task_id: str, step: str) -> bytes:
         if not step.isdigit():
             raise InvalidInputError(f"step must be a number, got {step!r}")
         path = tasks.directory(task_id) / f"step_{int(step)}.png"
