@@ -63,6 +63,6 @@ def _fit(image: Image.Image, width: int, height: int) -> tuple[Image.Image, tupl
     grows = width >= image.width and height >= image.height
     if grows and width * height <= image.width * image.height * _MAX_PAD_GROWTH:
         padded = Image.new("RGB", (width, height))
-        padded.paste(image.convert("RGB"), (0, 0))
+        padded.paste(image, (0, 0))  # converts other modes itself
         return padded, image.size
     return image.resize((width, height), Image.Resampling.BILINEAR), (width, height)
