@@ -14,8 +14,8 @@ from symphony_mcp import __version__
 from symphony_mcp.config import GroundingFamilyName, Settings, load_settings
 from symphony_mcp.errors import SymphonyError
 
-# flag -> path of the setting (group, [role,] field)
-_SERVE_FLAGS: dict[str, tuple[str, ...]] = {
+# flag -> path of the setting (group, [role,] field); a command's parser defines the flags it takes
+_FLAGS: dict[str, tuple[str, ...]] = {
     "transport": ("server", "transport"),
     "host": ("server", "host"),
     "port": ("server", "port"),
@@ -36,7 +36,17 @@ _SERVE_FLAGS: dict[str, tuple[str, ...]] = {
     "grounder_model": ("models", "grounder", "model"),
     "grounding_family": ("grounding", "family"),
     "trajectory_dir": ("memory", "trajectory_dir"),
+    "orchestrator_url": ("models", "orchestrator", "base_url"),
+    "orchestrator_model": ("models", "orchestrator", "model"),
+    "memoryer_url": ("models", "memoryer", "base_url"),
+    "memoryer_model": ("models", "memoryer", "model"),
+    "max_steps": ("orchestrator", "max_steps"),
+    "results": ("orchestrator", "results_dir"),
+    "reflection": ("orchestrator", "reflection"),
+    "enabled_tools": ("orchestrator", "enabled_tools"),
+    "reset": ("orchestrator", "reset"),
 }
+EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,42 +71,115 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-width", type=int)
     serve.add_argument("--max-height", type=int)
     serve.add_argument("--max-bytes", type=int)
-    serve.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
-    serve.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
-    serve.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
+    _grounder_flags(serve)
     serve.add_argument("--trajectory-dir", type=Path, help="where task trajectories are written")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+    run = commands.add_parser("run", help="run a task with the bundled OS-Symphony orchestrator")
+    run.add_argument("instruction", help="the task, in words")
+    run.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
+    run.add_argument("--task-id", help="result directory name (default: time-based)")
+    run.add_argument("--max-steps", type=int, help="action budget (default 15)")
+    run.add_argument("--results", type=Path, help="results directory (default ./results)")
+    run.add_argument("--checker", help="shell command whose exit status 0 means the task is done")
+    run.add_argument("--no-reflection", dest="reflection", action="store_const", const=False)
+    run.add_argument(
+        "--enabled-tools", type=lambda v: [t.strip() for t in v.split(",") if t.strip()], help="comma-separated"
+    )
+    run.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")
+    run.add_argument("--force", action="store_true", help="run again even if the task finished before")
+    run.add_argument("--server-url", help="use a running server (streamable HTTP) instead of spawning one")
+    run.add_argument("--token", help="bearer token for --server-url")
+    run.add_argument("--orchestrator-url", help="planner model endpoint")
+    run.add_argument("--orchestrator-model", help="planner model name")
+    run.add_argument("--memoryer-url", help="Reflection-Memory Agent model endpoint")
+    run.add_argument("--memoryer-model", help="Reflection-Memory Agent model name")
+    _grounder_flags(run)
+    run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+    report = commands.add_parser("report", help="write the static HTML report of a results directory")
+    report.add_argument("results", type=Path, help="results directory")
     return parser
+
+
+def _grounder_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
+    parser.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
+    parser.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
-    for flag, (*groups, field) in _SERVE_FLAGS.items():
+    for flag, (*groups, field) in _FLAGS.items():
         value = getattr(args, flag, None)
         if value is not None:
             node = overrides
             for group in groups:
                 node = node.setdefault(group, {})
             node[field] = value
-    if args.log_level:
+    if getattr(args, "log_level", None):
         overrides["log_level"] = args.log_level
-    return load_settings(args.config, **overrides)
+    return load_settings(getattr(args, "config", None), **overrides)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "report":
+        from symphony_mcp.orchestrator.report import report_command
+
+        return report_command(args.results)
     try:
         settings = settings_from_args(args)
     except (ValidationError, ValueError) as exc:
         print(f"symphony-mcp: invalid settings: {exc}", file=sys.stderr)
-        return 2
-    # Logs go to stderr: stdout carries the stdio transport.
-    logging.basicConfig(
-        level=settings.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+        return EXIT_USAGE
+    # Logs go to stderr: stdout carries the stdio transport. A run shows its live view there instead.
+    level = settings.log_level if args.command == "serve" or args.log_level else "WARNING"
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         return _serve(settings)
-    return 2
+    return _run(settings, args)
+
+
+def _run(settings: Settings, args: argparse.Namespace) -> int:
+    import anyio
+    from rich.console import Console
+
+    from symphony_mcp.orchestrator.api import TaskOutcome, run_task
+    from symphony_mcp.orchestrator.checker import CommandChecker
+    from symphony_mcp.orchestrator.connection import RemoteServer, ServerConnection, SpawnServer
+    from symphony_mcp.orchestrator.live import live_view
+
+    checker = CommandChecker(args.checker, settings.orchestrator.checker_timeout) if args.checker else None
+    connection: ServerConnection | None = RemoteServer(args.server_url, args.token) if args.server_url else None
+    if connection is None and args.config is not None:
+        from symphony_mcp.orchestrator.api import server_environment
+
+        results = settings.orchestrator.results_dir.expanduser().resolve()
+        connection = SpawnServer(("--config", str(args.config)), server_environment(settings, results))
+    console = Console(stderr=True)
+    try:
+        with live_view(console) as sink:
+
+            async def go() -> TaskOutcome:
+                return await run_task(
+                    args.instruction,
+                    settings=settings,
+                    task_id=args.task_id,
+                    connection=connection,
+                    checker=checker,
+                    force=args.force,
+                    on_event=sink,
+                )
+
+            outcome = anyio.run(go)
+    except (SymphonyError, ValueError, OSError) as exc:
+        print(f"symphony-mcp: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    note = " (finished earlier; --force runs it again)" if outcome.skipped else ""
+    message = f": {outcome.record.message}" if outcome.record.message else ""
+    print(f"{outcome.outcome} {outcome.task_id} {outcome.directory}{note}{message}")
+    return {"success": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
 
 
 def _serve(settings: Settings) -> int:

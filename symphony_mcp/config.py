@@ -165,6 +165,23 @@ class MemorySettings(BaseModel):
     image_budget: int = Field(8, ge=1, le=64, description="screenshots kept in long-term memory (first + milestones)")
 
 
+class OrchestratorSettings(BaseModel):
+    """The bundled OS-Symphony client (`symphony-mcp run`)."""
+
+    max_steps: int = Field(15, ge=1, le=500, description="actions per task; the last step may only be done/fail")
+    max_images: int = Field(8, ge=1, le=64, description="screenshots in the planner's short-term history")
+    keep_first_image: bool = Field(True, description="keep the task's first screenshot in the history")
+    reflection: bool = Field(True, description="run the Reflection-Memory Agent's audit before each plan")
+    enabled_tools: list[str] | None = Field(
+        None, description="tools the planner may call (default: every action tool the server offers)"
+    )
+    format_retries: int = Field(3, ge=0, le=10, description="re-asks of a malformed or invalid planner answer")
+    verify_attempts: int = Field(3, ge=1, le=20, description="'done' answers the checker may reject before Fail")
+    checker_timeout: float = Field(120, gt=0, description="seconds a checker command may run")
+    results_dir: Path = Field(Path("results"), description="one sub-directory per task")
+    reset: bool = Field(False, description="close the windows the task opened when it ends")
+
+
 class ServerSettings(BaseModel):
     """Transport and its security."""
 
@@ -194,6 +211,7 @@ class Settings(BaseSettings):
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     grounding: GroundingSettings = Field(default_factory=GroundingSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    orchestrator: OrchestratorSettings = Field(default_factory=OrchestratorSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -36,6 +36,7 @@ EXPECTED_TOOLS = {
     "action_history",
     "list_windows",
     "focus_window",
+    "close_window",
     "open_app",
     "ocr",
     "find_text",

@@ -541,6 +541,19 @@ class DesktopController:
             f"focused window {window_id}",
         )
 
+    async def close_window(self, window_id: str) -> ActionRecord:
+        """Ask a window to close, as its close button would; the record says whether it went."""
+        outcome: list[bool] = []
+        record = await self._perform(
+            "close_window",
+            {"window_id": window_id},
+            lambda d: outcome.append(d.close_window(window_id)),
+            f"asked window {window_id} to close",
+        )
+        if outcome and not outcome[0]:
+            record.summary += " (still open: it may be asking something, e.g. to save)"
+        return record
+
     async def open(self, target: str, wait_seconds: float = 10.0) -> OpenResult:
         """Launch, then wait until a new window appears (or the wait runs out)."""
         if not 0 <= wait_seconds <= self.settings.input.max_wait_seconds:

@@ -182,6 +182,10 @@ class LocalDesktop:
         info: WindowInfo = self._windows().activate(window_id)
         return info
 
+    def close_window(self, window_id: str) -> bool:
+        closed: bool = self._windows().request_close(window_id)
+        return closed
+
     def open(self, target: str) -> int:
         return launch(plan_launch(target), dict(os.environ))
 

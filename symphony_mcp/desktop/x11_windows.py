@@ -111,6 +111,25 @@ class X11WindowManager:
                 raise InvalidInputError(f"window {window_id} did not become active within {timeout:g} s")
             time.sleep(0.02)
 
+    def request_close(self, window_id: str, timeout: float = 2.0) -> bool:
+        """Ask the window manager to close the window politely (the app may ask to save); True when it went."""
+        from Xlib import X
+        from Xlib.protocol import event
+
+        wid = self._parse_id(window_id)
+        window = self._display.create_resource_object("window", wid)
+        message = event.ClientMessage(
+            window=window, client_type=self._atom("_NET_CLOSE_WINDOW"), data=(32, [X.CurrentTime, 2, 0, 0, 0])
+        )
+        self._root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+        self._display.flush()
+        deadline = time.monotonic() + timeout
+        while wid in self._require_ewmh():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
     def _active_id(self) -> int | None:
         active = self._property(self._root, "_NET_ACTIVE_WINDOW")
         return int(active[0]) if active is not None and len(active) else None

@@ -10,7 +10,7 @@ from pydantic import Field
 from symphony_mcp.desktop.controller import DesktopController, OpenResult
 from symphony_mcp.desktop.models import WindowInfo
 from symphony_mcp.memory.actions import ActionRecord
-from symphony_mcp.tools.common import HARMLESS_CHANGE, READ_ONLY, caller_errors
+from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors
 
 
 def register(server: MCPServer, desktop: DesktopController) -> None:
@@ -27,6 +27,14 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> ActionRecord:
         """Raise and focus a window so keyboard input goes to it."""
         return await desktop.focus_window(window_id)
+
+    @server.tool(annotations=DESTRUCTIVE_INPUT)
+    @caller_errors
+    async def close_window(
+        window_id: Annotated[str, Field(description="id from list_windows")],
+    ) -> ActionRecord:
+        """Close a window as its close button would; the application may ask first (e.g. to save)."""
+        return await desktop.close_window(window_id)
 
     @server.tool(annotations=HARMLESS_CHANGE.model_copy(update={"idempotentHint": False}))
     @caller_errors

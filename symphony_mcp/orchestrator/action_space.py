@@ -1,0 +1,206 @@
+"""The planner's action space, generated from the server's tools, and safe parsing of its answer.
+
+The answer's action is one Python call expression (`click(description="Save")`), read with `ast`
+(literal arguments only, never evaluated) and validated against the tool's JSON input schema.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from mcp.types import Tool
+
+from symphony_mcp.orchestrator.records import ParsedAction
+
+# Tools the loop itself uses (observation, memory, bookkeeping) or that are too low-level to plan with.
+INFRASTRUCTURE_TOOLS = frozenset(
+    {
+        "screenshot",
+        "screen_info",
+        "action_history",
+        "model_status",
+        "start_task",
+        "end_task",
+        "list_tasks",
+        "record_step",
+        "reflect",
+        "memory_audit",
+        "check_loop",
+        "locate",
+        "ocr",
+        "find_text",
+        "list_windows",
+        "key_down",
+        "key_up",
+    }
+)
+DONE, FAIL = "done", "fail"
+_CONTROL_DOCS = {
+    DONE: "done()\n    The task is complete: the screen shows it.",
+    FAIL: 'fail(reason: str = "")\n    The task cannot be completed; say why.',
+}
+_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+class ActionError(ValueError):
+    """The answer's action cannot be used; the message is feedback for the model."""
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+    @property
+    def parameters(self) -> list[str]:
+        return list(self.schema.get("properties", {}))
+
+    def render(self) -> str:
+        properties: dict[str, Any] = self.schema.get("properties", {})
+        required = set(self.schema.get("required", []))
+        signature = ", ".join(_render_parameter(n, p, n in required) for n, p in properties.items())
+        lines = [f"{self.name}({signature})", f"    {' '.join(self.description.split())}"]
+        for name, prop in properties.items():
+            if prop.get("description"):
+                lines.append(f"    - {name}: {prop['description']}")
+        return "\n".join(lines)
+
+
+class ActionSpace:
+    def __init__(self, actions: list[ActionSpec]) -> None:
+        self.actions = {a.name: a for a in actions}
+        self._validators = {a.name: Draft202012Validator(a.schema) for a in actions}
+
+    @classmethod
+    def from_tools(cls, tools: list[Tool], enabled: list[str] | None = None) -> ActionSpace:
+        offered = {t.name: t for t in tools if t.name not in INFRASTRUCTURE_TOOLS}
+        if enabled is not None:
+            unknown = sorted(set(enabled) - set(offered))
+            if unknown:
+                raise ValueError(
+                    f"enabled tools {unknown} are not action tools of this server; it offers {sorted(offered)}"
+                )
+            offered = {name: offered[name] for name in enabled}
+        return cls([ActionSpec(t.name, t.description or "", dict(t.input_schema)) for t in offered.values()])
+
+    def render(self, final_step: bool) -> str:
+        """The actions shown to the model; on the final step only done and fail."""
+        blocks = [] if final_step else [a.render() for a in self.actions.values()]
+        return "\n\n".join([*blocks, _CONTROL_DOCS[DONE], _CONTROL_DOCS[FAIL]])
+
+    def parse(self, answer: str, final_step: bool) -> ParsedAction:
+        """The answer's one action, checked; ActionError says what is wrong and what is allowed."""
+        code = extract_code(answer)
+        call = _single_call(code)
+        name = _call_name(call)
+        if name in (DONE, FAIL):
+            return ParsedAction(name=name, arguments=_control_arguments(name, call), code=code)
+        if final_step:
+            raise ActionError(f"this is the last step: only done() or fail(reason) are allowed, not {name}()")
+        spec = self.actions.get(name)
+        if spec is None:
+            allowed = ", ".join([*self.actions, DONE, FAIL])
+            raise ActionError(f"there is no action {name!r}; the actions are: {allowed}")
+        arguments = _arguments(call, spec)
+        problems = sorted(
+            self._validators[name].iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]
+        )
+        if problems:
+            details = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or name}: {e.message}" for e in problems)
+            raise ActionError(f"invalid arguments for {name}(): {details}")
+        return ParsedAction(name=name, arguments=arguments, code=code)
+
+
+def extract_code(answer: str) -> str:
+    """The code of the grounded action: the last fenced block (the answer's final section)."""
+    blocks = _CODE_BLOCK.findall(answer)
+    if not blocks:
+        raise ActionError("no action found: end the answer with the action in a ```python code block")
+    return blocks[-1].strip()
+
+
+def section(answer: str, title: str) -> str | None:
+    """The text of a `(Title)` section of the answer, if present."""
+    pattern = rf"\(\s*{re.escape(title)}\s*\)\s*(.*?)(?=\n\s*\([A-Z][^)\n]{{2,40}}\)|```|\Z)"
+    match = re.search(pattern, answer, re.S | re.I)
+    return match.group(1).strip() if match and match.group(1).strip() else None
+
+
+def _single_call(code: str) -> ast.Call:
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError as exc:
+        raise ActionError(f"the action is not a valid Python call ({exc.msg}); write exactly one call") from exc
+    if not isinstance(tree.body, ast.Call):
+        raise ActionError("the action must be exactly one function call, e.g. click(description=\"the OK button\")")
+    return tree.body
+
+
+def _call_name(call: ast.Call) -> str:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):  # agent.click(...)
+        return call.func.attr
+    raise ActionError("call the action by its name, e.g. click(...)")
+
+
+def _literal(node: ast.expr, where: str) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError) as exc:
+        raise ActionError(f"{where} must be a literal value (string, number, list, True/False/None)") from exc
+
+
+def _arguments(call: ast.Call, spec: ActionSpec) -> dict[str, Any]:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        raise ActionError("write arguments out; *args and **kwargs are not allowed")
+    names = spec.parameters
+    if len(call.args) > len(names):
+        raise ActionError(f"{spec.name}() takes at most {len(names)} arguments ({', '.join(names)})")
+    arguments = {names[i]: _literal(node, f"argument {i + 1}") for i, node in enumerate(call.args)}
+    for keyword in call.keywords:
+        assert keyword.arg is not None
+        if keyword.arg in arguments:
+            raise ActionError(f"{keyword.arg} is given twice")
+        if keyword.arg not in names:
+            raise ActionError(f"{spec.name}() has no parameter {keyword.arg!r}; its parameters: {', '.join(names)}")
+        arguments[keyword.arg] = _literal(keyword.value, keyword.arg)
+    return arguments
+
+
+def _control_arguments(name: str, call: ast.Call) -> dict[str, Any]:
+    if name == DONE:
+        if call.args or call.keywords:
+            raise ActionError("done() takes no arguments")
+        return {}
+    values = [_literal(n, "reason") for n in call.args] + [_literal(k.value, "reason") for k in call.keywords]
+    if len(values) > 1 or any(k.arg not in (None, "reason") for k in call.keywords):
+        raise ActionError('fail takes one argument: fail(reason="...")')
+    return {"reason": str(values[0])} if values else {}
+
+
+def _render_parameter(name: str, prop: dict[str, Any], required: bool) -> str:
+    rendered = f"{name}: {_type_name(prop)}"
+    if not required:
+        rendered += f" = {prop['default']!r}" if "default" in prop else " = None"
+    return rendered
+
+
+def _type_name(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(repr(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " | ".join(_type_name(p) for p in prop["anyOf"])
+    kind = prop.get("type")
+    if kind == "array":
+        items = prop.get("items") or prop.get("prefixItems")
+        inner = _type_name(items) if isinstance(items, dict) else "..."
+        return f"list[{inner}]"
+    return {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}.get(
+        str(kind), "any"
+    )

@@ -1,0 +1,358 @@
+"""The OS-Symphony loop with OSCAR's verify-and-replan state machine, over an MCP client.
+
+Per step: Observe (screenshot), reflect (the server's Reflection-Memory Agent, when enabled), Plan
+(the orchestrator model; one action, parsed with `ast`, validated against the tool's schema,
+re-asked with feedback), Execute (the tool through MCP), record (the plan onto the server's
+trajectory step, the run record to disk). `done` goes through Verify when a checker is given; a
+rejection returns to planning with the checker's words, up to a limit. An unreachable model or a
+lost screen or server is an Error with a clear message.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import Client
+from mcp.types import ImageContent, TextContent
+
+from symphony_mcp.config import OrchestratorSettings
+from symphony_mcp.errors import ModelError, SymphonyError
+from symphony_mcp.memory.judgements import Reflection
+from symphony_mcp.models.client import ChatClient
+from symphony_mcp.models.messages import ModelImage, assistant, user
+from symphony_mcp.models.usage import RoleUsage, UsageLedger
+from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace, section
+from symphony_mcp.orchestrator.checker import Checker
+from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages, retry_feedback
+from symphony_mcp.orchestrator.records import ParsedAction, RunRecord, RunStep, State
+from symphony_mcp.orchestrator.state import StateMachine
+
+log = logging.getLogger(__name__)
+
+
+class RunError(SymphonyError):
+    """The run cannot go on (model endpoint, screen or server unavailable)."""
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Progress for live views."""
+
+    task_id: str
+    step: int
+    max_steps: int
+    state: State
+    action: str | None = None
+    reflection: str | None = None
+    message: str = ""
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        client: Client,
+        planner: ChatClient,
+        usage: UsageLedger,
+        settings: OrchestratorSettings,
+        checker: Checker | None = None,
+        on_event: EventSink | None = None,
+        save: Callable[[RunRecord], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.planner = planner
+        self.usage = usage
+        self.settings = settings
+        self.checker = checker
+        self.on_event = on_event or (lambda event: None)
+        self.save = save or (lambda record: None)
+
+    async def run(self, instruction: str, task_id: str) -> RunRecord:
+        settings = self.settings
+        record = RunRecord(
+            task_id=task_id, instruction=instruction, started_at=time.time(), max_steps=settings.max_steps
+        )
+        machine = StateMachine(record.transitions)
+        run = _Run(self, record, machine)
+        try:
+            await run.start()
+            await run.loop()
+        except (RunError, ModelError) as exc:
+            run.go(State.ERROR, str(exc))
+            record.outcome, record.message = "error", str(exc)
+        except Exception as exc:  # the MCP connection or something unforeseen: stop cleanly, say what
+            log.exception("run %s failed", task_id)
+            message = f"lost the server or failed unexpectedly: {type(exc).__name__}: {exc}"
+            run.go(State.ERROR, message)
+            record.outcome, record.message = "error", message
+        await run.finish()
+        return record
+
+
+class _Run:
+    """The state of one run; `Orchestrator.run` drives it."""
+
+    def __init__(self, owner: Orchestrator, record: RunRecord, machine: StateMachine) -> None:
+        self.owner = owner
+        self.client = owner.client
+        self.settings = owner.settings
+        self.record = record
+        self.machine = machine
+        self.space: ActionSpace | None = None
+        self.history: list[Turn] = []
+        self.feedback: list[str] = []
+        self.tool_results: list[str] = []
+        self.trajectory_steps = 0
+        self.reflection_on = self.settings.reflection
+        self.verify_failures = 0
+        self.started_task = False
+        self.windows_before: set[str] = set()
+
+    def go(self, state: State, reason: str, step: int | None = None) -> None:
+        step = len(self.record.steps) if step is None else step
+        self.machine.go(state, step, reason)
+        self.owner.on_event(RunEvent(self.record.task_id, step, self.record.max_steps, state, message=reason))
+
+    async def start(self) -> None:
+        tools = (await self.client.list_tools()).tools
+        try:
+            self.space = ActionSpace.from_tools(tools, self.settings.enabled_tools)
+        except ValueError as exc:
+            raise RunError(str(exc)) from exc
+        await self.call("start_task", instruction=self.record.instruction, task_id=self.record.task_id)
+        self.started_task = True
+        if self.settings.reset:
+            self.windows_before = {w["id"] for w in (await self.call("list_windows"))["result"]}
+
+    async def loop(self) -> None:
+        for step in range(1, self.settings.max_steps + 1):
+            if await self.step(step):
+                return
+        self.go(State.FAIL, f"the step budget ({self.settings.max_steps}) is used up")
+        self.record.outcome, self.record.message = "fail", f"not done within {self.settings.max_steps} steps"
+
+    async def step(self, number: int) -> bool:
+        """One Observe-Plan-Execute cycle; True when the run reached Success or Fail."""
+        started = time.perf_counter()
+        current = RunStep(step=number)
+        self.record.steps.append(current)
+        timings = current.timings
+        self.go(State.OBSERVE, "take a screenshot", number)
+        image = await self.observe(current)
+        timings.observe_ms = _since(started)
+        reflection = await self.reflect(current)
+        self.go(State.PLAN, f"reflection: {reflection.status}" if reflection else "plan", number)
+        context = StepContext(
+            step=number,
+            max_steps=self.settings.max_steps,
+            instruction=self.record.instruction,
+            image=image,
+            reflection=reflection,
+            tutorials=list(self.record.tutorials),
+            tool_results=self.tool_results,
+            feedback=self.feedback,
+        )
+        self.tool_results, self.feedback = [], []
+        planned = time.perf_counter()
+        action = await self.plan(current, context)
+        timings.plan_ms = _since(planned)
+        done = False
+        if action is None:  # the next step plans again, with what went wrong in the history
+            self.history.append(Turn(number, image, current.model_output, "no usable action"))
+            done = number >= self.settings.max_steps
+            if done:
+                self.go(State.FAIL, "the planner gave no usable action on the last step", number)
+                self.record.outcome, self.record.message = "fail", "the planner gave no usable action"
+        else:
+            self.go(State.EXECUTE, action.code, number)
+            executed = time.perf_counter()
+            done = await self.execute(current, action, image)
+            timings.execute_ms = _since(executed)
+        timings.overhead_ms = round(_since(started) - timings.model_ms, 2)
+        self.owner.save(self.record)
+        return done
+
+    async def observe(self, current: RunStep) -> ModelImage:
+        result = await self.client.call_tool("screenshot", {})
+        if result.is_error:
+            raise RunError(f"cannot see the screen: {_error_text(result.content)}")
+        info = result.structured_content or {}
+        block = next((c for c in result.content if isinstance(c, ImageContent)), None)
+        if block is None:
+            raise RunError("the screenshot tool returned no image")
+        width, height = int(info["image_width"]), int(info["image_height"])
+        current.frame_id = info.get("frame_id")
+        current.screenshot_size = (width, height)
+        self.record.screen_size = (int(info["screen_width"]), int(info["screen_height"]))
+        return ModelImage(
+            data=base64.b64decode(block.data),
+            format=block.mime_type.split("/")[-1],
+            width=width,
+            height=height,
+            content_width=width,
+            content_height=height,
+        )
+
+    async def reflect(self, current: RunStep) -> Reflection | None:
+        if not self.reflection_on or self.trajectory_steps == 0:
+            return None
+        started = time.perf_counter()
+        result = await self.client.call_tool("reflect", {})
+        current.timings.reflect_ms = _since(started)
+        if result.is_error:
+            text = _error_text(result.content)
+            if "no memoryer model is configured" in text:
+                self.reflection_on = False  # the rest of the loop works without it
+                log.warning("reflection is off: %s", text)
+                return None
+            raise RunError(f"the reflection failed: {text}")
+        outcome = result.structured_content or {}
+        current.timings.model_ms += float(outcome.get("model_ms", 0.0))
+        current.reflection = Reflection.model_validate(outcome["reflection"])
+        return current.reflection
+
+    async def plan(self, current: RunStep, context: StepContext) -> ParsedAction | None:
+        assert self.space is not None
+        messages = build_messages(
+            self.space.render(context.final),
+            context,
+            self.history,
+            self.settings.max_images,
+            self.settings.keep_first_image,
+        )
+        for attempt in range(self.settings.format_retries + 1):
+            completion = await self.owner.planner.complete(messages)
+            current.timings.model_ms += completion.elapsed_ms
+            answer = completion.text
+            try:
+                action = self.space.parse(answer, context.final)
+            except ActionError as exc:
+                current.rejected_outputs.append(answer)
+                log.info("step %d: answer %d rejected: %s", current.step, attempt + 1, exc)
+                messages = [*messages, assistant(answer), user(retry_feedback(str(exc)))]
+                current.model_output = answer
+                continue
+            current.model_output, current.action = answer, action
+            current.plan = section(answer, "Next action")
+            return action
+        return None
+
+    async def execute(self, current: RunStep, action: ParsedAction, image: ModelImage) -> bool:
+        if action.name == DONE:
+            return await self.verify(current, image)
+        if action.name == FAIL:
+            reason = action.arguments.get("reason") or "the planner gave up"
+            self.go(State.FAIL, reason, current.step)
+            self.record.outcome, self.record.message = "fail", reason
+            return True
+        result = await self.client.call_tool(action.name, action.arguments)
+        if result.is_error:
+            current.tool_error = _error_text(result.content)
+            self.feedback.append(f"The previous action {action.code} failed: {current.tool_error}")
+            self.history.append(Turn(current.step, image, current.model_output, f"error: {current.tool_error}"))
+            return False
+        structured = result.structured_content or {}
+        current.tool_result = structured
+        current.screen_points = _screen_points(structured)
+        self.fold(action.name, structured)
+        recorded = time.perf_counter()
+        await self.annotate(current)
+        current.timings.record_ms = _since(recorded)
+        self.history.append(Turn(current.step, image, current.model_output, None))
+        return False
+
+    async def verify(self, current: RunStep, image: ModelImage) -> bool:
+        checker = self.owner.checker
+        if checker is None:
+            self.go(State.SUCCESS, "the planner says the task is done", current.step)
+            self.record.outcome = "success"
+            return True
+        self.go(State.VERIFY, "check the task", current.step)
+        verdict = await checker.check()
+        current.verification = verdict.feedback
+        if verdict.success:
+            self.go(State.SUCCESS, f"the checker agrees: {verdict.feedback}", current.step)
+            self.record.outcome, self.record.message = "success", verdict.feedback
+            return True
+        self.verify_failures += 1
+        if self.verify_failures >= self.settings.verify_attempts:
+            self.go(State.FAIL, f"the checker rejected done {self.verify_failures} times", current.step)
+            self.record.outcome, self.record.message = "fail", verdict.feedback
+            return True
+        if current.step >= self.settings.max_steps:
+            self.go(State.FAIL, "the checker rejected done on the last step", current.step)
+            self.record.outcome, self.record.message = "fail", verdict.feedback
+            return True
+        self.feedback.append(f"You answered done(), but the task checker says it is not complete: {verdict.feedback}")
+        self.history.append(Turn(current.step, image, current.model_output, f"checker: {verdict.feedback}"))
+        return False
+
+    def fold(self, tool: str, structured: dict[str, Any]) -> None:
+        """Tool-agent results come back folded: a tutorial joins the task's context, a summary is shown once."""
+        tutorial = structured.get("tutorial")
+        if isinstance(tutorial, str) and tutorial.strip():
+            self.record.tutorials.append(tutorial.strip())
+        summary = structured.get("summary") if "action" not in structured else None
+        if isinstance(summary, str) and summary.strip():
+            self.tool_results.append(f"{tool}: {summary.strip()}")
+
+    async def annotate(self, current: RunStep) -> None:
+        """Put the plan onto the trajectory step the action became (if it became one)."""
+        steps = int((await self.call("memory_audit"))["steps"])
+        if steps <= self.trajectory_steps:
+            return
+        self.trajectory_steps = current.trajectory_step = steps
+        thought = current.model_output.split("```")[0].strip() or None
+        await self.call("record_step", step=steps, thought=thought, plan=current.plan)
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        if result.is_error:
+            raise RunError(f"{tool} failed: {_error_text(result.content)}")
+        return result.structured_content or {}
+
+    async def finish(self) -> None:
+        record = self.record
+        if self.started_task:
+            try:
+                status = "success" if record.outcome == "success" else "fail"
+                await self.call("end_task", status=status, note=record.message)
+                if self.settings.reset:
+                    await self.reset()
+                usage = (await self.call("model_status"))["roles"]
+                record.usage = {r["role"]: RoleUsage.model_validate(r["usage"]) for r in usage if r["usage"]["calls"]}
+            except Exception as exc:  # the server may be gone (that may be why the run ended)
+                log.warning("could not close the task on the server: %s", exc)
+        planner = self.owner.usage.snapshot().get(self.owner.planner.endpoint.role)
+        if planner is not None:
+            record.usage[self.owner.planner.endpoint.role] = planner
+        record.ended_at = time.time()
+        self.owner.save(record)
+
+    async def reset(self) -> None:
+        self.go(State.RESET, "close the windows the task opened")
+        now = (await self.call("list_windows"))["result"]
+        for window in now:
+            if window["id"] not in self.windows_before:
+                await self.client.call_tool("close_window", {"window_id": window["id"]})
+
+
+def _screen_points(structured: dict[str, Any]) -> list[tuple[int, int]]:
+    """Screen points of the action record(s) in a tool result (also nested, e.g. open_app's `record`)."""
+    records = [structured, *(v for v in structured.values() if isinstance(v, dict))]
+    return [(p["x"], p["y"]) for r in records for p in r.get("screen_points", []) if isinstance(p, dict)]
+
+
+def _error_text(content: list[Any]) -> str:
+    return " ".join(c.text for c in content if isinstance(c, TextContent)) or "unknown error"
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,134 @@
+"""The planner's prompt: a fixed system prompt, the current step's context, and a bounded history.
+
+The history keeps every earlier answer as text but at most `max_images` screenshots (the current
+one included; the task's first one kept when asked), so the prompt stays within the model's image
+limit however long the task runs. The task, the reflection, tutorials and feedback appear only in
+the current step's message, never accumulated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from symphony_mcp.memory.judgements import Reflection
+from symphony_mcp.models.messages import ChatMessage, ModelImage, assistant, system, user
+
+SYSTEM_PROMPT = """You operate a computer through its screen to complete the user's task, one action per step.
+Each step you get the task, the current screenshot, a reflection on the trajectory so far, any tutorials
+and tool results, and your earlier answers.
+
+Actions (call exactly one per step; arguments as keywords):
+
+{actions}
+
+Name elements by description, as a person would ("the blue Save button in the dialog"): a grounding
+model finds them on the screen. Coordinates, when you give them, are pixels of the latest screenshot.
+
+Answer in exactly this format:
+(Previous action verification)
+Did the previous action have the effect you intended? Judge from the screenshot.
+(Screenshot analysis)
+What the screen shows that matters for the task now.
+(Next action)
+The one action to take now, and why, in one or two sentences.
+(Grounded action)
+```python
+the_action(argument="value")
+```
+Say done() only when the screenshot shows the whole task complete; fail(reason="...") when it
+cannot be done."""
+
+# What the planner is told for each kind of reflection (the reflection itself only diagnoses).
+REFLECTION_RULES = {
+    ("On-track", None): "Continue with your plan.",
+    ("Off-track", "gui_operation_error"): (
+        "The last GUI action did not have its effect. Check the target and act differently: another "
+        "description of the element, a keyboard shortcut, or the text tools."
+    ),
+    ("Off-track", "lack_of_tutorial"): (
+        "You are not making progress and may be repeating yourself. Change approach; if a search tool is "
+        "available, look up how to do this in this application."
+    ),
+    ("Off-track", "code_error"): "The code that ran failed. Fix it, or do the step through the GUI.",
+    ("Off-track", "other"): "Re-examine the screen and reconsider your plan before acting.",
+    ("Completed", None): "The task looks complete. If the screenshot confirms it, answer done().",
+    ("Infeasible", None): "The task looks infeasible here. If you agree, answer fail() with the reason.",
+}
+
+
+def reflection_text(reflection: Reflection) -> str:
+    kind = reflection.status + (f" ({reflection.error_type})" if reflection.error_type else "")
+    rule = REFLECTION_RULES.get((reflection.status, reflection.error_type), "")
+    return f"Reflection on the trajectory so far: {kind}. {reflection.reflection}\n{rule}".strip()
+
+
+@dataclass
+class Turn:
+    """One earlier step as the planner saw and answered it."""
+
+    step: int
+    image: ModelImage
+    answer: str
+    feedback: str | None = None  # what came back after the answer (tool error, checker verdict)
+
+
+@dataclass
+class StepContext:
+    step: int
+    max_steps: int
+    instruction: str
+    image: ModelImage
+    reflection: Reflection | None = None
+    tutorials: list[str] = field(default_factory=list)
+    tool_results: list[str] = field(default_factory=list)  # folded results, shown once
+    feedback: list[str] = field(default_factory=list)
+
+    @property
+    def final(self) -> bool:
+        return self.step >= self.max_steps
+
+
+def build_messages(
+    actions: str, context: StepContext, history: list[Turn], max_images: int, keep_first: bool
+) -> list[ChatMessage]:
+    images_left = max_images - 1  # the current screenshot always goes
+    kept: set[int] = set()
+    if keep_first and history and images_left > 0:
+        kept.add(history[0].step)
+        images_left -= 1
+    for turn in reversed(history):
+        if images_left <= 0:
+            break
+        if turn.step not in kept:
+            kept.add(turn.step)
+            images_left -= 1
+    messages = [system(SYSTEM_PROMPT.format(actions=actions))]
+    for turn in history:
+        if turn.step in kept:
+            messages.append(user(f"Step {turn.step}. Screenshot:", turn.image))
+        else:
+            messages.append(user(f"Step {turn.step}. (screenshot omitted)"))
+        answer = turn.answer if turn.feedback is None else f"{turn.answer}\n\n[Result: {turn.feedback}]"
+        messages.append(assistant(answer))
+    messages.append(user(*_current(context)))
+    return messages
+
+
+def _current(context: StepContext) -> list[str | ModelImage]:
+    lines = [f"Task: {context.instruction}", f"Step {context.step} of {context.max_steps}."]
+    if context.final:
+        lines.append("This is the last step: answer done() or fail(reason=...) only.")
+    if context.reflection is not None:
+        lines.append(reflection_text(context.reflection))
+    if context.tutorials:
+        lines.append("Tutorials found for this task:\n" + "\n\n".join(context.tutorials))
+    lines += [f"Tool result: {result}" for result in context.tool_results]
+    lines += context.feedback
+    return ["\n\n".join(lines), "Current screenshot:", context.image]
+
+
+def retry_feedback(problem: str) -> str:
+    return (
+        f"That answer could not be used: {problem}. Answer again in the required format, with exactly one "
+        "action in the final ```python block."
+    )

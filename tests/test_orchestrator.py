@@ -1,0 +1,222 @@
+"""The bundled orchestrator end to end: a real editor window under Xvfb, a real spawned server, and
+stand-in planner and memoryer models over real HTTP whose answers are scripted per step."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from symphony_mcp.config import Settings, load_settings
+from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, read_trajectory
+from symphony_mcp.orchestrator.api import run_task
+from symphony_mcp.orchestrator.checker import CommandChecker
+from symphony_mcp.orchestrator.connection import InMemoryServer
+from symphony_mcp.orchestrator.records import RunRecord, State
+from symphony_mcp.server import build_server
+from tests.conftest import APPS, wait_for
+from tests.model_server import ModelRequest, StandInModel
+from tests.test_transports import base_env, free_port, serve_command
+
+pytestmark = pytest.mark.anyio
+PLANNER, MEMORYER = "stand-in-planner", "stand-in-memoryer"
+
+
+def act(code: str, note: str = "") -> str:
+    """A planner answer in the required format."""
+    return (
+        "(Previous action verification)\nFine.\n(Screenshot analysis)\nThe screen as expected.\n"
+        f"(Next action)\n{note or 'Do the next thing.'}\n(Grounded action)\n```python\n{code}\n```"
+    )
+
+
+def step_of(request: ModelRequest) -> int:
+    """The step the planner is asked about (the current message; re-asks come after it)."""
+    for text in reversed(request.texts()):
+        if match := re.search(r"Step (\d+) of \d+\.", text):
+            return int(match.group(1))
+    raise AssertionError("no step number in the planner request")
+
+
+class Script:
+    """Planner answers per step (a list: answers in order, for re-asks) and memoryer answers."""
+
+    def __init__(self, planner: dict[int, list[str]], audit: Callable[[ModelRequest], str] | None = None) -> None:
+        self.planner = {step: list(answers) for step, answers in planner.items()}
+        self.audit = audit or (lambda _: on_track())
+        self.planner_requests: list[ModelRequest] = []
+
+    def __call__(self, request: ModelRequest) -> str:
+        if request.body["model"] == MEMORYER:
+            if request.messages[0]["content"].startswith("You check one step"):
+                return json.dumps({"success": True, "summary": "The action had its effect."})
+            return self.audit(request)
+        self.planner_requests.append(request)
+        return self.planner[step_of(request)].pop(0)
+
+
+def on_track() -> str:
+    return json.dumps({"status": "On-track", "reflection": "Progressing.", "is_milestone": False, "new_facts": []})
+
+
+def settings_for(stand_in: StandInModel, results: Path, **orchestrator: Any) -> Settings:
+    endpoint = {"base_url": stand_in.url, "backoff_seconds": 0.05, "max_retries": 1}
+    return load_settings(
+        models={"orchestrator": {**endpoint, "model": PLANNER}, "memoryer": {**endpoint, "model": MEMORYER}},
+        orchestrator={"results_dir": str(results), **orchestrator},
+    )
+
+
+def editor(out: Path) -> str:
+    return f"{sys.executable} {APPS / 'tk_editor.py'} {out}"
+
+
+async def test_editor_task_completes_through_format_retry_reflection_and_checker(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    out = tmp_path / "note.txt"
+    text = "hello symphony"
+
+    def audit(request: ModelRequest) -> str:
+        if any("Latest step 2:" in t for t in request.texts()):  # after the premature save
+            return json.dumps(
+                {
+                    "status": "Off-track",
+                    "error_type": "gui_operation_error",
+                    "reflection": "The file was saved while still empty.",
+                    "is_milestone": False,
+                    "new_facts": [],
+                }
+            )
+        return on_track()
+
+    script = Script(
+        {
+            1: ["I will open the editor now.", act(f"open_app(target={editor(out)!r})")],
+            2: [act('hotkey(keys=["ctrl", "s"])', "Save (too early).")],
+            3: [act("done()", "It looks done.")],
+            4: [act(f"type(text={text!r})")],
+            5: [act('agent.hotkey(keys=["ctrl", "s"])')],
+            6: [act("done()")],
+        },
+        audit,
+    )
+    stand_in.script(default=script)
+    settings = settings_for(stand_in, tmp_path / "results", max_steps=8, reset=True)
+    checker = CommandChecker(f"test \"$(cat {out})\" = '{text}'")
+    events: list[Any] = []
+    outcome = await run_task(
+        "Open the editor, type 'hello symphony' and save it",
+        settings=settings,
+        task_id="editor",
+        checker=checker,
+        on_event=events.append,
+    )
+
+    assert outcome.outcome == "success", outcome.record.message
+    assert out.read_text() == text
+    record = outcome.record
+    assert len(record.steps) == 6
+    assert len(record.steps[0].rejected_outputs) == 1  # the answer without an action was re-asked
+    assert "no action found" in script.planner_requests[1].messages[-1]["content"]
+    assert record.steps[2].reflection is not None and record.steps[2].reflection.status == "Off-track"
+    step3 = script.planner_requests[3].texts()[-2]
+    assert "Off-track (gui_operation_error)" in step3 and "did not have its effect" in step3
+    assert record.steps[2].verification and "exited with status 1" in record.steps[2].verification
+    assert "the task checker says it is not complete" in script.planner_requests[4].texts()[-2]
+    states = [t.target for t in record.transitions]
+    assert states.count(State.VERIFY) == 2 and states[-2:] == [State.SUCCESS, State.RESET]
+    assert {e.state for e in events} >= {State.OBSERVE, State.PLAN, State.EXECUTE, State.VERIFY, State.SUCCESS}
+    # Results on disk: the server's trajectory with the planner's thoughts, run.json, result.txt.
+    steps = read_trajectory(outcome.directory)
+    assert [s.action for s in steps] == ["open", "hotkey", "type", "hotkey"]
+    assert [r.trajectory_step for r in record.steps] == [1, 2, None, 3, 4, None]
+    assert steps[2].plan == "Do the next thing." and steps[0].thought and "(Grounded action)" in steps[0].thought
+    assert (outcome.directory / "result.txt").read_text().strip() == "1.0"
+    saved = RunRecord.model_validate_json((outcome.directory / "run.json").read_text())
+    assert saved.outcome == "success" and saved.usage["orchestrator"].calls == 7
+    assert saved.usage["memoryer"].calls >= 5
+    assert all(s.timings.overhead_ms > 0 for s in saved.steps)
+    # Reset closed the editor the task opened.
+    windows = subprocess.run(["xprop", "-root", "_NET_CLIENT_LIST"], capture_output=True, text=True).stdout
+    assert "Symphony Editor" not in _window_titles(windows)
+
+
+def _window_titles(client_list: str) -> str:
+    ids = re.findall(r"0x[0-9a-f]+", client_list)
+    return " ".join(
+        subprocess.run(["xprop", "-id", wid, "WM_NAME"], capture_output=True, text=True).stdout for wid in ids
+    )
+
+
+async def test_last_step_allows_only_done_or_fail(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
+    script = Script({1: [act("wait(seconds=0)")], 2: [act("wait(seconds=0)"), act('fail(reason="out of steps")')]})
+    stand_in.script(default=script)
+    settings = settings_for(stand_in, tmp_path / "results", max_steps=2, reflection=False)
+    server = build_server(load_settings(memory={"trajectory_dir": str(tmp_path / "results")}))
+    try:
+        outcome = await run_task("Wait twice", settings=settings, task_id="last", connection=InMemoryServer(server.mcp))
+    finally:
+        server.close()
+    assert outcome.outcome == "fail" and outcome.record.message == "out of steps"
+    final = script.planner_requests[1]
+    assert "This is the last step" in final.texts()[-2]
+    system_prompt = final.messages[0]["content"]
+    assert "done()" in system_prompt and "wait(" not in system_prompt  # only done and fail are offered
+    assert "only done() or fail(reason) are allowed" in script.planner_requests[2].messages[-1]["content"]
+    assert (outcome.directory / "result.txt").read_text().strip() == "0.0"
+
+
+async def test_unreachable_planner_is_an_error(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
+    settings = load_settings(
+        models={"orchestrator": {"base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "x", "max_retries": 0}},
+        orchestrator={"results_dir": str(tmp_path / "results")},
+    )
+    server = build_server(load_settings(memory={"trajectory_dir": str(tmp_path / "results")}))
+    try:
+        outcome = await run_task("Anything", settings=settings, task_id="down", connection=InMemoryServer(server.mcp))
+    finally:
+        server.close()
+    assert outcome.outcome == "error" and "cannot reach the endpoint" in (outcome.record.message or "")
+    assert outcome.record.transitions[-1].target == State.ERROR
+    assert (outcome.directory / "result.txt").read_text().strip() == "0.0"
+
+
+async def test_cli_run_is_killed_then_resumes_then_skips(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    steps = {n: [act("wait(seconds=0.5)")] for n in range(1, 4)}
+    stand_in.script(default=Script({**steps, 4: [act("done()")]}))
+    command, *prefix = serve_command()
+    env = base_env(
+        DISPLAY=xdisplay.name,
+        SYMPHONY_MODELS__ORCHESTRATOR__BASE_URL=stand_in.url,
+        SYMPHONY_MODELS__ORCHESTRATOR__MODEL=PLANNER,
+    )
+    argv = [command, *prefix, "run", "Wait a little, then finish", "--task-id", "resumable", "--results", str(results)]
+    argv += ["--no-reflection", "--max-steps", "5"]
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    trajectory = results / "resumable" / TRAJECTORY_FILE
+    wait_for(lambda: trajectory.exists() and len(trajectory.read_bytes().splitlines()) >= 2, timeout=60)
+    os.killpg(first.pid, signal.SIGKILL)  # the client and the server it spawned
+    first.wait(timeout=10)
+    assert not (results / "resumable" / "result.txt").exists()
+
+    stand_in.script(default=Script({**{n: [act("wait(seconds=0)")] for n in range(1, 3)}, 3: [act("done()")]}))
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("success resumable")
+    attempts = [p.name for p in results.iterdir() if p.name.startswith("resumable.attempt-")]
+    assert len(attempts) == 1  # the killed attempt was kept aside, not deleted
+    assert len(read_trajectory(results / attempts[0])) >= 2
+    assert len(read_trajectory(results / "resumable")) == 2
+
+    third = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert third.returncode == 0 and "finished earlier" in third.stdout

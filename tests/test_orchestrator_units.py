@@ -1,0 +1,126 @@
+"""Orchestrator parts without a display: the action space from real tool schemas, safe parsing,
+the prompt's image budget, the state machine and the command checker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from symphony_mcp.config import load_settings
+from symphony_mcp.models.messages import ModelImage
+from symphony_mcp.orchestrator.action_space import ActionError, ActionSpace, section
+from symphony_mcp.orchestrator.checker import CommandChecker
+from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages
+from symphony_mcp.orchestrator.records import State
+from symphony_mcp.orchestrator.state import StateMachine
+from symphony_mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def space() -> ActionSpace:
+    server = build_server(load_settings())  # listing tools needs no display
+    try:
+        async with Client(server.mcp) as client:
+            return ActionSpace.from_tools((await client.list_tools()).tools)
+    finally:
+        server.close()
+
+
+def answer(code: str) -> str:
+    return f"(Next action)\nClick it.\n(Grounded action)\n```python\n{code}\n```"
+
+
+async def test_action_space_comes_from_the_server_tools(space: ActionSpace) -> None:
+    assert {"click", "type", "drag_and_drop", "scroll", "hotkey", "open_app", "highlight_text_span"} <= set(
+        space.actions
+    )
+    assert not {"screenshot", "reflect", "start_task", "record_step"} & set(space.actions)
+    rendered = space.render(final_step=False)
+    assert "click(description: str | None = None, x: float | None = None" in rendered
+    assert "hotkey(keys: list[str])" in rendered and rendered.endswith(
+        'fail(reason: str = "")\n    The task cannot be completed; say why.'
+    )
+    with pytest.raises(ValueError, match="not action tools of this server"):
+        ActionSpace.from_tools([], ["click"])
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "arguments"),
+    [
+        ('click(description="the OK button", count=2)', "click", {"description": "the OK button", "count": 2}),
+        ('agent.type(text="héllo → 日本", enter=True)', "type", {"text": "héllo → 日本", "enter": True}),
+        ('hotkey(["ctrl", "s"])', "hotkey", {"keys": ["ctrl", "s"]}),
+        ("scroll(vertical=-3, x=10.5, y=20)", "scroll", {"vertical": -3, "x": 10.5, "y": 20}),
+        ("done()", "done", {}),
+        ('fail("no such file")', "fail", {"reason": "no such file"}),
+    ],
+)
+async def test_answers_parse_into_validated_calls(space: ActionSpace, code: str, name: str, arguments: dict) -> None:
+    action = space.parse(answer(code), final_step=False)
+    assert (action.name, action.arguments, action.code) == (name, arguments, code)
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ("click(description='a'); hotkey(keys=['x'])", "not a valid Python call"),
+        ("__import__('os').system('touch /tmp/pwned')", "call the action by its name"),
+        ("click(description=open('/etc/passwd').read())", "must be a literal value"),
+        ("click(**{'x': 1})", "*args and **kwargs are not allowed"),
+        ("teleport(x=1)", "there is no action 'teleport'"),
+        ("click(count='two')", "invalid arguments for click(): count"),
+        ("hotkey()", "'keys' is a required property"),
+        ("click(colour='red')", "click() has no parameter 'colour'"),
+        ("done(now=True)", "done() takes no arguments"),
+        ("x = 1", "not a valid Python call"),
+    ],
+)
+async def test_bad_answers_are_refused_with_feedback(space: ActionSpace, code: str, problem: str) -> None:
+    with pytest.raises(ActionError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        space.parse(answer(code), final_step=False)
+
+
+async def test_no_code_block_and_the_last_step_rule(space: ActionSpace) -> None:
+    with pytest.raises(ActionError, match="no action found"):
+        space.parse("I would click the button.", final_step=False)
+    with pytest.raises(ActionError, match="only done"):
+        space.parse(answer('click(description="OK")'), final_step=True)
+    assert space.parse(answer("done()"), final_step=True).name == "done"
+    assert section(answer("done()"), "Next action") == "Click it."
+
+
+def _image(tag: int) -> ModelImage:
+    return ModelImage(data=bytes([tag]), format="jpeg", width=10, height=10, content_width=10, content_height=10)
+
+
+def test_history_keeps_all_text_and_at_most_max_images_with_the_first() -> None:
+    history = [Turn(step=n, image=_image(n), answer=f"answer {n}") for n in range(1, 13)]
+    context = StepContext(step=13, max_steps=20, instruction="task", image=_image(13))
+    messages = build_messages("actions", context, history, max_images=4, keep_first=True)
+    shown = [m for m in messages if isinstance(m.content, list) and any(p.type == "image_url" for p in m.content)]
+    texts = [m.content if isinstance(m.content, str) else m.content[0].text for m in shown]  # type: ignore[union-attr]
+    assert texts[:3] == ["Step 1. Screenshot:", "Step 11. Screenshot:", "Step 12. Screenshot:"]
+    assert len(shown) == 4  # first + the two newest + the current one
+    assert [m.content for m in messages if m.role == "assistant"] == [f"answer {n}" for n in range(1, 13)]
+    assert "Task: task" in str(messages[-1].content) and str(messages).count("Task: task") == 1
+    without_first = build_messages("actions", context, history, max_images=4, keep_first=False)
+    assert "Step 1. (screenshot omitted)" in str(without_first)
+
+
+def test_state_machine_refuses_impossible_transitions() -> None:
+    machine = StateMachine([])
+    machine.go(State.OBSERVE, 1, "look")
+    with pytest.raises(RuntimeError, match="Observe -> Success is not a transition"):
+        machine.go(State.SUCCESS, 1, "skip ahead")
+
+
+async def test_command_checker(tmp_path: Path) -> None:
+    assert (await CommandChecker("true").check()).success
+    failed = await CommandChecker("echo not yet; exit 3").check()
+    assert not failed.success and "status 3: not yet" in failed.feedback
+    slow = await CommandChecker("sleep 5", timeout=0.2).check()
+    assert not slow.success and "did not finish within 0.2 s" in slow.feedback
