@@ -136,6 +136,16 @@ def test_endpoint_resolution_merges_role_default_and_built_ins(monkeypatch: pyte
     monkeypatch.delenv("TEST_GROUNDER_KEY")
     with pytest.raises(ModelAuthError, match="TEST_GROUNDER_KEY, which is not set"):
         resolve_endpoint(models, "grounder")
+    # A role with its own endpoint does not get the default endpoint's key.
+    keyed = ModelsSettings.model_validate(
+        {
+            "default": {"base_url": "https://api.example/v1", "model": "big", "api_key": "sk-default"},
+            "grounder": {"base_url": "http://gpu:8000/v1", "model": "ui-tars"},
+            "memoryer": {"model": "small"},
+        }
+    )
+    assert resolve_endpoint(keyed, "grounder").api_key is None
+    assert resolve_endpoint(keyed, "memoryer").api_key == "sk-default"
     with pytest.raises(ModelNotConfiguredError, match="SYMPHONY_MODELS__CODER__BASE_URL"):
         resolve_endpoint(ModelsSettings.model_validate({"coder": {"model": "m"}}), "coder")
 

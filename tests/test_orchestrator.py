@@ -21,6 +21,7 @@ from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.checker import CommandChecker
 from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.orchestrator.records import RunRecord, State
+from symphony_mcp.orchestrator.report import write_report
 from symphony_mcp.server import build_server
 from tests.conftest import APPS, wait_for
 from tests.model_server import ModelRequest, StandInModel
@@ -145,6 +146,10 @@ async def test_editor_task_completes_through_format_retry_reflection_and_checker
     assert saved.outcome == "success" and saved.usage["orchestrator"].calls == 7
     assert saved.usage["memoryer"].calls >= 5
     assert all(s.timings.overhead_ms > 0 for s in saved.steps)
+    # The report of the real run lists every step (tests/test_report.py opens reports in Chromium).
+    index = write_report(tmp_path / "results")
+    page = (index.parent / "editor.html").read_text(encoding="utf-8")
+    assert all(f'id="step-{n}"' in page for n in range(1, 7))
     # Reset closed the editor the task opened.
     windows = subprocess.run(["xprop", "-root", "_NET_CLIENT_LIST"], capture_output=True, text=True).stdout
     assert "Symphony Editor" not in _window_titles(windows)

@@ -90,5 +90,9 @@ def resolve_endpoint(models: ModelsSettings, role: ModelRole) -> ResolvedEndpoin
 def _merge(models: ModelsSettings, role: ModelRole) -> dict[str, Any]:
     own: ModelEndpoint = getattr(models, role)
     values = {name: value for name, value in models.default if value is not None}
+    if own.base_url is not None and own.base_url != models.default.base_url:
+        # The default's key belongs to the default's endpoint: never send it to another host.
+        values.pop("api_key", None)
+        values.pop("api_key_env", None)
     values.update({name: value for name, value in own if value is not None})
     return values
