@@ -19,7 +19,7 @@ from symphony_mcp.config import Settings, load_settings
 from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, read_trajectory
 from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.checker import CommandChecker
-from symphony_mcp.orchestrator.connection import InMemoryServer
+from symphony_mcp.orchestrator.connection import InMemoryServer, RemoteServer
 from symphony_mcp.orchestrator.records import RunRecord, State
 from symphony_mcp.orchestrator.report import write_report
 from symphony_mcp.server import build_server
@@ -225,3 +225,22 @@ async def test_cli_run_is_killed_then_resumes_then_skips(xdisplay: Any, stand_in
 
     third = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert third.returncode == 0 and "finished earlier" in third.stdout
+
+
+async def test_remote_server_by_url_and_token_with_the_trajectory_mirrored(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    from tests.test_transports import http_server
+
+    stand_in.script(default=Script({1: [act("wait(seconds=0)")], 2: [act("done()")]}))
+    settings = settings_for(stand_in, tmp_path / "results", reflection=False)
+    server_side = tmp_path / "server-trajectories"
+    async with http_server("--token", "t0ken", "--trajectory-dir", str(server_side), display=xdisplay.name) as url:
+        outcome = await run_task(
+            "Wait, then finish", settings=settings, task_id="remote", connection=RemoteServer(url, "t0ken")
+        )
+    assert outcome.outcome == "success"
+    assert [s.action for s in outcome.trajectory] == ["wait"]
+    assert (server_side / "remote" / "traj.jsonl").exists()  # the server wrote its own copy
+    for name in ("traj.jsonl", "step_0.png", "step_1.png", "run.json", "result.txt"):
+        assert (outcome.directory / name).exists(), name

@@ -43,6 +43,7 @@ class ActionRecord(BaseModel):
     active_window_after: WindowInfo | None = None
     summary: str = Field(description="one line a person or model can read")
     grounding: list[Grounding] = Field(default_factory=list, description="how named targets were located")
+    task_step: int | None = Field(None, description="the step of the session's running task this action became")
 
 
 class ActionLog:

@@ -48,10 +48,11 @@ Answer with one JSON object matching this schema: {schema}"""
 
 @dataclass(frozen=True)
 class StepEvidence:
-    """What the step check looks at."""
+    """What the step check looks at (screens already encoded for the model; `after_image` for the crop)."""
 
-    before: Image.Image
-    after: Image.Image
+    before: ModelImage
+    after: ModelImage
+    after_image: Image.Image
     area: Rect  # screen area the images show
     points: list[Point]
     action: str
@@ -62,21 +63,19 @@ class StepEvidence:
 class AuditEvidence:
     instruction: str
     memory: MilestoneMemory
-    milestone_images: list[tuple[int, Image.Image]]
+    milestone_images: list[tuple[int, ModelImage]]
     latest_step: int
     latest_action: str
     latest_intent: str | None
-    latest_screen: Image.Image
+    latest_screen: ModelImage
     hints: list[str]
 
 
 async def check_step(client: ChatClient, evidence: StepEvidence) -> ValidAnswer[StepVerdict]:
-    before, crop, after = await asyncio.to_thread(
-        lambda: [
-            prepare_image(image, client.endpoint)
-            for image in (evidence.before, zoomed_crop(evidence.after, evidence.area, evidence.points), evidence.after)
-        ]
+    crop = await asyncio.to_thread(
+        lambda: prepare_image(zoomed_crop(evidence.after_image, evidence.area, evidence.points), client.endpoint)
     )
+    before, after = evidence.before, evidence.after
     intent = evidence.intent or "(not stated)"
     messages: list[ChatMessage] = [
         system(STEP_CHECK_PROMPT.format(schema=schema_text(StepVerdict))),
@@ -94,11 +93,7 @@ async def check_step(client: ChatClient, evidence: StepEvidence) -> ValidAnswer[
 
 
 async def audit(client: ChatClient, evidence: AuditEvidence) -> ValidAnswer[Reflection]:
-    def encode() -> tuple[list[tuple[int, ModelImage]], ModelImage]:
-        kept = [(step, prepare_image(image, client.endpoint)) for step, image in evidence.milestone_images]
-        return kept, prepare_image(evidence.latest_screen, client.endpoint)
-
-    kept, latest = await asyncio.to_thread(encode)
+    kept, latest = evidence.milestone_images, evidence.latest_screen
     memory = evidence.memory
     summaries = (
         "\n".join(f"step {s.step} ({'ok' if s.success else 'FAILED'}): {s.summary}" for s in memory.summaries)

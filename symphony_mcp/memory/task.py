@@ -27,6 +27,9 @@ from symphony_mcp.memory.trajectory import (
     write_json_atomically,
 )
 from symphony_mcp.models.client import ChatClient
+from symphony_mcp.models.endpoints import ResolvedEndpoint
+from symphony_mcp.models.images import prepare_image
+from symphony_mcp.models.messages import ModelImage
 
 TaskStatus = Literal["running", "success", "fail", "infeasible", "abandoned"]
 TASK_FILE = "task.json"
@@ -83,6 +86,7 @@ class Task:
         self.lock = asyncio.Lock()
         self._frames: dict[int, Frame] = {}
         self._areas: dict[int, Rect] = {}
+        self._encoded: dict[int, tuple[tuple[object, ...], ModelImage]] = {}
         if first is not None:
             self.writer.save_image("step_0.png", first.image)
             self._frames[0] = first
@@ -101,6 +105,7 @@ class Task:
         screen = await asyncio.to_thread(ScreenPrint.of, frame.image)
         async with self.lock:
             number = len(self.steps) + 1
+            record.task_step = number  # the caller's result says which step its action became
             self.loops.add(ActionSignature.of(record), screen)
             self.loop = self.loops.check()
             step = TrajectoryStep(
@@ -164,7 +169,7 @@ class Task:
             model_ms = 0.0
             checked = []
             for step in [s for s in self.steps if s.verdict is None]:
-                verdict = await check_step(memoryer, self._evidence(step))
+                verdict = await check_step(memoryer, await self._evidence(step, memoryer.endpoint))
                 model_ms += verdict.model_ms
                 self._replace(step.model_copy(update={"verdict": verdict.value}))
                 summary = StepSummary(step=step.step_num, **verdict.value.model_dump())
@@ -177,11 +182,13 @@ class Task:
                 AuditEvidence(
                     instruction=self.info.instruction,
                     memory=self.memory,
-                    milestone_images=[(n, self._image(n)) for n in self.memory.image_steps()],
+                    milestone_images=[
+                        (n, await self._model_image(n, memoryer.endpoint)) for n in self.memory.image_steps()
+                    ],
                     latest_step=latest.step_num,
                     latest_action=latest.summary,
                     latest_intent=latest.thought or latest.plan,
-                    latest_screen=self._image(latest.step_num),
+                    latest_screen=await self._model_image(latest.step_num, memoryer.endpoint),
                     hints=hints,
                 ),
             )
@@ -226,17 +233,27 @@ class Task:
             hints.append(f"Loop detected: {self.loop.message}")
         return hints
 
-    def _evidence(self, step: TrajectoryStep) -> StepEvidence:
+    async def _evidence(self, step: TrajectoryStep, endpoint: ResolvedEndpoint) -> StepEvidence:
         number = step.step_num
         before = number - 1 if number > 1 or self.memory.first_image == 0 else number
         return StepEvidence(
-            before=self._image(before),
-            after=self._image(number),
+            before=await self._model_image(before, endpoint),
+            after=await self._model_image(number, endpoint),
+            after_image=self._image(number),
             area=self._areas[number],
             points=step.record.screen_points,
             action=step.summary,
             intent=step.thought or step.plan,
         )
+
+    async def _model_image(self, number: int, endpoint: ResolvedEndpoint) -> ModelImage:
+        """A step's screenshot encoded for the memoryer, once: step checks and audits reuse it."""
+        limits = (endpoint.image_format, endpoint.image_quality, endpoint.image_max_side, endpoint.image_max_bytes)
+        cached = self._encoded.get(number)
+        if cached is None or cached[0] != limits:
+            image = await asyncio.to_thread(prepare_image, self._image(number), endpoint)
+            cached = self._encoded[number] = (limits, image)
+        return cached[1]
 
     def _image(self, number: int) -> Image.Image:
         """A step's screenshot: from memory, else from disk."""
@@ -255,6 +272,8 @@ class Task:
         keep = set(self.memory.image_steps()) | {len(self.steps), len(self.steps) - 1}
         for number in [n for n in self._frames if n not in keep]:
             del self._frames[number]
+        for number in [n for n in self._encoded if n not in keep]:
+            del self._encoded[number]
 
     def _step(self, step_num: int | None) -> TrajectoryStep:
         if not self.steps:

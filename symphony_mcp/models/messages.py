@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,8 +25,8 @@ class ModelImage:
     content_width: int
     content_height: int
 
-    @property
-    def data_url(self) -> str:
+    @functools.cached_property
+    def data_url(self) -> str:  # cached: a planner history sends the same screenshots every step
         return f"data:image/{self.format};base64,{base64.b64encode(self.data).decode('ascii')}"
 
 

@@ -137,7 +137,7 @@ def _single_call(code: str) -> ast.Call:
     except SyntaxError as exc:
         raise ActionError(f"the action is not a valid Python call ({exc.msg}); write exactly one call") from exc
     if not isinstance(tree.body, ast.Call):
-        raise ActionError("the action must be exactly one function call, e.g. click(description=\"the OK button\")")
+        raise ActionError('the action must be exactly one function call, e.g. click(description="the OK button")')
     return tree.body
 
 

@@ -175,8 +175,8 @@ class _Run:
             executed = time.perf_counter()
             done = await self.execute(current, action, image)
             timings.execute_ms = _since(executed)
+        self.owner.save(self.record)  # the next save carries this step's overhead, which includes the save
         timings.overhead_ms = round(_since(started) - timings.model_ms, 2)
-        self.owner.save(self.record)
         return done
 
     async def observe(self, current: RunStep) -> ModelImage:
@@ -263,7 +263,7 @@ class _Run:
         current.screen_points = _screen_points(structured)
         self.fold(action.name, structured)
         recorded = time.perf_counter()
-        await self.annotate(current)
+        await self.annotate(current, structured)
         current.timings.record_ms = _since(recorded)
         self.history.append(Turn(current.step, image, current.model_output, None))
         return False
@@ -303,14 +303,14 @@ class _Run:
         if isinstance(summary, str) and summary.strip():
             self.tool_results.append(f"{tool}: {summary.strip()}")
 
-    async def annotate(self, current: RunStep) -> None:
+    async def annotate(self, current: RunStep, structured: dict[str, Any]) -> None:
         """Put the plan onto the trajectory step the action became (if it became one)."""
-        steps = int((await self.call("memory_audit"))["steps"])
-        if steps <= self.trajectory_steps:
+        steps = [r["task_step"] for r in _records(structured) if isinstance(r.get("task_step"), int)]
+        if not steps:
             return
-        self.trajectory_steps = current.trajectory_step = steps
+        self.trajectory_steps = current.trajectory_step = max(steps)
         thought = current.model_output.split("```")[0].strip() or None
-        await self.call("record_step", step=steps, thought=thought, plan=current.plan)
+        await self.call("record_step", step=current.trajectory_step, thought=thought, plan=current.plan)
 
     async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = await self.client.call_tool(tool, arguments)
@@ -344,10 +344,13 @@ class _Run:
                 await self.client.call_tool("close_window", {"window_id": window["id"]})
 
 
+def _records(structured: dict[str, Any]) -> list[dict[str, Any]]:
+    """The action record(s) in a tool result: itself, or nested (open_app's `record`, a span's `selection`)."""
+    return [structured, *(v for v in structured.values() if isinstance(v, dict))]
+
+
 def _screen_points(structured: dict[str, Any]) -> list[tuple[int, int]]:
-    """Screen points of the action record(s) in a tool result (also nested, e.g. open_app's `record`)."""
-    records = [structured, *(v for v in structured.values() if isinstance(v, dict))]
-    return [(p["x"], p["y"]) for r in records for p in r.get("screen_points", []) if isinstance(p, dict)]
+    return [(p["x"], p["y"]) for r in _records(structured) for p in r.get("screen_points", []) if isinstance(p, dict)]
 
 
 def _error_text(content: list[Any]) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from pathlib import Path
 
 from mcp import Client
 from mcp.types import BlobResourceContents, TextResourceContents
 
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, TrajectoryStep, write_json_atomically
+from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, TrajectoryStep
 from symphony_mcp.orchestrator.records import RESULT_FILE, RUN_FILE, RunRecord
 
 
@@ -35,8 +36,11 @@ def set_aside(task_dir: Path) -> Path | None:
 
 
 def save_record(task_dir: Path, record: RunRecord) -> None:
+    """Replace run.json atomically (written after every step, so a killed run keeps its steps)."""
     task_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomically(task_dir / RUN_FILE, json.loads(record.model_dump_json()))
+    tmp = task_dir / f"{RUN_FILE}.tmp"
+    tmp.write_text(record.model_dump_json(indent=1), encoding="utf-8")
+    os.replace(tmp, task_dir / RUN_FILE)
 
 
 def save_result(task_dir: Path, success: bool) -> None:

@@ -17,7 +17,7 @@ class LocateResult(BaseModel):
     """Where a described element is. x, y are in the pixel space of `frame_id` (default screenshot size)."""
 
     description: str
-    x: float = Field(description="use as click(x=..., y=..., frame_id=...) ")
+    x: float = Field(description="use as click(x=..., y=..., frame_id=...)")
     y: float
     frame_id: str = Field(description="the capture the element was located on")
     screen: Point = Field(description="the point in absolute screen pixels (space='screen')")
