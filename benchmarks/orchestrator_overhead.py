@@ -508,7 +508,7 @@ def window_section(summary: Summary) -> list[str]:
         ("plan without model (prompt, request body, parse)", lambda s: s.plan_work),
         ("  of which prompt building and parsing", lambda s: s.plan - s.planner_call),
         ("execute: the action (`move_pointer`, settle, trajectory recording)", lambda s: s.action),
-        ("execute: record (`memory_audit` + `record_step`)", lambda s: s.record),
+        ("execute: record (`record_step`)", lambda s: s.record),
         ("`run.json` write (after the step, not in `overhead_ms`)", lambda s: s.save),
         ("other (between phases)", lambda s: s.other),
         ("model_ms (instant stand-in)", lambda s: s.model),
