@@ -45,6 +45,7 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "reflection": ("orchestrator", "reflection"),
     "enabled_tools": ("orchestrator", "enabled_tools"),
     "reset": ("orchestrator", "reset"),
+    "function_calling": ("orchestrator", "function_calling"),
 }
 EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
 
@@ -87,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
         "--enabled-tools", type=lambda v: [t.strip() for t in v.split(",") if t.strip()], help="comma-separated"
     )
     run.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")
+    run.add_argument(
+        "--function-calling", action="store_const", const=True, help="actions as native tool calls (OpenAI tools)"
+    )
     run.add_argument("--force", action="store_true", help="run again even if the task finished before")
     run.add_argument("--server-url", help="use a running server (streamable HTTP) instead of spawning one")
     run.add_argument("--token", help="bearer token for --server-url")

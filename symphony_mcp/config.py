@@ -176,6 +176,9 @@ class OrchestratorSettings(BaseModel):
         None, description="tools the planner may call (default: every action tool the server offers)"
     )
     format_retries: int = Field(3, ge=0, le=10, description="re-asks of a malformed or invalid planner answer")
+    function_calling: bool = Field(
+        False, description="ask for the action as a native tool call (endpoints that support `tools`) instead of code"
+    )
     verify_attempts: int = Field(3, ge=1, le=20, description="'done' answers the checker may reject before Fail")
     checker_timeout: float = Field(120, gt=0, description="seconds a checker command may run")
     results_dir: Path = Field(Path("results"), description="one sub-directory per task")

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import io
 import itertools
+import json
 import threading
 import time
 from collections import deque
@@ -29,6 +30,7 @@ from starlette.routing import Route
 @dataclass
 class Reply:
     text: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # native function calls
     status: int = 200
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
@@ -65,6 +67,16 @@ class ModelRequest:
             else:
                 found += [part["text"] for part in content if part["type"] == "text"]
         return found
+
+
+def _tool_calls(reply: Reply) -> dict[str, Any]:
+    if not reply.tool_calls:
+        return {}
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for i, (name, arguments) in enumerate(reply.tool_calls)
+    ]
+    return {"tool_calls": calls}
 
 
 Script = str | Reply | Callable[[ModelRequest], "str | Reply"]
@@ -134,8 +146,8 @@ class StandInModel:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": reply.text},
-                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": reply.text, **_tool_calls(reply)},
+                        "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                     }
                 ],
                 "usage": {"prompt_tokens": 1000, "completion_tokens": 12, "total_tokens": 1012},

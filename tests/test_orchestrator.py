@@ -24,7 +24,7 @@ from symphony_mcp.orchestrator.records import RunRecord, State
 from symphony_mcp.orchestrator.report import write_report
 from symphony_mcp.server import build_server
 from tests.conftest import APPS, wait_for
-from tests.model_server import ModelRequest, StandInModel
+from tests.model_server import ModelRequest, Reply, StandInModel
 from tests.test_transports import base_env, free_port, serve_command
 
 pytestmark = pytest.mark.anyio
@@ -50,12 +50,14 @@ def step_of(request: ModelRequest) -> int:
 class Script:
     """Planner answers per step (a list: answers in order, for re-asks) and memoryer answers."""
 
-    def __init__(self, planner: dict[int, list[str]], audit: Callable[[ModelRequest], str] | None = None) -> None:
+    def __init__(
+        self, planner: dict[int, list[str | Reply]], audit: Callable[[ModelRequest], str] | None = None
+    ) -> None:
         self.planner = {step: list(answers) for step, answers in planner.items()}
         self.audit = audit or (lambda _: on_track())
         self.planner_requests: list[ModelRequest] = []
 
-    def __call__(self, request: ModelRequest) -> str:
+    def __call__(self, request: ModelRequest) -> str | Reply:
         if request.body["model"] == MEMORYER:
             if request.messages[0]["content"].startswith("You check one step"):
                 return json.dumps({"success": True, "summary": "The action had its effect."})
@@ -244,3 +246,34 @@ async def test_remote_server_by_url_and_token_with_the_trajectory_mirrored(
     assert (server_side / "remote" / "traj.jsonl").exists()  # the server wrote its own copy
     for name in ("traj.jsonl", "step_0.png", "step_1.png", "run.json", "result.txt"):
         assert (outcome.directory / name).exists(), name
+
+
+async def test_native_function_calling(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
+    note = "(Next action)\nWait for the window."
+    script = Script(
+        {
+            1: [Reply(text=note, tool_calls=[("wait", {"seconds": 0})])],
+            2: [
+                Reply(tool_calls=[("wait", {"seconds": "soon"})]),
+                Reply(text="(Next action)\nFinish.", tool_calls=[("done", {})]),
+            ],
+        }
+    )
+    stand_in.script(default=script)
+    settings = settings_for(stand_in, tmp_path / "results", reflection=False, function_calling=True)
+    server = build_server(load_settings(memory={"trajectory_dir": str(tmp_path / "results")}))
+    try:
+        outcome = await run_task(
+            "Wait, then finish", settings=settings, task_id="fc", connection=InMemoryServer(server.mcp)
+        )
+    finally:
+        server.close()
+    assert outcome.outcome == "success"
+    first = script.planner_requests[0].body
+    names = [t["function"]["name"] for t in first["tools"]]
+    assert {"click", "type", "wait", "done", "fail"} <= set(names) and first["tool_choice"] == "required"
+    assert "wait" not in script.planner_requests[0].messages[0]["content"].split("Actions:")[0]
+    assert "invalid arguments for wait(): seconds" in script.planner_requests[2].messages[-1]["content"]
+    assert outcome.record.steps[0].action is not None and outcome.record.steps[0].action.code == "wait(seconds=0)"
+    assert outcome.record.steps[0].plan == "Wait for the window."
+    assert outcome.trajectory[0].plan == "Wait for the window."

@@ -3,6 +3,7 @@ the prompt's image budget, the state machine and the command checker."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,25 @@ async def test_no_code_block_and_the_last_step_rule(space: ActionSpace) -> None:
         space.parse(answer('click(description="OK")'), final_step=True)
     assert space.parse(answer("done()"), final_step=True).name == "done"
     assert section(answer("done()"), "Next action") == "Click it."
+
+
+async def test_native_calls_are_checked_like_written_ones(space: ActionSpace) -> None:
+    action = space.parse_call("click", '{"description": "OK", "count": 2}', final_step=False)
+    assert (action.arguments, action.code) == ({"description": "OK", "count": 2}, "click(description='OK', count=2)")
+    assert space.parse_call("fail", '{"reason": "no file"}', final_step=True).arguments == {"reason": "no file"}
+    for name, arguments, problem in [
+        ("click", "{not json", "not valid JSON"),
+        ("click", "[1, 2]", "must be a JSON object"),
+        ("click", '{"colour": "red"}', "has no parameter 'colour'"),
+        ("click", '{"count": "two"}', "invalid arguments for click(): count"),
+        ("teleport", "{}", "there is no action 'teleport'"),
+    ]:
+        with pytest.raises(ActionError, match=re.escape(problem)):
+            space.parse_call(name, arguments, final_step=False)
+    with pytest.raises(ActionError, match="only done"):
+        space.parse_call("click", '{"description": "OK"}', final_step=True)
+    definitions = space.tool_definitions(final_step=True)
+    assert [d["function"]["name"] for d in definitions] == ["done", "fail"]
 
 
 def _image(tag: int) -> ModelImage:

@@ -37,6 +37,15 @@ _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too ma
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A native function call in an answer; `arguments` is the JSON text as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Completion:
     text: str
     model: str
@@ -44,6 +53,7 @@ class Completion:
     usage: TokenUsage | None
     elapsed_ms: float
     attempts: int
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class _Transient(Exception):
@@ -70,7 +80,10 @@ class ChatClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
     ) -> Completion:
+        """One answer; with `tools` (OpenAI function definitions) the model may answer with tool calls."""
         endpoint = self.endpoint
         body: dict[str, Any] = {
             "model": endpoint.model,
@@ -81,6 +94,10 @@ class ChatClient:
         }
         if response_format is not None:
             body["response_format"] = response_format
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         started = time.perf_counter()
         attempts = 0
@@ -157,8 +174,18 @@ class ChatClient:
     def _completion(self, payload: Any, started: float, attempts: int) -> Completion:
         try:
             choice = payload["choices"][0]
-            text = _content_text(choice["message"]["content"])
-        except (KeyError, IndexError, TypeError) as exc:
+            message = choice["message"]
+            calls = tuple(
+                ToolCall(
+                    id=str(c.get("id", "")),
+                    name=c["function"]["name"],
+                    arguments=c["function"].get("arguments") or "{}",
+                )
+                for c in message.get("tool_calls") or ()
+            )
+            content = message.get("content")
+            text = "" if content is None and calls else _content_text(content)
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ModelError(
                 f"{self.endpoint.describe()}: the response has no answer message: {str(payload)[:300]}"
             ) from exc
@@ -175,6 +202,7 @@ class ChatClient:
             usage=tokens,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
             attempts=attempts,
+            tool_calls=calls,
         )
 
     def _account(self, tokens: TokenUsage | None, attempts: int, started: float, ok: bool) -> None:

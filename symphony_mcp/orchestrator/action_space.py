@@ -7,6 +7,7 @@ The answer's action is one Python call expression (`click(description="Save")`),
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,13 @@ DONE, FAIL = "done", "fail"
 _CONTROL_DOCS = {
     DONE: "done()\n    The task is complete: the screen shows it.",
     FAIL: 'fail(reason: str = "")\n    The task cannot be completed; say why.',
+}
+_CONTROL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
+    DONE: ("The task is complete: the screen shows it.", {"type": "object", "properties": {}}),
+    FAIL: (
+        "The task cannot be completed; say why.",
+        {"type": "object", "properties": {"reason": {"type": "string", "description": "why not"}}},
+    ),
 }
 _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -93,6 +101,12 @@ class ActionSpace:
         blocks = [] if final_step else [a.render() for a in self.actions.values()]
         return "\n\n".join([*blocks, _CONTROL_DOCS[DONE], _CONTROL_DOCS[FAIL]])
 
+    def tool_definitions(self, final_step: bool) -> list[dict[str, Any]]:
+        """The same actions as OpenAI function definitions, for endpoints with native function calling."""
+        specs = [] if final_step else list(self.actions.values())
+        definitions = [_function(a.name, a.description, a.schema) for a in specs]
+        return [*definitions, _function(DONE, *_CONTROL_SCHEMAS[DONE]), _function(FAIL, *_CONTROL_SCHEMAS[FAIL])]
+
     def parse(self, answer: str, final_step: bool) -> ParsedAction:
         """The answer's one action, checked; ActionError says what is wrong and what is allowed."""
         code = extract_code(answer)
@@ -100,20 +114,46 @@ class ActionSpace:
         name = _call_name(call)
         if name in (DONE, FAIL):
             return ParsedAction(name=name, arguments=_control_arguments(name, call), code=code)
+        spec = self._spec(name, final_step)
+        return self._checked(spec, _arguments(call, spec), code)
+
+    def parse_call(self, name: str, arguments_json: str, final_step: bool) -> ParsedAction:
+        """A native function call, checked like a written one."""
+        try:
+            arguments = json.loads(arguments_json or "{}")
+        except json.JSONDecodeError as exc:
+            raise ActionError(f"the arguments of {name} are not valid JSON ({exc.msg})") from exc
+        if not isinstance(arguments, dict):
+            raise ActionError(f"the arguments of {name} must be a JSON object")
+        code = f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+        if name == DONE:
+            return ParsedAction(name=name, arguments={}, code=code)
+        if name == FAIL:
+            reason = arguments.get("reason")
+            return ParsedAction(name=name, arguments={"reason": str(reason)} if reason else {}, code=code)
+        spec = self._spec(name, final_step)
+        unknown = sorted(set(arguments) - set(spec.parameters))
+        if unknown:
+            raise ActionError(f"{name}() has no parameter {unknown[0]!r}; its parameters: {', '.join(spec.parameters)}")
+        return self._checked(spec, arguments, code)
+
+    def _spec(self, name: str, final_step: bool) -> ActionSpec:
         if final_step:
             raise ActionError(f"this is the last step: only done() or fail(reason) are allowed, not {name}()")
         spec = self.actions.get(name)
         if spec is None:
             allowed = ", ".join([*self.actions, DONE, FAIL])
             raise ActionError(f"there is no action {name!r}; the actions are: {allowed}")
-        arguments = _arguments(call, spec)
+        return spec
+
+    def _checked(self, spec: ActionSpec, arguments: dict[str, Any], code: str) -> ParsedAction:
         problems = sorted(
-            self._validators[name].iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]
+            self._validators[spec.name].iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]
         )
         if problems:
-            details = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or name}: {e.message}" for e in problems)
-            raise ActionError(f"invalid arguments for {name}(): {details}")
-        return ParsedAction(name=name, arguments=arguments, code=code)
+            details = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or spec.name}: {e.message}" for e in problems)
+            raise ActionError(f"invalid arguments for {spec.name}(): {details}")
+        return ParsedAction(name=spec.name, arguments=arguments, code=code)
 
 
 def extract_code(answer: str) -> str:
@@ -182,6 +222,10 @@ def _control_arguments(name: str, call: ast.Call) -> dict[str, Any]:
     if len(values) > 1 or any(k.arg not in (None, "reason") for k in call.keywords):
         raise ActionError('fail takes one argument: fail(reason="...")')
     return {"reason": str(values[0])} if values else {}
+
+
+def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
 def _render_parameter(name: str, prop: dict[str, Any], required: bool) -> str:

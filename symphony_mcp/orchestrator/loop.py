@@ -23,12 +23,12 @@ from mcp.types import ImageContent, TextContent
 from symphony_mcp.config import OrchestratorSettings
 from symphony_mcp.errors import ModelError, SymphonyError
 from symphony_mcp.memory.judgements import Reflection
-from symphony_mcp.models.client import ChatClient
+from symphony_mcp.models.client import ChatClient, Completion
 from symphony_mcp.models.messages import ModelImage, assistant, user
 from symphony_mcp.models.usage import RoleUsage, UsageLedger
 from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace, section
 from symphony_mcp.orchestrator.checker import Checker
-from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages, retry_feedback
+from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages, retry_feedback, system_prompt
 from symphony_mcp.orchestrator.records import ParsedAction, RunRecord, RunStep, State
 from symphony_mcp.orchestrator.state import StateMachine
 
@@ -220,29 +220,41 @@ class _Run:
 
     async def plan(self, current: RunStep, context: StepContext) -> ParsedAction | None:
         assert self.space is not None
+        calling = self.settings.function_calling
+        names = [*self.space.actions, DONE, FAIL] if not context.final else [DONE, FAIL]
+        system_text = system_prompt(self.space.render(context.final), calling, names)
         messages = build_messages(
-            self.space.render(context.final),
-            context,
-            self.history,
-            self.settings.max_images,
-            self.settings.keep_first_image,
+            system_text, context, self.history, self.settings.max_images, self.settings.keep_first_image
         )
+        tools = self.space.tool_definitions(context.final) if calling else None
         for attempt in range(self.settings.format_retries + 1):
-            completion = await self.owner.planner.complete(messages)
+            completion = await self.owner.planner.complete(
+                messages, tools=tools, tool_choice="required" if calling else None
+            )
             current.timings.model_ms += completion.elapsed_ms
             answer = completion.text
             try:
-                action = self.space.parse(answer, context.final)
+                action = self._action(completion, context.final)
             except ActionError as exc:
+                answer = _written(completion)
                 current.rejected_outputs.append(answer)
                 log.info("step %d: answer %d rejected: %s", current.step, attempt + 1, exc)
-                messages = [*messages, assistant(answer), user(retry_feedback(str(exc)))]
+                messages = [*messages, assistant(answer), user(retry_feedback(str(exc), calling))]
                 current.model_output = answer
                 continue
-            current.model_output, current.action = answer, action
+            current.model_output, current.action = _written(completion), action
             current.plan = section(answer, "Next action")
             return action
         return None
+
+    def _action(self, completion: Completion, final: bool) -> ParsedAction:
+        assert self.space is not None
+        if not self.settings.function_calling:
+            return self.space.parse(completion.text, final)
+        if len(completion.tool_calls) != 1:
+            raise ActionError(f"call exactly one function; the answer made {len(completion.tool_calls)} calls")
+        call = completion.tool_calls[0]
+        return self.space.parse_call(call.name, call.arguments, final)
 
     async def execute(self, current: RunStep, action: ParsedAction, image: ModelImage) -> bool:
         if action.name == DONE:
@@ -342,6 +354,12 @@ class _Run:
         for window in now:
             if window["id"] not in self.windows_before:
                 await self.client.call_tool("close_window", {"window_id": window["id"]})
+
+
+def _written(completion: Completion) -> str:
+    """The answer as text; native calls are appended as code, so histories and reports read the same."""
+    calls = "\n".join(f"{c.name}({c.arguments})" for c in completion.tool_calls)
+    return f"{completion.text}\n```python\n{calls}\n```" if calls else completion.text
 
 
 def _records(structured: dict[str, Any]) -> list[dict[str, Any]]:

@@ -17,8 +17,6 @@ SYSTEM_PROMPT = """You operate a computer through its screen to complete the use
 Each step you get the task, the current screenshot, a reflection on the trajectory so far, any tutorials
 and tool results, and your earlier answers.
 
-Actions (call exactly one per step; arguments as keywords):
-
 {actions}
 
 Name elements by description, as a person would ("the blue Save button in the dialog"): a grounding
@@ -31,10 +29,7 @@ Did the previous action have the effect you intended? Judge from the screenshot.
 What the screen shows that matters for the task now.
 (Next action)
 The one action to take now, and why, in one or two sentences.
-(Grounded action)
-```python
-the_action(argument="value")
-```
+{action_format}
 Say done() only when the screenshot shows the whole task complete; fail(reason="...") when it
 cannot be done."""
 
@@ -54,6 +49,20 @@ REFLECTION_RULES = {
     ("Completed", None): "The task looks complete. If the screenshot confirms it, answer done().",
     ("Infeasible", None): "The task looks infeasible here. If you agree, answer fail() with the reason.",
 }
+
+
+CODE_ACTIONS = "Actions (call exactly one per step; arguments as keywords):\n\n{actions}"
+CODE_FORMAT = '(Grounded action)\n```python\nthe_action(argument="value")\n```'
+FUNCTION_ACTIONS = "Actions: the functions you are given (call exactly one per step): {names}."
+FUNCTION_FORMAT = "Then call exactly one of the functions: that call is your action."
+
+
+def system_prompt(actions: str, function_calling: bool, names: list[str]) -> str:
+    if function_calling:
+        return SYSTEM_PROMPT.format(
+            actions=FUNCTION_ACTIONS.format(names=", ".join(names)), action_format=FUNCTION_FORMAT
+        )
+    return SYSTEM_PROMPT.format(actions=CODE_ACTIONS.format(actions=actions), action_format=CODE_FORMAT)
 
 
 def reflection_text(reflection: Reflection) -> str:
@@ -89,7 +98,7 @@ class StepContext:
 
 
 def build_messages(
-    actions: str, context: StepContext, history: list[Turn], max_images: int, keep_first: bool
+    system_text: str, context: StepContext, history: list[Turn], max_images: int, keep_first: bool
 ) -> list[ChatMessage]:
     images_left = max_images - 1  # the current screenshot always goes
     kept: set[int] = set()
@@ -102,7 +111,7 @@ def build_messages(
         if turn.step not in kept:
             kept.add(turn.step)
             images_left -= 1
-    messages = [system(SYSTEM_PROMPT.format(actions=actions))]
+    messages = [system(system_text)]
     for turn in history:
         if turn.step in kept:
             messages.append(user(f"Step {turn.step}. Screenshot:", turn.image))
@@ -127,8 +136,6 @@ def _current(context: StepContext) -> list[str | ModelImage]:
     return ["\n\n".join(lines), "Current screenshot:", context.image]
 
 
-def retry_feedback(problem: str) -> str:
-    return (
-        f"That answer could not be used: {problem}. Answer again in the required format, with exactly one "
-        "action in the final ```python block."
-    )
+def retry_feedback(problem: str, function_calling: bool) -> str:
+    where = "one function call" if function_calling else "exactly one action in the final ```python block"
+    return f"That answer could not be used: {problem}. Answer again in the required format, with {where}."
