@@ -427,6 +427,22 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
+def interpreter() -> str:
+    """The Python that ran this, as typed from the working directory when it lives below it (e.g. .venv/bin/python)."""
+    executable = Path(sys.executable)
+    if executable.is_relative_to(Path.cwd()):
+        return str(executable.relative_to(Path.cwd()))
+    return str(executable)
+
+
+def publish_report(report: str, output: Path) -> None:
+    """Print the markdown report and write it to the results file."""
+    print(report)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(report)
+    log(f"wrote {output}")
+
+
 def machine_facts() -> list[str]:
     cpu = next(
         (
@@ -619,16 +635,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join(["python", *sys.argv])
+    command = shlex.join([interpreter(), *sys.argv])
     facts = machine_facts()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")
         results = anyio.run(run_benchmark, args, display)
-    report = render_report(results, args, command, facts)
-    print(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    log(f"wrote {args.output}")
+    publish_report(render_report(results, args, command, facts), args.output)
     return 0
 
 

@@ -51,8 +51,10 @@ from benchmarks.desktop_roundtrip import (
     benchmark_desktop,
     call_tool,
     elapsed_ms,
+    interpreter,
     log,
     machine_facts,
+    publish_report,
     stdio_server,
     table,
     timed,
@@ -665,14 +667,6 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
     return "\n".join(lines) + "\n"
 
 
-def interpreter() -> str:
-    """The Python that ran this, as typed from the working directory when it lives below it (e.g. .venv/bin/python)."""
-    executable = Path(sys.executable)
-    if executable.is_relative_to(Path.cwd()):
-        return str(executable.relative_to(Path.cwd()))
-    return str(executable)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
@@ -688,11 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")
         results = anyio.run(run_benchmark, args, display)
-    report = render_report(results, args, command, facts)
-    print(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    log(f"wrote {args.output}")
+    publish_report(render_report(results, args, command, facts), args.output)
     return 0
 
 

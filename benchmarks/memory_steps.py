@@ -34,8 +34,10 @@ from benchmarks.desktop_roundtrip import (
     Stats,
     benchmark_desktop,
     elapsed_ms,
+    interpreter,
     log,
     machine_facts,
+    publish_report,
     table,
     verdict,
 )
@@ -209,16 +211,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join(["python", *sys.argv])
+    command = shlex.join([interpreter(), "-m", "benchmarks.memory_steps", *sys.argv[1:]])
     facts = machine_facts()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")
         results = anyio.run(run_benchmark, args.steps)
-    report = render_report(results, args.steps, command, facts)
-    print(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    log(f"wrote {args.output}")
+    publish_report(render_report(results, args.steps, command, facts), args.output)
     return 0
 
 

@@ -59,8 +59,16 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from benchmarks.desktop_roundtrip import RESOLUTION, benchmark_desktop, log, machine_facts, table, verdict
-from benchmarks.grounding_overhead import interpreter
+from benchmarks.desktop_roundtrip import (
+    RESOLUTION,
+    benchmark_desktop,
+    interpreter,
+    log,
+    machine_facts,
+    publish_report,
+    table,
+    verdict,
+)
 from symphony_mcp.config import Settings, load_settings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.models.client import ChatClient
@@ -784,10 +792,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples is not None:
         args.samples.write_text(json.dumps([samples_json(run) for run in runs], indent=1))
         log(f"wrote {args.samples}")
-    print(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    log(f"wrote {args.output}")
+    publish_report(report, args.output)
     return 0
 
 
