@@ -149,18 +149,15 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
-    from symphony_mcp.orchestrator.api import TaskOutcome, run_task
+    from symphony_mcp.orchestrator.api import TaskOutcome, run_task, spawned_server
     from symphony_mcp.orchestrator.checker import CommandChecker
-    from symphony_mcp.orchestrator.connection import RemoteServer, ServerConnection, SpawnServer
+    from symphony_mcp.orchestrator.connection import RemoteServer, ServerConnection
     from symphony_mcp.orchestrator.live import live_view
 
     checker = CommandChecker(args.checker, settings.orchestrator.checker_timeout) if args.checker else None
     connection: ServerConnection | None = RemoteServer(args.server_url, args.token) if args.server_url else None
     if connection is None and args.config is not None:
-        from symphony_mcp.orchestrator.api import server_environment
-
-        results = settings.orchestrator.results_dir.expanduser().resolve()
-        connection = SpawnServer(("--config", str(args.config)), server_environment(settings, results))
+        connection = spawned_server(settings, "--config", str(args.config))
     console = Console(stderr=True)
     try:
         with live_view(console) as sink:

@@ -113,8 +113,12 @@ class DesktopController:
         if self._latest_frame_id is not None:
             return self._mappings[self._latest_frame_id], self._latest_frame_id
         area = await self.runner.run(lambda d: _monitor_rect(d, self.settings.display.monitor))
+        return self._default_mapping(area), None
+
+    def _default_mapping(self, area: Rect) -> ImageMapping:
+        """How a default screenshot of `area` maps to the screen."""
         width, height = target_size(area.width, area.height, self._encode_options())
-        return ImageMapping(area=area, image_width=width, image_height=height), None
+        return ImageMapping(area=area, image_width=width, image_height=height)
 
     async def to_screen(
         self, x: float, y: float, space: CoordinateSpace, frame_id: str | None
@@ -139,16 +143,15 @@ class DesktopController:
         default = self.settings.display.monitor
         if default >= len(monitors):
             default = 1
-        area = monitors[default].rect
-        width, height = target_size(area.width, area.height, self._encode_options())
+        mapping = self._default_mapping(monitors[default].rect)
         return ScreenInfo(
             platform=sys.platform,
             display=os.environ.get("DISPLAY"),
             monitors=monitors,
             default_monitor=default,
             screen=monitors[0].rect,
-            screenshot_size=(width, height),
-            screenshot_scale=round(width / area.width, 6),
+            screenshot_size=(mapping.image_width, mapping.image_height),
+            screenshot_scale=round(mapping.scale_x, 6),
             cursor=cursor,
         )
 
@@ -255,8 +258,7 @@ class DesktopController:
 
         Used for frames a caller never saw as an image (e.g. the one a description was located on).
         """
-        width, height = target_size(frame.area.width, frame.area.height, self._encode_options())
-        mapping = ImageMapping(area=frame.area, image_width=width, image_height=height)
+        mapping = self._default_mapping(frame.area)
         self._remember(frame.id, mapping, latest=False)
         return mapping
 

@@ -75,7 +75,7 @@ async def run_task(
     models = ModelRegistry(settings.models)
     try:
         planner = models.client("orchestrator")
-        connection = connection or SpawnServer(env=server_environment(settings, results))
+        connection = connection or spawned_server(settings)
         async with connect(connection) as client:
             orchestrator = Orchestrator(
                 client,
@@ -97,13 +97,13 @@ async def run_task(
     return TaskOutcome(task_id, record.outcome, False, task_dir, record, read_trajectory(task_dir))
 
 
-def server_environment(settings: Settings, trajectory_dir: Path) -> dict[str, str]:
-    """SYMPHONY_* variables that give a spawned server the client's settings, writing into the results."""
+def spawned_server(settings: Settings, *args: str) -> SpawnServer:
+    """`symphony-mcp serve ARGS` with the client's settings (SYMPHONY_* variables), writing into the results."""
     env: dict[str, str] = {}
     for group in _SERVER_GROUPS:
         _flatten(f"SYMPHONY_{group.upper()}", getattr(settings, group), env)
-    env["SYMPHONY_MEMORY__TRAJECTORY_DIR"] = str(trajectory_dir)
-    return env
+    env["SYMPHONY_MEMORY__TRAJECTORY_DIR"] = str(settings.orchestrator.results_dir.expanduser().resolve())
+    return SpawnServer(args, env)
 
 
 def _flatten(prefix: str, value: Any, env: dict[str, str]) -> None:

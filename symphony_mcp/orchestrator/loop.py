@@ -126,6 +126,11 @@ class _Run:
             self.space = ActionSpace.from_tools(tools, self.settings.enabled_tools)
         except ValueError as exc:
             raise RunError(str(exc)) from exc
+        if self.reflection_on:  # the rest of the loop works without a memoryer model
+            roles = {r["role"]: r for r in (await self.call("model_status"))["roles"]}
+            self.reflection_on = bool(roles.get("memoryer", {}).get("configured"))
+            if not self.reflection_on:
+                log.warning("reflection is off: the server has no memoryer model (SYMPHONY_MODELS__MEMORYER__*)")
         await self.call("start_task", instruction=self.record.instruction, task_id=self.record.task_id)
         self.started_task = True
         if self.settings.reset:
@@ -207,12 +212,7 @@ class _Run:
         result = await self.client.call_tool("reflect", {})
         current.timings.reflect_ms = _since(started)
         if result.is_error:
-            text = _error_text(result.content)
-            if "no memoryer model is configured" in text:
-                self.reflection_on = False  # the rest of the loop works without it
-                log.warning("reflection is off: %s", text)
-                return None
-            raise RunError(f"the reflection failed: {text}")
+            raise RunError(f"the reflection failed: {_error_text(result.content)}")
         outcome = result.structured_content or {}
         current.timings.model_ms += float(outcome.get("model_ms", 0.0))
         current.reflection = Reflection.model_validate(outcome["reflection"])

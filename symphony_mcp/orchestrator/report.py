@@ -25,6 +25,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
+from symphony_mcp.memory.task import TASK_FILE
 from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, TrajectoryStep, read_trajectory
 from symphony_mcp.models.usage import RoleUsage
 from symphony_mcp.orchestrator.records import RESULT_FILE, RUN_FILE, RunRecord, RunStep, StepTimings, Transition
@@ -34,7 +35,6 @@ log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
 REPORT_DIR = "report"
 INDEX_FILE = "index.html"
-SERVER_TASK_FILE = "task.json"  # the server's task record (symphony_mcp.memory.task.TASK_FILE)
 MAX_TOOL_RESULT_CHARS = 20_000
 OUTCOMES = ("success", "fail", "error", "unfinished")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
@@ -253,7 +253,7 @@ def _task(directory: Path, page: str, output: Path) -> TaskView:
 
 def _server_task(directory: Path) -> dict[str, Any]:
     try:
-        data = json.loads((directory / SERVER_TASK_FILE).read_text(encoding="utf-8"))
+        data = json.loads((directory / TASK_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

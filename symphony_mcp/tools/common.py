@@ -52,9 +52,7 @@ def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaita
                 raise error_type(str(exc)) from exc
             except Exception as exc:
                 log.exception("%s failed unexpectedly", fn.__name__)
-                raise error_type(
-                    f"internal error ({type(exc).__name__}: {exc}); the server is still running"
-                ) from exc
+                raise error_type(f"internal error ({type(exc).__name__}: {exc}); the server is still running") from exc
 
         return wrapper
 

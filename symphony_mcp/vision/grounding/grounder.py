@@ -17,6 +17,7 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.actions import Grounding
+from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ModelImage
@@ -67,24 +68,40 @@ class VisionGrounder:
 
     async def locate(self, description: str, monitor: int | None = None) -> Located:
         """Ground `description` on a fresh capture of the monitor."""
-        description = _check_description(description)
-        self.models.client("grounder")  # fail before capturing when no grounder is configured
-        return await self.ground(description, await self.desktop.capture(monitor))
+        (found,) = await self.locate_all([description], monitor)
+        return found
 
     async def locate_all(self, descriptions: list[str], monitor: int | None = None) -> list[Located]:
         """Ground several descriptions on one capture, concurrently (e.g. both ends of a drag)."""
         checked = [_check_description(d) for d in descriptions]
-        self.models.client("grounder")
-        frame = await self.desktop.capture(monitor)
-        return list(await asyncio.gather(*(self.ground(d, frame) for d in checked)))
+        client = self.models.client("grounder")  # no grounder configured: fail before capturing
+        return await self._ground(client, checked, await self.desktop.capture(monitor))
 
     async def ground(self, description: str, frame: Frame) -> Located:
-        client = self.models.client("grounder")
+        """Ground `description` on a given frame."""
+        (found,) = await self._ground(self.models.client("grounder"), [_check_description(description)], frame)
+        return found
+
+    async def _ground(self, client: ChatClient, descriptions: list[str], frame: Frame) -> list[Located]:
+        """The frame is sized and encoded once for all the descriptions."""
         family = self.family
         started = time.perf_counter()
         image = await asyncio.to_thread(_prepare, frame, client.endpoint, family)
+        prepared = time.perf_counter() - started
+        return list(await asyncio.gather(*(self._ask(client, family, image, frame, d, prepared) for d in descriptions)))
+
+    async def _ask(
+        self,
+        client: ChatClient,
+        family: GroundingFamily,
+        image: ModelImage,
+        frame: Frame,
+        description: str,
+        prepared: float,
+    ) -> Located:
+        started = time.perf_counter()
         messages = family.messages(description, image)
-        overhead = [time.perf_counter() - started]
+        overhead = [prepared, time.perf_counter() - started]
 
         def parse(answer: str) -> tuple[Point, Rect | None]:
             parse_started = time.perf_counter()

@@ -89,8 +89,7 @@ def to_image_point(
     if used == "pixels":
         x, y = point.x, point.y
         limits = (
-            f"x within 0..{valid_width - 1} and y within 0..{valid_height - 1} "
-            f"(pixels of the {width}x{height} image)"
+            f"x within 0..{valid_width - 1} and y within 0..{valid_height - 1} (pixels of the {width}x{height} image)"
         )
     elif used == "relative-1000":
         x, y = point.x / 1000 * width, point.y / 1000 * height
