@@ -72,6 +72,13 @@ class InputSettings(BaseModel):
         0.05, ge=0, le=5, description="pause after each action so the app reacts before the next"
     )
     type_interval: float = Field(0.0, ge=0, le=1, description="seconds between typed characters")
+    click_interval: float = Field(
+        0.08,
+        ge=0,
+        le=0.2,
+        description="seconds between the clicks of a double or triple click; back-to-back clicks can reach "
+        "the window manager while it holds the pointer for click-to-focus, and openbox then drops them",
+    )
     max_text_length: int = Field(10_000, ge=1, description="longest text one type_text call accepts")
     max_wait_seconds: float = Field(60, gt=0, description="longest wait one call accepts")
 

@@ -45,10 +45,11 @@ def _import_pyautogui() -> Any:
 class LocalDesktop:
     """Drives the screen this process can see. One instance per thread."""
 
-    def __init__(self, type_interval: float = 0.0) -> None:
+    def __init__(self, type_interval: float = 0.0, click_interval: float = 0.08) -> None:
         self._gui = _import_pyautogui()
         self._capturer = ScreenCapturer()
         self._type_interval = type_interval
+        self._click_interval = click_interval
         self._known_keys = list(self._gui.KEYBOARD_KEYS)
         self._typer: Any = None
         self._window_manager: Any = None
@@ -70,7 +71,10 @@ class LocalDesktop:
 
     def click(self, at: Point, button: MouseButton, count: int, hold_keys: Sequence[str]) -> None:
         with self._held(hold_keys):
-            self._gui.click(at.x, at.y, clicks=count, interval=0.0, button=button)
+            for clicked in range(count):
+                if clicked:
+                    time.sleep(self._click_interval)
+                self._gui.click(at.x, at.y, button=button)
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
         with self._held(hold_keys):
