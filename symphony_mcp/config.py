@@ -147,6 +147,12 @@ class GroundingSettings(BaseModel):
     max_pixels: int | None = Field(
         None, ge=3136, description="override the family's image pixel budget (smart-resize families)"
     )
+    refine: bool = Field(
+        False, description="look again at a zoomed crop around the first guess (one more model call per target)"
+    )
+    refine_zoom: float = Field(
+        2.0, ge=1.5, le=8, description="the crop of the second look is 1/zoom of the screen's width and height"
+    )
 
 
 def _default_trajectory_dir() -> Path:

@@ -12,8 +12,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 from mcp import Client
+from PIL import Image
 
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import SymphonyServer, build_server
@@ -217,6 +219,51 @@ async def test_locate_then_click_its_point(tk_probe: TkProbe, stand_in: StandInM
         # The point is in the located frame's space (default screenshot size), not the latest screenshot's.
         await call_ok(client, "click", x=found["x"], y=found["y"], frame_id=found["frame_id"])
     tk_probe.wait(lambda s: s["clicks"] == 1)
+
+
+def red_centroid(image: Image.Image) -> tuple[float, float]:
+    """Where the stand-in 'sees' the red swatch: the centre of the red pixels of the (JPEG) image it got."""
+    rgb = np.asarray(image.convert("RGB")).astype(int)
+    ys, xs = np.nonzero((rgb[..., 0] > 200) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60))
+    assert xs.size, "no red swatch in the image the model was sent"
+    return float(xs.mean()), float(ys.mean())
+
+
+async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_in: StandInModel) -> None:
+    """A first guess beside the target is corrected by the second look, at a crop around the guess."""
+    sx, sy = tk_probe.centre("swatch")
+    first_guess = f"({sx - 200},{sy})"  # left of the Tk window: a click there would miss
+
+    def look(request: ModelRequest) -> str:
+        return "({:.0f},{:.0f})".format(*red_centroid(request.images()[0]))
+
+    stand_in.script(first_guess, look, first_guess, look)
+    async with grounded(stand_in, "ui-tars-1.5", {"refine": True, "refine_zoom": 2}) as (client, _):
+        located = await call_ok(client, "locate", description="the red swatch")
+        record = await call_ok(client, "click", description="the red swatch")
+    tk_probe.wait(lambda s: s["swatch"] == "#0000ff")
+    assert located["refined_from"] == {"x": sx - 200, "y": sy} and located["answers"] == 2
+    assert abs(located["screen"]["x"] - sx) <= 3 and abs(located["screen"]["y"] - sy) <= 3
+    first, second = stand_in.requests[:2]
+    assert first.images()[0].size == SMART_1080P
+    assert second.images()[0].size == (952, 532)  # smart resize of the 960x540 crop (half the screen each way)
+    assert any("the red swatch" in text for text in second.texts())
+    (grounding,) = record["grounding"]
+    assert grounding["refined_from"] == {"x": sx - 200, "y": sy} and grounding["raw_answer"] != first_guess
+    assert abs(record["screen_points"][0]["x"] - sx) <= 3 and abs(record["screen_points"][0]["y"] - sy) <= 3
+
+
+async def test_refinement_keeps_the_first_guess_when_the_second_look_fails(
+    tk_probe: TkProbe, stand_in: StandInModel
+) -> None:
+    good = answering(lambda _: tk_probe.centre("button"), "pixels", lambda x, y: f"({x:.0f},{y:.0f})")
+    stand_in.script(good, "I cannot see it here", "(9999, 9999)")
+    async with grounded(stand_in, grounding={"refine": True}) as (client, _):
+        record = await call_ok(client, "click", description="the 'Press me' button")
+    tk_probe.wait(lambda s: s["clicks"] == 1)
+    assert len(stand_in.requests) == 3
+    (grounding,) = record["grounding"]
+    assert grounding["refined_from"] is None and "9999" not in grounding["raw_answer"]
 
 
 async def test_rate_limits_and_server_errors_are_retried(tk_probe: TkProbe, stand_in: StandInModel) -> None:

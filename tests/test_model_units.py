@@ -10,12 +10,15 @@ import pytest
 from PIL import Image
 
 from symphony_mcp.config import GroundingFamilyName, ModelsSettings, load_settings
+from symphony_mcp.desktop.capture import Frame
+from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.errors import InvalidInputError, ModelAuthError, ModelNotConfiguredError
 from symphony_mcp.models.endpoints import resolve_endpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.vision.grounding.families import FAMILIES, family_for
 from symphony_mcp.vision.grounding.parsing import AnswerFormatError, parse_point, to_image_point
 from symphony_mcp.vision.grounding.resize import smart_resize
+from symphony_mcp.vision.grounding.zoom import zoom_crop
 
 
 @pytest.mark.parametrize(
@@ -187,3 +190,34 @@ def test_grounder_flags_reach_the_nested_settings() -> None:
     settings = settings_from_args(args)
     assert (settings.models.grounder.base_url, settings.models.grounder.model) == ("http://h:8000/v1", "gta1-7b")
     assert settings.grounding.family == "gta1"
+
+
+def _gradient_frame(area: Rect, scale: int) -> Frame:
+    """A frame whose pixel at image (x, y) has red = x // scale % 256, green = y // scale % 256."""
+    xs, ys = np.meshgrid(np.arange(area.width * scale) // scale, np.arange(area.height * scale) // scale)
+    pixels = np.stack([xs % 256, ys % 256, np.zeros_like(xs)], axis=-1).astype(np.uint8)
+    return Frame(image=Image.fromarray(pixels), area=area, monitor=1, cursor=None)
+
+
+@pytest.mark.parametrize(
+    ("around", "expected"),
+    [
+        (Point(x=1000, y=500), Rect(left=1000 - 480, top=500 - 270, width=960, height=540)),  # centred
+        (Point(x=10, y=1070), Rect(left=0, top=540, width=960, height=540)),  # shifted inside at a corner
+        (Point(x=1919, y=0), Rect(left=960, top=0, width=960, height=540)),
+    ],
+)
+def test_zoom_crop_is_centred_on_the_guess_and_stays_inside(around: Point, expected: Rect) -> None:
+    frame = _gradient_frame(Rect(left=0, top=0, width=1920, height=1080), scale=1)
+    crop = zoom_crop(frame, around, zoom=2)
+    assert crop.area == expected and crop.image.size == (960, 540) and crop.id == frame.id
+    assert crop.image.getpixel((7, 9))[:2] == ((expected.left + 7) % 256, (expected.top + 9) % 256)
+
+
+def test_zoom_crop_of_a_hidpi_frame_on_a_second_monitor_keeps_screen_pixels() -> None:
+    area = Rect(left=1920, top=100, width=800, height=600)
+    frame = _gradient_frame(area, scale=2)  # 1600x1200 image of an 800x600 screen area
+    crop = zoom_crop(frame, Point(x=1920 + 400, y=100 + 300), zoom=4)
+    assert crop.area == Rect(left=1920 + 300, top=100 + 225, width=200, height=150)
+    assert crop.image.size == (400, 300)
+    assert crop.image.getpixel((0, 0))[:2] == (300 % 256, 225)

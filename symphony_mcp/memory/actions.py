@@ -25,6 +25,9 @@ class Grounding(BaseModel):
     model: str | None = Field(None, description="grounding model that answered (vlm)")
     raw_answer: str | None = Field(None, description="the model's answer as given (vlm)")
     frame_id: str | None = Field(None, description="the capture the target was found on")
+    refined_from: Point | None = Field(
+        None, description="the model's first guess, when a zoomed second look gave the point used (vlm)"
+    )
 
 
 class ActionRecord(BaseModel):

@@ -23,7 +23,12 @@ class LocateResult(BaseModel):
     screen: Point = Field(description="the point in absolute screen pixels (space='screen')")
     box: Rect | None = Field(None, description="the element's box in screen pixels, if the model gave one")
     raw_answer: str = Field(description="the model's answer as given")
-    answers: int = Field(description="2 when the first answer was unusable and the model was asked again")
+    answers: int = Field(
+        description="model answers used: one per look, plus one for each unusable answer that was asked again"
+    )
+    refined_from: Point | None = Field(
+        None, description="the first guess in screen pixels, when a zoomed second look (refine) moved the point"
+    )
     model: str
     family: str = Field(description="grounding model family used to prompt and parse")
     image_size: tuple[int, int] = Field(description="size of the image the model saw")
@@ -58,6 +63,7 @@ def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry)
             box=found.box,
             raw_answer=found.answers[-1],
             answers=len(found.answers),
+            refined_from=found.refined_from,
             model=found.model,
             family=found.family,
             image_size=(found.image_width, found.image_height),

@@ -2,20 +2,22 @@
 
 The frame is resized for the configured family, sent, and the answer parsed and checked against the
 size of the image sent. An unusable answer (no point, or outside the image) is re-asked once with
-the reason; a second failure is reported with both answers.
+the reason; a second failure is reported with both answers. With refinement on, the model looks
+again at a zoomed crop around its first guess, and that answer wins when it is usable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from symphony_mcp.config import GroundingSettings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, ModelAnswerError
 from symphony_mcp.memory.actions import Grounding
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
@@ -25,8 +27,10 @@ from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.models.structured import ask_until_valid
 from symphony_mcp.vision.grounding.families import GroundingFamily, family_for
 from symphony_mcp.vision.grounding.parsing import box_to_image, parse_point, to_image_point
+from symphony_mcp.vision.grounding.zoom import zoom_crop
 
 MAX_DESCRIPTION_LENGTH = 1000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Located:
     family: str
     model_ms: float
     overhead_ms: float  # encoding, parsing and mapping: everything but waiting for the model
+    refined_from: Point | None = None  # the first guess, when a zoomed second look gave `screen`
 
     def grounding(self) -> Grounding:
         return Grounding(
@@ -53,6 +58,7 @@ class Located:
             model=self.model,
             raw_answer=self.answers[-1],
             frame_id=self.frame.id,
+            refined_from=self.refined_from,
         )
 
 
@@ -88,7 +94,32 @@ class VisionGrounder:
         started = time.perf_counter()
         image = await asyncio.to_thread(_prepare, frame, client.endpoint, family)
         prepared = time.perf_counter() - started
-        return list(await asyncio.gather(*(self._ask(client, family, image, frame, d, prepared) for d in descriptions)))
+        found = await asyncio.gather(*(self._ask(client, family, image, frame, d, prepared) for d in descriptions))
+        if self.settings.refine:
+            found = await asyncio.gather(*(self._refine(client, family, first) for first in found))
+        return list(found)
+
+    async def _refine(self, client: ChatClient, family: GroundingFamily, first: Located) -> Located:
+        """Ground again on a zoomed crop around the first guess; keep the first guess if that fails."""
+        started = time.perf_counter()
+        crop = zoom_crop(first.frame, first.screen, self.settings.refine_zoom)
+        image = await asyncio.to_thread(_prepare, crop, client.endpoint, family)
+        prepared = time.perf_counter() - started
+        try:
+            second = await self._ask(client, family, image, crop, first.description, prepared)
+        except ModelAnswerError as exc:
+            log.warning(
+                "zoomed grounding of %r gave no usable point, keeping the first guess: %s", first.description, exc
+            )
+            return first
+        return replace(
+            second,
+            frame=first.frame,
+            answers=first.answers + second.answers,
+            model_ms=round(first.model_ms + second.model_ms, 2),
+            overhead_ms=round(first.overhead_ms + second.overhead_ms, 2),
+            refined_from=first.screen,
+        )
 
     async def _ask(
         self,
