@@ -58,9 +58,7 @@ class SymphonyServer:
 
 
 def build_server(settings: Settings) -> SymphonyServer:
-    runner = DesktopRunner(
-        lambda: LocalDesktop(type_interval=settings.input.type_interval, click_interval=settings.input.click_interval)
-    )
+    runner = DesktopRunner(lambda: LocalDesktop(settings.input))
     controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
     text = OcrGrounder(controller, settings.ocr)
     models = ModelRegistry(settings.models)

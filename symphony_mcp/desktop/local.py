@@ -14,6 +14,7 @@ from typing import Any
 
 from PIL import Image
 
+from symphony_mcp.config import InputSettings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.keys import normalize_keys
@@ -45,11 +46,12 @@ def _import_pyautogui() -> Any:
 class LocalDesktop:
     """Drives the screen this process can see. One instance per thread."""
 
-    def __init__(self, type_interval: float = 0.0, click_interval: float = 0.08) -> None:
+    def __init__(self, pacing: InputSettings | None = None) -> None:
         self._gui = _import_pyautogui()
         self._capturer = ScreenCapturer()
-        self._type_interval = type_interval
-        self._click_interval = click_interval
+        pacing = pacing or InputSettings()
+        self._type_interval = pacing.type_interval
+        self._click_interval = pacing.click_interval
         self._known_keys = list(self._gui.KEYBOARD_KEYS)
         self._typer: Any = None
         self._window_manager: Any = None
