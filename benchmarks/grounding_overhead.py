@@ -5,7 +5,8 @@ and a stand-in grounding model (`tests/model_server.py`: a real OpenAI-compatibl
 over HTTP on 127.0.0.1) that answers at once with a fixed, valid point. Then, side by side in one run:
 
 1. in process, on one captured 1080p frame: `VisionGrounder.ground` for every family in FAMILIES (each answered
-   in its own format and coordinate convention), plus the default family with PNG and WebP instead of JPEG;
+   in its own format and coordinate convention), plus the default family with refinement on (a second look at
+   a 2x zoomed crop around the first guess) in the same rounds, and with PNG and WebP instead of JPEG;
    and the default family's steps one by one (pad or resize, encode, messages, request body, parse + map), with
    the BILINEAR upscale the package did before it padded, for comparison;
 2. over stdio: `symphony-mcp serve` with its grounder pointed at the stand-in, `click(description=...)`
@@ -33,7 +34,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -71,7 +72,7 @@ from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.server import build_server
 from symphony_mcp.vision.encoding import encode_bytes
 from symphony_mcp.vision.grounding.families import FAMILIES, GroundingFamily
-from symphony_mcp.vision.grounding.grounder import VisionGrounder, _read_answer
+from symphony_mcp.vision.grounding.grounder import Located, VisionGrounder, _read_answer, refinement_crop
 from tests.model_server import StandInModel
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "grounding_overhead.md"
@@ -79,6 +80,7 @@ OVERHEAD_TARGET_MS = 30.0
 DEFAULT_FAMILY = GroundingSettings().family
 DEFAULT_FORMAT = "jpeg"  # the endpoints' built-in image format (quality 90)
 IMAGE_FORMATS = (DEFAULT_FORMAT, "png", "webp")
+REFINE_ZOOM = 2.0  # the refinement case's second look: a crop of 1/REFINE_ZOOM of the frame each way
 MODEL_NAME = "stand-in-grounder"
 DESCRIPTION = "the empty gap between the two columns of terminal windows"
 # Bare root window between the left xterm (x 0..933) and the right ones (x 965..): see XTERMS.
@@ -135,21 +137,27 @@ def describe_image(image: ModelImage) -> str:
 # --- part 1: in process --------------------------------------------------------------------------
 @dataclass
 class GroundCase:
-    """One family + image format, with its own grounder; samples filled in by the run."""
+    """One family + image format (+ refinement), with its own grounder; samples filled in by the run."""
 
     family: GroundingFamily
     image_format: str
     grounder: VisionGrounder
-    image: ModelImage | None = None  # what the model sees (prepared once, untimed)
-    answer: str = ""
+    images: tuple[ModelImage, ...] = ()  # what the model sees at each look (prepared once, untimed)
+    answers: tuple[str, ...] = ()  # the stand-in's answer to each look, in order
+    sources: tuple[tuple[int, int], ...] = ()  # each look's picture (frame or crop) before `prepare_image` fits it
     overhead: list[float] = field(default_factory=list)  # overhead_ms as Located reports it
     model: list[float] = field(default_factory=list)  # model_ms as Located reports it
     wall: list[float] = field(default_factory=list)  # ground() as this benchmark times it
     encode: list[float] = field(default_factory=list)  # encoding the fitted frame alone (image-format rounds)
 
     @property
+    def refine(self) -> bool:
+        return self.grounder.settings.refine
+
+    @property
     def label(self) -> str:
-        return f"{self.family.name} ({self.image_format})"
+        refine = f", refine x{self.grounder.settings.refine_zoom:g}" if self.refine else ""
+        return f"{self.family.name} ({self.image_format}{refine})"
 
     @property
     def endpoint(self) -> ResolvedEndpoint:
@@ -157,9 +165,10 @@ class GroundCase:
 
     @property
     def model_image(self) -> ModelImage:
-        if self.image is None:
+        """The first look's image: the whole frame."""
+        if not self.images:
             raise RuntimeError(f"{self.label}: no image prepared")
-        return self.image
+        return self.images[0]
 
     def stats(self) -> tuple[Stats, Stats, Stats, Stats]:
         """overhead_ms, model_ms, wall, wall - model_ms."""
@@ -200,15 +209,45 @@ def check_located(point: Point, label: str) -> None:
         raise RuntimeError(f"{label}: the grounder returned {point}, expected {TARGET} (±{TARGET_TOLERANCE_PX} px)")
 
 
+def check_looks(located: Located, case: GroundCase) -> None:
+    """Every look's scripted answer accepted as is (no re-ask); with refinement, the first guess kept."""
+    if located.answers != case.answers:
+        raise RuntimeError(f"{case.label}: the stand-in's answers were not accepted as scripted: {located.answers}")
+    if not case.refine:
+        return
+    if located.refined_from is None:
+        raise RuntimeError(f"{case.label}: the zoomed second look was not used (no refined_from)")
+    check_located(located.refined_from, f"{case.label}, first guess")
+
+
+def prepare_looks(case: GroundCase, frame: Frame) -> None:
+    """Each look's image and answer: the whole frame, then, refining, the zoomed crop around the first guess.
+
+    The crop is the one the grounder cuts, since the first answer maps back to TARGET itself.
+    """
+    settings = case.grounder.settings
+    crop = refinement_crop(frame, TARGET, case.family, settings.refine_zoom)
+    frames = [frame, crop] if settings.refine else [frame]
+    case.sources = tuple(look.image.size for look in frames)
+    case.images = tuple(prepare_image(look.image, case.endpoint, sizer(case.family)) for look in frames)
+    case.answers = tuple(
+        answer_for(case.family, TARGET, look, image) for look, image in zip(frames, case.images, strict=True)
+    )
+
+
 @dataclass(frozen=True)
 class InProcess:
-    families: list[GroundCase]  # every family, JPEG
+    families: list[GroundCase]  # every family, JPEG, then the default family refining
     formats: list[GroundCase]  # the default family per image format (measured in rounds of their own)
     steps: list[StepRow]  # the default family's steps, in the families' rounds
     format_fit: Stats  # the default family's pad or resize (as `prepare_image` does it), in the image-format rounds
 
     def step(self, key: str) -> StepRow:
         return next(row for row in self.steps if row.key == key)
+
+    def default(self, refine: bool = False) -> GroundCase:
+        """The default family with JPEG, refining or not."""
+        return next(c for c in self.families if c.family.name == DEFAULT_FAMILY and c.refine == refine)
 
 
 async def ground_round(
@@ -217,13 +256,13 @@ async def ground_round(
     """Every case once, in an order rotated by round, so all see the same machine load and positions."""
     shift = index % len(cases)
     for case in cases[shift:] + cases[:shift]:
-        stand_in.script(default=case.answer)  # also drops the requests kept so far (each holds the image)
+        # One answer per look, then none (HTTP 500); also drops the requests kept so far (each holds an image).
+        stand_in.script(*case.answers)
         start = time.perf_counter()
         located = await case.grounder.ground(DESCRIPTION, frame)
         wall = elapsed_ms(start)
         check_located(located.screen, case.label)
-        if len(located.answers) != 1:
-            raise RuntimeError(f"{case.label}: the stand-in's answer was not accepted: {located.answers}")
+        check_looks(located, case)
         if measured:
             case.overhead.append(located.overhead_ms)
             case.model.append(located.model_ms)
@@ -238,16 +277,15 @@ async def measure_in_process(
         raise RuntimeError(f"no stand-in answer format for famil(ies) {sorted(missing)}: add them to ANSWER_FORMATS")
     registries = {fmt: registry_for(stand_in.url, fmt) for fmt in IMAGE_FORMATS}
 
-    def case(name: str, fmt: str) -> GroundCase:
-        made = GroundCase(
-            FAMILIES[name], fmt, VisionGrounder(controller, registries[fmt], GroundingSettings(family=name))
-        )
-        made.image = prepare_image(frame.image, made.endpoint, sizer(made.family))  # what the model sees (untimed)
-        made.answer = answer_for(made.family, TARGET, frame, made.image)
+    def case(name: str, fmt: str, refine: bool = False) -> GroundCase:
+        settings = GroundingSettings(family=name, refine=refine, refine_zoom=REFINE_ZOOM)
+        made = GroundCase(FAMILIES[name], fmt, VisionGrounder(controller, registries[fmt], settings))
+        prepare_looks(made, frame)  # untimed
         return made
 
     try:
-        families = [case(name, DEFAULT_FORMAT) for name in FAMILIES]
+        # The refining case in the families' rounds, so it sees the same load as the plain default family.
+        families = [case(name, DEFAULT_FORMAT) for name in FAMILIES] + [case(DEFAULT_FAMILY, DEFAULT_FORMAT, True)]
         formats = [case(DEFAULT_FAMILY, fmt) for fmt in IMAGE_FORMATS]
         steps = default_steps(families[list(FAMILIES).index(DEFAULT_FAMILY)], frame)
         size = (formats[0].model_image.width, formats[0].model_image.height)
@@ -329,7 +367,8 @@ def default_steps(case: GroundCase, frame: Frame) -> list[Step]:
         )
     return [
         *steps,
-        Step("`family.messages`: base64 data URL + message objects", "yes", functools.partial(messages_for, image)),
+        # A fresh copy each run: the data URL is cached per image, and `ground()` prepares a new image every call.
+        Step("`family.messages`: base64 data URL + message objects", "yes", lambda: messages_for(replace(image))),
         Step(
             "request body: `model_dump` of the messages (`ChatClient.complete`)",
             "no",
@@ -340,7 +379,11 @@ def default_steps(case: GroundCase, frame: Frame) -> list[Step]:
             "no (in `model_ms`)",
             lambda: json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
         ),
-        Step("parse + map the answer (`_read_answer`)", "yes", lambda: _read_answer(case.answer, family, image, frame)),
+        Step(
+            "parse + map the answer (`_read_answer`)",
+            "yes",
+            lambda: _read_answer(case.answers[0], family, image, frame),
+        ),
     ]
 
 
@@ -458,8 +501,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
         check_target_is_background(frame)
         log(f"captured a {frame.image.width}x{frame.image.height} frame; stand-in model at {stand_in.url}")
         in_process = await measure_in_process(server.desktop, frame, stand_in, args)
-        default = next(case for case in in_process.families if case.family.name == DEFAULT_FAMILY)
-        stdio = await measure_stdio(display, frame, default.model_image, stand_in, args)
+        stdio = await measure_stdio(display, frame, in_process.default().model_image, stand_in, args)
     finally:
         server.close()
         await server.models.aclose()
@@ -512,8 +554,8 @@ def ground_table(cases: list[GroundCase], reference: GroundCase | None = None) -
         row = [
             case.label,
             case.family.convention,
-            describe_image(case.model_image),
-            f"{len(case.model_image.data) / 1024:.0f} KiB",
+            " + ".join(describe_image(image) for image in case.images),
+            " + ".join(f"{len(image.data) / 1024:.0f}" for image in case.images) + " KiB",
             ms(overhead),
             ms(outside),
             f"{outside.median - overhead.median:+.1f}",
@@ -545,20 +587,49 @@ def ground_table(cases: list[GroundCase], reference: GroundCase | None = None) -
     return table(header, body)
 
 
-def families_section(cases: list[GroundCase]) -> list[str]:
+def families_section(results: InProcess) -> list[str]:
     notes = [
         "",
         "One captured 1920x1080 frame of the text-filled desktop, grounded again and again, each family answered",
-        "in its own format and convention; the families are interleaved round by round (order rotated each",
-        "round). `model_ms` is the stand-in's round trip as the client times it: JSON-encoding the request with",
-        "the base64 image, the upload over loopback HTTP, the stand-in parsing it, and the answer.",
+        "in its own format and convention; the families (and the default family refining, last row) are",
+        "interleaved round by round (order rotated each round). `model_ms` is the stand-in's round trip as the",
+        "client times it: JSON-encoding the request with the base64 image, the upload over loopback HTTP, the",
+        "stand-in parsing it, and the answer.",
+        "",
+        *refine_notes(results),
     ]
-    return ["## `VisionGrounder.ground` per family, in process, JPEG q90 (ms)", "", *ground_table(cases), *notes]
+    return [
+        "## `VisionGrounder.ground` per family, in process, JPEG q90 (ms)",
+        "",
+        *ground_table(results.families),
+        *notes,
+    ]
+
+
+def refine_notes(results: InProcess) -> list[str]:
+    plain, refined = results.default(), results.default(refine=True)
+    plain_overhead, plain_model = plain.stats()[0].median, plain.stats()[1].median
+    overhead, model = refined.stats()[0].median, refined.stats()[1].median
+    zoom = refined.grounder.settings.refine_zoom
+    (width, height), crop = refined.sources[1], refined.images[1]
+    if padded(crop) or (crop.width, crop.height) == (width, height):
+        fitted = f"sent {describe_image(crop)}"
+    else:
+        fitted = f"resized to {crop.width}x{crop.height}"
+    return [
+        f"Refinement (last row: {DEFAULT_FAMILY}, JPEG, `refine=True`, `refine_zoom={zoom:g}`): `ground()` looks",
+        f"twice, at the whole frame and then at a {width}x{height} crop around the first guess ({fitted}).",
+        f"Its `overhead_ms` (both looks) is **{overhead:.1f} ms vs {plain_overhead:.1f} ms** for the plain default",
+        f"family in the same rounds (medians), **{overhead / plain_overhead:.2f}x**; `model_ms` is two stand-in",
+        f"round trips, {model:.1f} vs {plain_model:.1f} ms. This measures cost only: whether the second look",
+        "improves accuracy needs a real grounding model, which this machine cannot run (the stand-in answers",
+        "the exact point both times).",
+    ]
 
 
 def formats_section(results: InProcess) -> list[str]:
     reference = next(case for case in results.formats if case.image_format == DEFAULT_FORMAT)
-    default = next(case for case in results.families if case.family.name == DEFAULT_FAMILY)
+    default = results.default()
     fit = results.step("fit")
     fit_what = fit.name.removeprefix("  of which ")
     notes = [
@@ -639,7 +710,7 @@ def stdio_section(stdio: StdioResults, settle_ms: float) -> list[str]:
 
 
 def render_report(results: Results, args: argparse.Namespace, command: str, facts: list[str]) -> str:
-    default = next(case for case in results.in_process.families if case.family.name == DEFAULT_FAMILY)
+    default = results.in_process.default()
     packages = ", ".join(f"{name} {version(name)}" for name in ("httpx", "uvicorn", "starlette", "pydantic"))
     lines = [
         "# Grounder overhead benchmark",
@@ -656,7 +727,7 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
         "",
         *targets_section(results.in_process),
         "",
-        *families_section(results.in_process.families),
+        *families_section(results.in_process),
         "",
         *steps_section(results.in_process, default),
         "",

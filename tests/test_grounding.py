@@ -246,7 +246,8 @@ async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_
     assert abs(located["screen"]["x"] - sx) <= 3 and abs(located["screen"]["y"] - sy) <= 3
     first, second = stand_in.requests[:2]
     assert first.images()[0].size == SMART_1080P
-    assert second.images()[0].size == (952, 532)  # smart resize of the 960x540 crop (half the screen each way)
+    # Half the screen each way (960x540), snapped to the smart-resize size 952x532 so it is sent unresampled.
+    assert second.images()[0].size == (952, 532)
     assert any("the red swatch" in text for text in second.texts())
     (grounding,) = record["grounding"]
     assert grounding["refined_from"] == {"x": sx - 200, "y": sy} and grounding["raw_answer"] != first_guess

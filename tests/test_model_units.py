@@ -214,6 +214,16 @@ def test_zoom_crop_is_centred_on_the_guess_and_stays_inside(around: Point, expec
     assert crop.image.getpixel((7, 9))[:2] == ((expected.left + 7) % 256, (expected.top + 9) % 256)
 
 
+def test_zoom_crop_takes_a_size_the_model_needs_no_resampling_for() -> None:
+    frame = _gradient_frame(Rect(left=0, top=0, width=1920, height=1080), scale=1)
+    resize = FAMILIES["ui-tars-1.5"].resize
+    assert resize is not None
+    crop = zoom_crop(frame, Point(x=960, y=540), zoom=2, snap=resize.size)
+    assert crop.area == Rect(left=960 - 476, top=540 - 266, width=952, height=532)
+    whole = zoom_crop(frame, Point(x=960, y=540), zoom=1.5, snap=lambda w, h: (w * 2, h * 2))
+    assert whole.area.width == 1280  # a snapped size larger than the frame is not taken
+
+
 def test_zoom_crop_of_a_hidpi_frame_on_a_second_monitor_keeps_screen_pixels() -> None:
     area = Rect(left=1920, top=100, width=800, height=600)
     frame = _gradient_frame(area, scale=2)  # 1600x1200 image of an 800x600 screen area

@@ -102,7 +102,7 @@ class VisionGrounder:
     async def _refine(self, client: ChatClient, family: GroundingFamily, first: Located) -> Located:
         """Ground again on a zoomed crop around the first guess; keep the first guess if that fails."""
         started = time.perf_counter()
-        crop = zoom_crop(first.frame, first.screen, self.settings.refine_zoom)
+        crop = refinement_crop(first.frame, first.screen, family, self.settings.refine_zoom)
         image = await asyncio.to_thread(_prepare, crop, client.endpoint, family)
         prepared = time.perf_counter() - started
         try:
@@ -163,6 +163,11 @@ class VisionGrounder:
             model_ms=answer.model_ms,
             overhead_ms=round(sum(overhead) * 1000, 2),
         )
+
+
+def refinement_crop(frame: Frame, guess: Point, family: GroundingFamily, zoom: float) -> Frame:
+    """The crop the second look is shown, at a size the family's model takes without resampling."""
+    return zoom_crop(frame, guess, zoom, family.resize.size if family.resize else None)
 
 
 def _prepare(frame: Frame, endpoint: ResolvedEndpoint, family: GroundingFamily) -> ModelImage:
