@@ -66,7 +66,7 @@ from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.models.endpoints import ResolvedEndpoint
-from symphony_mcp.models.images import Sizer, _fit, prepare_image
+from symphony_mcp.models.images import _fit, prepare_image
 from symphony_mcp.models.messages import ModelImage
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.server import build_server
@@ -200,10 +200,6 @@ def registry_for(url: str, image_format: str) -> ModelRegistry:
     )
 
 
-def sizer(family: GroundingFamily) -> Sizer | None:
-    return family.resize.size if family.resize else None
-
-
 def check_located(point: Point, label: str) -> None:
     if abs(point.x - TARGET.x) > TARGET_TOLERANCE_PX or abs(point.y - TARGET.y) > TARGET_TOLERANCE_PX:
         raise RuntimeError(f"{label}: the grounder returned {point}, expected {TARGET} (±{TARGET_TOLERANCE_PX} px)")
@@ -229,7 +225,7 @@ def prepare_looks(case: GroundCase, frame: Frame) -> None:
     crop = refinement_crop(frame, TARGET, case.family, settings.refine_zoom)
     frames = [frame, crop] if settings.refine else [frame]
     case.sources = tuple(look.image.size for look in frames)
-    case.images = tuple(prepare_image(look.image, case.endpoint, sizer(case.family)) for look in frames)
+    case.images = tuple(prepare_image(look.image, case.endpoint, case.family.sizer) for look in frames)
     case.answers = tuple(
         answer_for(case.family, TARGET, look, image) for look, image in zip(frames, case.images, strict=True)
     )
@@ -344,7 +340,7 @@ def default_steps(case: GroundCase, frame: Frame) -> list[Step]:
         Step(
             f"`prepare_image` = {fit_name} + {encode_name}",
             "yes",
-            lambda: prepare_image(frame.image, endpoint, sizer(family)),
+            lambda: prepare_image(frame.image, endpoint, family.sizer),
             worker_thread=True,
         ),
         Step(f"  of which {fit_name}", "yes", lambda: _fit(frame.image, *size), worker_thread=True, key="fit"),

@@ -220,7 +220,7 @@ def test_zoom_crop_takes_a_size_the_model_needs_no_resampling_for() -> None:
     assert resize is not None
     crop = zoom_crop(frame, Point(x=960, y=540), zoom=2, snap=resize.size)
     assert crop.area == Rect(left=960 - 476, top=540 - 266, width=952, height=532)
-    whole = zoom_crop(frame, Point(x=960, y=540), zoom=1.5, snap=lambda w, h: (w * 2, h * 2))
+    whole = zoom_crop(frame, Point(x=960, y=540), zoom=1.5, snap=lambda w, h, _: (w * 2, h * 2))
     assert whole.area.width == 1280  # a snapped size larger than the frame is not taken
 
 

@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from symphony_mcp.config import GroundingSettings
+from symphony_mcp.models.images import Sizer
 from symphony_mcp.models.messages import ChatMessage, ModelImage, system, user
 from symphony_mcp.vision.grounding.parsing import Convention
 from symphony_mcp.vision.grounding.resize import SmartResize
@@ -35,6 +36,11 @@ class GroundingFamily:
     instruction: str
     answer_format: str
     system_prompt: str | None = None
+
+    @property
+    def sizer(self) -> Sizer | None:
+        """The image size this family's model takes for a screen size, if it has a resize rule."""
+        return self.resize.size if self.resize else None
 
     def messages(self, description: str, image: ModelImage) -> list[ChatMessage]:
         fields = {"description": description, "width": image.width, "height": image.height}

@@ -167,11 +167,11 @@ class VisionGrounder:
 
 def refinement_crop(frame: Frame, guess: Point, family: GroundingFamily, zoom: float) -> Frame:
     """The crop the second look is shown, at a size the family's model takes without resampling."""
-    return zoom_crop(frame, guess, zoom, family.resize.size if family.resize else None)
+    return zoom_crop(frame, guess, zoom, family.sizer)
 
 
 def _prepare(frame: Frame, endpoint: ResolvedEndpoint, family: GroundingFamily) -> ModelImage:
-    return prepare_image(frame.image, endpoint, family.resize.size if family.resize else None)
+    return prepare_image(frame.image, endpoint, family.sizer)
 
 
 def _read_answer(answer: str, family: GroundingFamily, image: ModelImage, frame: Frame) -> tuple[Point, Rect | None]:

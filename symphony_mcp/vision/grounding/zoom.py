@@ -9,16 +9,14 @@ whose area is in screen pixels, so the second answer maps back to the screen lik
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.models.images import Sizer
 
 
-def zoom_crop(
-    frame: Frame, around: Point, zoom: float, snap: Callable[[int, int], tuple[int, int]] | None = None
-) -> Frame:
+def zoom_crop(frame: Frame, around: Point, zoom: float, snap: Sizer | None = None) -> Frame:
     """The 1/zoom-sized part of `frame` centred on screen point `around`, shifted to stay inside the frame.
 
     `snap` turns the size into one the model takes as is (a smart-resize size), so the crop is not resampled.
@@ -26,7 +24,7 @@ def zoom_crop(
     area = frame.area
     width, height = max(1, round(area.width / zoom)), max(1, round(area.height / zoom))
     if snap is not None:
-        snapped = snap(width, height)
+        snapped = snap(width, height, 1.0)
         if snapped[0] <= area.width and snapped[1] <= area.height:
             width, height = snapped
     left = _clamp(round(around.x - area.left - width / 2), area.width - width)
