@@ -31,18 +31,12 @@ pytestmark = pytest.mark.anyio
 
 @asynccontextmanager
 async def memory_server(
-    tmp_path: Path, stand_in: StandInModel | None = None, settle_seconds: float = 0.05, **memory: Any
+    tmp_path: Path, stand_in: StandInModel | None = None, **memory: Any
 ) -> AsyncIterator[tuple[Client, SymphonyServer]]:
-    """`settle_seconds`: tests whose recorded screens must show each click's effect give Tk time to
-    repaint before the server captures them, also on a loaded machine (50 ms was not always enough)."""
     models = {}
     if stand_in is not None:
         models = {"memoryer": {"base_url": stand_in.url, "model": "stand-in-memoryer", "backoff_seconds": 0.05}}
-    settings = load_settings(
-        memory={"trajectory_dir": str(tmp_path / "runs"), **memory},
-        models=models,
-        input={"settle_seconds": settle_seconds},
-    )
+    settings = load_settings(memory={"trajectory_dir": str(tmp_path / "runs"), **memory}, models=models)
     built = build_server(settings)
     try:
         async with Client(built.mcp) as client:
@@ -116,7 +110,7 @@ async def test_actions_become_steps_on_disk_with_annotations(tk_probe: TkProbe, 
 
 async def test_a_real_loop_is_detected_and_left(tk_probe: TkProbe, tmp_path: Path) -> None:
     sx, sy = tk_probe.centre("swatch")
-    async with memory_server(tmp_path, settle_seconds=0.3) as (client, _):
+    async with memory_server(tmp_path) as (client, _):
         await call_ok(client, "start_task", instruction="Make the swatch green")
         reports = []
         for _ in range(5):  # red -> blue -> red ...: the same clicks on the same two screens
@@ -192,7 +186,7 @@ async def test_malformed_answers_are_reasked_and_a_loop_overrides_the_audit(
     tk_probe: TkProbe, stand_in: StandInModel, tmp_path: Path
 ) -> None:
     sx, sy = tk_probe.centre("swatch")
-    async with memory_server(tmp_path, stand_in, settle_seconds=0.3) as (client, _):
+    async with memory_server(tmp_path, stand_in) as (client, _):
         await call_ok(client, "start_task", instruction="Make the swatch green")
         for _ in range(5):
             await call_ok(client, "click", x=sx, y=sy, space="screen")
