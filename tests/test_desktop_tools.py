@@ -124,6 +124,14 @@ async def wait_for_window(client: Client, title: str, timeout: float = 10.0) -> 
     raise AssertionError(f"no window titled {title!r}")
 
 
+async def wait_for_no_window(client: Client, title: str, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.1)):
+        if all(w["title"] != title for w in (await call_ok(client, "list_windows"))["result"]):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the window titled {title!r} is still open")
+
+
 async def test_hotkey_and_hold_and_press(client: Client, tk_probe: TkProbe) -> None:
     await focus_entry(client, tk_probe)
     await call_ok(client, "hotkey", keys=["ctrl", "shift", "k"])
@@ -186,14 +194,22 @@ async def test_pointer_in_corner_does_not_wedge_server(client: Client, tk_probe:
 async def test_windows_list_focus_and_open(client: Client, tk_probe: TkProbe, tmp_path: Path) -> None:
     probe = await wait_for_window(client, "Symphony Probe")
     assert probe["app"] == "Tk" and probe["rect"]["width"] == 900
-    opened = await call_ok(client, "open_app", target="xterm -T OpenedByTool -geometry 40x5+50+50")
+    # `cat` reads its terminal in line mode from the start, so ctrl+d ends it whenever it arrives
+    # (an interactive shell dropped a ctrl+d typed before its prompt was up, and the xterm stayed open).
+    opened = await call_ok(client, "open_app", target="xterm -T OpenedByTool -geometry 40x5+50+50 -e cat")
     assert [w["title"] for w in opened["new_windows"]] == ["OpenedByTool"]
     assert opened["record"]["action"] == "open"
-    record = await call_ok(client, "focus_window", window_id=probe["id"])
-    assert record["active_window_after"]["title"] == "Symphony Probe"
-    record = await call_ok(client, "focus_window", window_id=opened["new_windows"][0]["id"])
-    assert record["active_window_after"]["title"] == "OpenedByTool"
-    await call_ok(client, "hotkey", keys=["ctrl", "d"])  # ends the xterm's shell, closing it
+    xterm_id = opened["new_windows"][0]["id"]
+    try:
+        record = await call_ok(client, "focus_window", window_id=probe["id"])
+        assert record["active_window_after"]["title"] == "Symphony Probe"
+        record = await call_ok(client, "focus_window", window_id=xterm_id)
+        assert record["active_window_after"]["title"] == "OpenedByTool"
+        await call_ok(client, "hotkey", keys=["ctrl", "d"])  # ends cat, closing the xterm
+        await wait_for_no_window(client, "OpenedByTool")
+    finally:  # a window left behind would cover the windows of later tests
+        if any(w["id"] == xterm_id for w in (await call_ok(client, "list_windows"))["result"]):
+            await call_ok(client, "close_window", window_id=xterm_id)
 
 
 async def test_open_file_and_unknown_app(client: Client, xdisplay: object) -> None:

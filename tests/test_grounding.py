@@ -232,7 +232,7 @@ def red_centroid(image: Image.Image) -> tuple[float, float]:
 async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_in: StandInModel) -> None:
     """A first guess beside the target is corrected by the second look, at a crop around the guess."""
     sx, sy = tk_probe.centre("swatch")
-    first_guess = f"({sx - 200},{sy})"  # left of the Tk window: a click there would miss
+    first_guess = f"({sx},{sy + 250})"  # below the Tk window: a click there would miss
 
     def look(request: ModelRequest) -> str:
         return "({:.0f},{:.0f})".format(*red_centroid(request.images()[0]))
@@ -242,7 +242,7 @@ async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_
         located = await call_ok(client, "locate", description="the red swatch")
         record = await call_ok(client, "click", description="the red swatch")
     tk_probe.wait(lambda s: s["swatch"] == "#0000ff")
-    assert located["refined_from"] == {"x": sx - 200, "y": sy} and located["answers"] == 2
+    assert located["refined_from"] == {"x": sx, "y": sy + 250} and located["answers"] == 2
     assert abs(located["screen"]["x"] - sx) <= 3 and abs(located["screen"]["y"] - sy) <= 3
     first, second = stand_in.requests[:2]
     assert first.images()[0].size == SMART_1080P
@@ -250,7 +250,7 @@ async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_
     assert second.images()[0].size == (952, 532)
     assert any("the red swatch" in text for text in second.texts())
     (grounding,) = record["grounding"]
-    assert grounding["refined_from"] == {"x": sx - 200, "y": sy} and grounding["raw_answer"] != first_guess
+    assert grounding["refined_from"] == {"x": sx, "y": sy + 250} and grounding["raw_answer"] != first_guess
     assert abs(record["screen_points"][0]["x"] - sx) <= 3 and abs(record["screen_points"][0]["y"] - sy) <= 3
 
 

@@ -251,7 +251,11 @@ async def test_find_text_in_a_terminal(client: Client, xdisplay: object) -> None
                 break
             await anyio.sleep(0.1)
         assert window is not None, "the xterm did not appear"
-        await anyio.sleep(0.5)  # let it draw its output
+        # Wait for the output as a person would: until its last line is on screen (not a fixed pause).
+        for _ in range(50):
+            if not (await client.call_tool("find_text", {"phrase": "last row"})).is_error:
+                break
+            await anyio.sleep(0.2)
         rows = []
         for phrase in ("first row of output", "symphony terminal check 42", "last row"):
             match = (await call_ok(client, "find_text", phrase=phrase))["matches"][0]
