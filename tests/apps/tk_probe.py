@@ -35,7 +35,7 @@ text = tk.Text(root, font=("DejaVu Sans Mono", 12), wrap="none")
 text.place(x=450, y=100, width=400, height=300)
 text.insert("1.0", "\n".join(f"line {i} " + "wide " * 60 for i in range(300)))
 swatch = tk.Frame(root, background="#ff0000")
-swatch.place(x=20, y=430, width=860, height=200)
+swatch.place(x=20, y=430, width=300, height=200)
 
 
 def widget_box(widget: tk.Widget) -> dict:
