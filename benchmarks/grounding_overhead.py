@@ -222,8 +222,9 @@ def prepare_looks(case: GroundCase, frame: Frame) -> None:
     The crop is the one the grounder cuts, since the first answer maps back to TARGET itself.
     """
     settings = case.grounder.settings
-    crop = refinement_crop(frame, TARGET, case.family, settings.refine_zoom)
-    frames = [frame, crop] if settings.refine else [frame]
+    frames = [frame]
+    if settings.refine:
+        frames.append(refinement_crop(frame, TARGET, case.family, settings.refine_zoom))
     case.sources = tuple(look.image.size for look in frames)
     case.images = tuple(prepare_image(look.image, case.endpoint, case.family.sizer) for look in frames)
     case.answers = tuple(
