@@ -97,9 +97,10 @@ async def test_actions_become_steps_on_disk_with_annotations(tk_probe: TkProbe, 
         assert state["steps"] == 3 and state["image_steps"] == [0] and state["unchecked_steps"] == [1, 2, 3]
         listed = await call_ok(client, "list_tasks")
         assert [t["task_id"] for t in listed["result"]] == ["t-1"] and listed["result"][0]["active_here"]
+        ended = await call_ok(client, "end_task", status="success", note="done")
+        # The resources read what is on disk; the writer is off the actions' path, so only after end_task is it all.
         steps_json = await client.read_resource("trajectory://t-1/steps")
         shot = await client.read_resource("trajectory://t-1/steps/2/screenshot")
-        ended = await call_ok(client, "end_task", status="success", note="done")
     assert ended["status"] == "success" and ended["steps"] == 3
     directory = tmp_path / "runs" / "t-1"
     steps = read_trajectory(directory)
@@ -130,8 +131,9 @@ async def test_a_real_loop_is_detected_and_left(tk_probe: TkProbe, tmp_path: Pat
         ex, ey = tk_probe.centre("entry")
         await call_ok(client, "type", text="green", x=ex, y=ey, space="screen")  # something new: out of the loop
         assert not (await call_ok(client, "check_loop"))["detected"]
-        steps = read_trajectory(Path(state["task"]["directory"]))
-    assert [s.loop for s in steps] == [False, False, False, False, True]
+        await call_ok(client, "end_task", status="fail")  # the writer has written every step once it returns
+    steps = read_trajectory(Path(state["task"]["directory"]))
+    assert [s.loop for s in steps] == [False, False, False, False, True, False]
 
 
 async def test_different_clicks_on_the_same_screen_are_not_a_loop(tk_probe: TkProbe, tmp_path: Path) -> None:
