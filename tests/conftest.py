@@ -23,6 +23,11 @@ from tests.model_server import StandInModel
 
 APPS = Path(__file__).parent / "apps"
 SCREEN = (1920, 1080)
+# Every program the tests start (Xvfb's openbox, Chromium, Tk, xterm) renders with the same fonts whatever else
+# the machine has installed: other fonts change a page's layout and what is inside its viewport. Set on import,
+# before any fixture starts a program; each program inherits it.
+FONTS_CONF = Path(__file__).parent / "fonts" / "fonts.conf"
+os.environ["FONTCONFIG_FILE"] = str(FONTS_CONF)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
@@ -45,6 +50,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def xdisplay() -> Iterator[VirtualDisplay]:
     """One Xvfb + openbox for the whole run, started by the package's own virtual-display code."""
+    if not Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists():
+        pytest.fail(f"fonts-dejavu-core is not installed; the tests render with it only ({FONTS_CONF})")
     display = start_virtual_display(DisplaySettings(resolution=f"{SCREEN[0]}x{SCREEN[1]}", window_manager="openbox"))
     previous = os.environ.get("DISPLAY")
     os.environ["DISPLAY"] = display.name

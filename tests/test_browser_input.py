@@ -37,7 +37,7 @@ async def open_kiosk_page(url: str, tmp_path: Path) -> AsyncIterator[Page]:
             headless=False,
             no_viewport=True,
             args=list(KIOSK_ARGS),
-            env={"DISPLAY": os.environ["DISPLAY"]},
+            env={"DISPLAY": os.environ["DISPLAY"], "FONTCONFIG_FILE": os.environ["FONTCONFIG_FILE"]},  # tests' fonts
         )
         page = context.pages[0] if context.pages else await context.new_page()
         await page.goto(url)
