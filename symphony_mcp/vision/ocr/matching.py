@@ -1,26 +1,62 @@
 """Find a phrase among OCR words: tolerant of OCR noise, case, punctuation and line breaks.
 
-A phrase is compared, with a fuzzy ratio on normalised text, to every run of consecutive
-words in reading order (a run may continue onto the next line). Runs of the phrase's word
-count and one more or fewer are tried, since OCR splits and merges words. The caller gets
-every match above the threshold, best first, with the boxes of the matched words.
+Text is compared as tokens: split at spaces and punctuation, so the OCR word `«/usr/share/doc»`
+holds the three tokens of the phrase `/usr/share/doc` and `[callable(argument1,` holds `argument1`.
+The phrase is compared, with a fuzzy ratio on normalised text, to every run of consecutive tokens
+in reading order (a run may continue onto the line below) of the phrase's token count or one more
+or fewer, since OCR splits and merges words. A run loses leading and trailing tokens its score does
+not need, so a match never reaches into the next word or line for nothing. A match reports the
+whole words that hold its tokens.
+
+Matches are ordered by one explicit key (`_ranking`), best first:
+1. exact (every token as in the phrase, up to case, punctuation and OCR glyph mix-ups) before
+   approximate ones: a fuzzy or partial match ("no" in "note") never outranks the whole word;
+2. case-exact before case-folded ("OPTIONS" before "options]" for the phrase "OPTIONS");
+3. whole words before a part of a word ("argument1" before "callable(argument1,"): a match
+   inside a word reports the whole word's box, since its box cannot be split reliably;
+4. on one line before a span onto another line, unless the span scores `WRAP_MARGIN` more than
+   every one-line candidate: only then does the phrase really continue there;
+5. higher score (the similarity, 0..100);
+6. verbatim (punctuation as in the phrase too) first;
+7. reading order, then fewer tokens.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from itertools import zip_longest
 
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
 from symphony_mcp.desktop.geometry import Point, Rect, union
-from symphony_mcp.vision.ocr.models import OcrResult, OcrWord
+from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord
 
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
-_EQUIVALENT = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00a0": " "})
+_BAR_BEFORE_LETTER = re.compile(r"(?<!\S)\|(?=[^\W\d_])")
+_EQUIVALENT = str.maketrans(
+    {"‘": "'", "’": "'", "“": '"', "”": '"', "‐": "-", "–": "-", "—": "-", "−": "-", "\u00ad": "-", "\u00a0": " "}
+)
+_CONFUSABLE = ("Il1", "O0")
+_WITHOUT_CONFUSABLE = str.maketrans("", "", "".join(_CONFUSABLE))
 MIN_SCORE = 80.0
+WRAP_MARGIN = 10.0
+
+Reading = list[str]
+
+
+class TokenDifference(BaseModel):
+    """One place where the screen's words differ from the phrase's."""
+
+    expected: str | None = Field(description="the phrase's word; null: the screen has an extra word here")
+    seen: str | None = Field(description="the word OCR read; null: the phrase's word is missing on screen")
 
 
 class TextMatch(BaseModel):
@@ -28,6 +64,18 @@ class TextMatch(BaseModel):
 
     text: str = Field(description="the words as OCR read them")
     score: float = Field(description="similarity to the phrase, 0..100")
+    exact: bool = Field(
+        description="true: the screen shows the phrase (case, punctuation and OCR glyph mix-ups aside); "
+        "false: the text on screen differs from the phrase (see differences); acting tools refuse it "
+        "unless approximate=true"
+    )
+    case_exact: bool = Field(
+        description="exact with the same letter case; false while exact is true: only case differs, "
+        "check it is the text you meant"
+    )
+    differences: list[TokenDifference] = Field(
+        description="words that differ between the phrase and the screen; empty when exact"
+    )
     word_ids: list[int]
     boxes: list[Rect] = Field(description="one box per line the match spans, screen pixels")
     box: Rect = Field(description="union of the match's boxes, screen pixels")
@@ -38,105 +86,289 @@ class TextMatch(BaseModel):
 
 def normalize(text: str) -> str:
     """Casefold, unify quotes and dashes, drop punctuation and accents' compatibility forms, squeeze spaces."""
-    text = unicodedata.normalize("NFKC", text).translate(_EQUIVALENT).casefold()
-    return " ".join(_PUNCTUATION.sub(" ", text).split())
+    return " ".join(_tokens(text)).casefold()
+
+
+def _clean(text: str) -> str:
+    """Compatibility forms (ligatures, full-width letters) and quote or dash variants as their plain forms."""
+    return unicodedata.normalize("NFKC", text).translate(_EQUIVALENT)
+
+
+def _tokens(text: str) -> Reading:
+    """Case-kept tokens: text split at spaces and punctuation.
+
+    A '|' that starts a word before a letter is taken as the 'I' or 'l' OCR mistook it for, so '|nstall' stays
+    one word; inside a word it stays a separator ('start|stop').
+    """
+    return _PUNCTUATION.sub(" ", _BAR_BEFORE_LETTER.sub("l", _clean(text))).split()
+
+
+def _same(expected: str, seen: str, keep_case: bool) -> bool:
+    """Whether a token read is the phrase's token: equal (up to case unless `keep_case`), or equal but for
+    glyphs OCR mixes up (I/l/1, O/0; '|' at a word's start, see `_tokens`) in a word of letters, which a human
+    reads as the same word.
+
+    Letters for letters ('I' for 'l') count anywhere in such a word. A digit for a letter counts only between two
+    letters, or first before two ('Fi1e', 'PR0BE', '0pen'): last ('PROBE1', 'v1') or next to another digit a digit
+    is more likely meant, and a token with other digits ('A1B2', 'PROBE12') is a code where every glyph matters.
+    Only substitutions count: a glyph more or less ('PROBE12' for 'PROBE2') makes another word.
+    """
+    if expected == seen or (not keep_case and expected.casefold() == seen.casefold()):
+        return True
+    if len(expected) != len(seen) or not (_letter_word(expected) and _letter_word(seen)):
+        return False
+    return all(_same_glyph(expected, seen, k, keep_case) for k in range(len(expected)))
+
+
+def _same_glyph(expected: str, seen: str, k: int, keep_case: bool) -> bool:
+    a, b = expected[k], seen[k]
+    if a == b or (not keep_case and a.casefold() == b.casefold()):
+        return True
+    if not any(a in group and b in group for group in _CONFUSABLE):
+        return False
+    if not (a.isdigit() or b.isdigit()):
+        return True
+    word = seen if a.isdigit() else expected  # the token with a letter here
+    around = word[k - 1] + word[k + 1] if 0 < k < len(word) - 1 else word[1:3] if k == 0 else ""
+    return len(around) == 2 and around.isalpha()
+
+
+def _letter_word(token: str) -> bool:
+    """Letters only once the confusable glyphs are set aside (and not only those glyphs: '10' is a number)."""
+    return token.translate(_WITHOUT_CONFUSABLE).isalpha()
+
+
+def _equal(expected: Reading, seen: Reading, keep_case: bool) -> bool:
+    return len(expected) == len(seen) and all(_same(e, s, keep_case) for e, s in zip(expected, seen, strict=True))
+
+
+def _differences(expected: Reading, seen: Reading) -> list[TokenDifference]:
+    """The tokens that differ, aligned so that a missing or an extra word shows as one."""
+    aligned = SequenceMatcher(None, [t.casefold() for t in expected], [t.casefold() for t in seen], autojunk=False)
+    differences = []
+    for tag, e0, e1, s0, s1 in aligned.get_opcodes():
+        if tag == "equal":
+            continue
+        for e, s in zip_longest(expected[e0:e1], seen[s0:s1]):
+            if e is None or s is None or not _same(e, s, keep_case=False):
+                differences.append(TokenDifference(expected=e, seen=s))
+    return differences
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    tokens: tuple[int, ...]  # the run's token indices on the page
+    ids: tuple[int, ...]  # the words that hold them
+    score: float
+    exact: bool
+    case_exact: bool
+    whole_words: bool
+    verbatim: bool
+    lines: int
+    differences: list[TokenDifference]
+
+
+def _ranking(candidate: _Candidate, best_one_line: float) -> tuple[bool, bool, bool, bool, float, bool, int, int]:
+    """The ranking key, smallest first (the order is the module docstring's)."""
+    wraps_needlessly = candidate.lines > 1 and candidate.score < best_one_line + WRAP_MARGIN
+    return (
+        not candidate.exact,
+        not candidate.case_exact,
+        not candidate.whole_words,
+        wraps_needlessly,
+        -candidate.score,
+        not candidate.verbatim,
+        candidate.tokens[0],
+        len(candidate.tokens),
+    )
+
+
+class _Search:
+    """One phrase against one OCR result, in tokens: a run may start or end inside an OCR word.
+
+    The page's tokens are numbered in reading order; `word_of[t]` is the word holding token t.
+    """
+
+    def __init__(self, result: OcrResult, phrase: str, min_score: float) -> None:
+        self.result = result
+        self.phrase = phrase
+        self.expected = _tokens(phrase)
+        self.target = " ".join(self.expected).casefold()
+        self.min_score = min_score
+        self.word_tokens: list[range] = []
+        self.text: Reading = []
+        self.word_of: list[int] = []
+        for word in result.words:
+            tokens = _tokens(word.text)
+            self.word_tokens.append(range(len(self.text), len(self.text) + len(tokens)))
+            self.text += tokens
+            self.word_of += [word.id] * len(tokens)
+        self.folded = [token.casefold() for token in self.text]
+        self.hyphenated = [_clean(word.text).endswith("-") for word in result.words]
+        self.below = _lines_below(result)
+        self.positions = {i: position for line in result.lines for position, i in enumerate(line.word_ids)}
+        self.scores: dict[tuple[int, ...], float] = {}
+
+    def candidates(self) -> list[_Candidate]:
+        """Every distinct trimmed run that scores at least `min_score` or is exact."""
+        found: dict[tuple[int, ...], _Candidate] = {}
+        for run, text, plain in self._runs():
+            score = fuzz.ratio(self.target, text) if plain else self.score(run)
+            if score < self.min_score and (
+                (plain and len(text) != len(self.target)) or self._exact_reading(run, keep_case=False) is None
+            ):
+                continue  # a run whose text differs in length from the phrase cannot be exact
+            run = self._trim(run)
+            if run not in found:
+                found[run] = self._candidate(run)
+        return list(found.values())
+
+    def _runs(self) -> Iterator[tuple[tuple[int, ...], str, bool]]:
+        """Runs of the phrase's token count +-1 from each token, with the run's casefolded text and whether that
+        text is its only reading (no word broken at a line end).
+
+        The text grows token by token: this loop sees every token a few times and must stay cheap."""
+        size = len(self.expected)
+        for start, own in enumerate(self.word_tokens):
+            if not own:
+                continue
+            chain = [t for i in self._words_from(start, limit=len(own) + size) for t in self.word_tokens[i]]
+            breaks = [self._breaks_word(before, after) for before, after in itertools.pairwise(chain)]
+            for offset in range(len(own)):
+                text, plain = self.folded[chain[offset]], True
+                for end in range(offset + 1, min(offset + size + 1, len(chain)) + 1):
+                    if end > offset + 1:
+                        text = f"{text} {self.folded[chain[end - 1]]}"
+                        plain = plain and not breaks[end - 2]
+                    if end - offset >= size - 1:
+                        yield tuple(chain[offset:end]), text, plain
+
+    def _words_from(self, start: int, limit: int) -> list[int]:
+        """Word ids in reading order from `start`: the rest of its line, then the line below it in the same column,
+        until they hold `limit` tokens; words without tokens (stray punctuation) may add two more."""
+        ids: list[int] = []
+        count = 0
+        line = self.result.lines[self.result.words[start].line_id]
+        position = self.positions[start]
+        while True:
+            for i in line.word_ids[position:]:
+                if count >= limit or len(ids) >= limit + 2:
+                    return ids
+                ids.append(i)
+                count += len(self.word_tokens[i])
+            following = self.below[line.id]
+            if following is None:
+                return ids
+            line, position = self.result.lines[following], 0
+
+    def _breaks_word(self, before: int, after: int) -> bool:
+        """Whether token `before` ends a line with a hyphen and `after` continues that word on the next line."""
+        first, second = self.word_of[before], self.word_of[after]
+        words = self.result.words
+        return self.hyphenated[first] and first != second and words[first].line_id != words[second].line_id
+
+    def readings(self, run: tuple[int, ...]) -> list[Reading]:
+        """The tokens a run reads as; two readings when a word ends a line with a hyphen: its last token joined
+        to the next line's first ('infor-' 'mation') or not ('command-' 'line')."""
+        split = [self.text[t] for t in run]
+        joined = split[:1]
+        for before, after in itertools.pairwise(run):
+            if self._breaks_word(before, after):
+                joined[-1] += self.text[after]
+            else:
+                joined.append(self.text[after])
+        return [split] if joined == split else [joined, split]
+
+    def score(self, run: tuple[int, ...]) -> float:
+        """Similarity of the run's best reading to the phrase, 0..100 (memoised: runs are scored again when trimmed)."""
+        if run not in self.scores:
+            self.scores[run] = max(self._ratio(reading) for reading in self.readings(run))
+        return self.scores[run]
+
+    def _ratio(self, reading: Reading) -> float:
+        return fuzz.ratio(self.target, " ".join(reading).casefold())
+
+    def _exact_reading(self, run: tuple[int, ...], keep_case: bool) -> Reading | None:
+        return next((r for r in self.readings(run) if _equal(self.expected, r, keep_case)), None)
+
+    def _trim(self, run: tuple[int, ...]) -> tuple[int, ...]:
+        """The shortest run within `run` that scores as well: leading and trailing tokens that do not raise the
+        score go. An exact run is kept whole: it holds nothing but the phrase."""
+        if self._exact_reading(run, keep_case=False) is not None:
+            return run
+        while len(run) > 1:
+            shorter = max((run[1:], run[:-1]), key=self.score)
+            if self.score(shorter) < self.score(run):
+                break
+            run = shorter
+        return run
+
+    def _candidate(self, run: tuple[int, ...]) -> _Candidate:
+        exact = self._exact_reading(run, keep_case=False)
+        ids = tuple(dict.fromkeys(self.word_of[t] for t in run))
+        words = [self.result.words[i] for i in ids]
+        return _Candidate(
+            tokens=run,
+            ids=ids,
+            score=self.score(run),
+            exact=exact is not None,
+            case_exact=self._exact_reading(run, keep_case=True) is not None,
+            whole_words=run[0] == self.word_tokens[ids[0]][0] and run[-1] == self.word_tokens[ids[-1]][-1],
+            verbatim=_clean(self.phrase).split() == _clean(" ".join(w.text for w in words)).split(),
+            lines=len({w.line_id for w in words}),
+            differences=[] if exact else _differences(self.expected, max(self.readings(run), key=self._ratio)),
+        )
 
 
 def find_phrase(result: OcrResult, phrase: str, min_score: float = MIN_SCORE) -> list[TextMatch]:
-    """All non-overlapping matches of `phrase`, best first (ties in reading order)."""
-    target = normalize(phrase)
-    if not target:
+    """All non-overlapping matches of `phrase`, best first by the ranking key (ties in reading order).
+
+    A match scores at least `min_score`, or is exact with a glyph mix-up that scores it lower ('Fi1e' for 'File').
+    """
+    search = _Search(result, phrase, min_score)
+    if not search.expected:
         return []
-    words = result.words
-    normalized = [normalize(word.text) for word in words]
-    size = len(target.split())
-    below = _lines_below(result)
-    candidates: list[tuple[float, tuple[int, ...]]] = []
-    for start in range(len(words)):
-        if not normalized[start]:
-            continue
-        run = _run_from(result, below, start, size + 1)
-        for count in range(max(1, size - 1), min(size + 1, len(run)) + 1):
-            ids = run[:count]
-            score = _score(target, _join([normalized[i] for i in ids], [words[i] for i in ids]))
-            if score >= min_score:
-                candidates.append((score, tuple(ids)))
-    return [_match([words[i] for i in ids], score) for score, ids in _best_disjoint(candidates)]
-
-
-def _run_from(result: OcrResult, below: dict[int, int | None], start: int, limit: int) -> list[int]:
-    """Word ids in reading order from `start`: the rest of its line, then the line below it in the same column."""
-    ids: list[int] = []
-    word = result.words[start]
-    line = result.lines[word.line_id]
-    position = line.word_ids.index(start)
-    while len(ids) < limit:
-        ids.extend(line.word_ids[position : position + limit - len(ids)])
-        following = below[line.id]
-        if following is None:
-            break
-        line, position = result.lines[following], 0
-    return ids
+    candidates = search.candidates()
+    best_one_line = max((c.score for c in candidates if c.lines == 1), default=-math.inf)
+    chosen: list[_Candidate] = []
+    taken: set[int] = set()
+    for candidate in sorted(candidates, key=lambda c: _ranking(c, best_one_line)):
+        if not taken.intersection(candidate.ids):
+            taken.update(candidate.ids)
+            chosen.append(candidate)
+    return [_match(result, candidate) for candidate in chosen]
 
 
 def _lines_below(result: OcrResult) -> dict[int, int | None]:
     """Each line's next line in the same column: overlapping horizontally, starting within about a line below."""
+    order = sorted(result.lines, key=lambda line: line.box.top)
+    tops = [line.box.top for line in order]
     below: dict[int, int | None] = {}
     for line in result.lines:
         box = line.box
-        best: tuple[int, int] | None = None
-        for other in result.lines:
-            gap = other.box.top - (box.top + box.height)
-            overlaps = other.box.left < box.left + box.width and box.left < other.box.left + other.box.width
-            if overlaps and -box.height // 3 <= gap <= box.height and (best is None or other.box.top < best[0]):
-                best = (other.box.top, other.id)
-        below[line.id] = None if best is None else best[1]
+        bottom = box.top + box.height
+        first = bisect_left(tops, max(box.top + 1, bottom - math.ceil(box.height / 3)))
+        last = bisect_right(tops, bottom + box.height)
+        below[line.id] = next((other.id for other in order[first:last] if _overlap_x(other, line)), None)
     return below
 
 
-def _join(parts: list[str], words: list[OcrWord]) -> str:
-    """Join words; a word ending in a hyphen at a line end continues on the next line."""
-    joined = ""
-    for index, part in enumerate(parts):
-        if not part:
-            continue
-        hyphenated = (
-            index > 0 and words[index - 1].text.endswith("-") and words[index - 1].line_id != words[index].line_id
-        )
-        joined += part if hyphenated or not joined else " " + part
-    return joined
+def _overlap_x(a: OcrLine, b: OcrLine) -> bool:
+    return a.box.left < b.box.left + b.box.width and b.box.left < a.box.left + a.box.width
 
 
-def _score(target: str, candidate: str) -> float:
-    if not candidate:
-        return 0.0
-    score = fuzz.ratio(target, candidate)
-    # Short targets inside a word with decoration ("Save" in "Save…") still count, a little lower.
-    if len(target) >= 3 and target in candidate.split():
-        score = max(score, 95.0)
-    return float(score)
-
-
-def _best_disjoint(candidates: list[tuple[float, tuple[int, ...]]]) -> list[tuple[float, tuple[int, ...]]]:
-    """Greedy by score (then reading order, then fewer words): drop candidates overlapping a better one."""
-    chosen: list[tuple[float, tuple[int, ...]]] = []
-    taken: set[int] = set()
-    for score, ids in sorted(candidates, key=lambda c: (-c[0], c[1][0], len(c[1]))):
-        if taken.intersection(ids):
-            continue
-        taken.update(ids)
-        chosen.append((score, ids))
-    return chosen
-
-
-def _match(words: list[OcrWord], score: float) -> TextMatch:
-    boxes = []
-    for line_id in dict.fromkeys(w.line_id for w in words):
-        boxes.append(union([w.box for w in words if w.line_id == line_id]))
+def _match(result: OcrResult, candidate: _Candidate) -> TextMatch:
+    words: list[OcrWord] = [result.words[i] for i in candidate.ids]
+    boxes = [
+        union([w.box for w in words if w.line_id == line_id]) for line_id in dict.fromkeys(w.line_id for w in words)
+    ]
     first, last = words[0].box, words[-1].box
     return TextMatch(
         text=" ".join(w.text for w in words),
-        score=round(score, 1),
+        score=round(candidate.score, 1),
+        exact=candidate.exact,
+        case_exact=candidate.case_exact,
+        differences=candidate.differences,
         word_ids=[w.id for w in words],
         boxes=boxes,
         box=union(boxes),
@@ -147,11 +379,20 @@ def _match(words: list[OcrWord], score: float) -> TextMatch:
 
 
 def rank(matches: list[TextMatch], near: Point | None = None, inside: Rect | None = None) -> list[TextMatch]:
-    """Keep matches inside a region (by centre) and order by nearness to a point, if given."""
+    """Keep matches inside a region (by centre) and, given a point, order them nearest first; at equal distance
+    exact before approximate, then case-exact, then by score."""
     if inside is not None:
         matches = [m for m in matches if inside.contains(m.center.x, m.center.y)]
     if near is not None:
-        matches = sorted(matches, key=lambda m: (math.dist((m.center.x, m.center.y), (near.x, near.y)), -m.score))
+        matches = sorted(
+            matches,
+            key=lambda m: (
+                math.dist((m.center.x, m.center.y), (near.x, near.y)),
+                not m.exact,
+                not m.case_exact,
+                -m.score,
+            ),
+        )
     return matches
 
 
