@@ -438,7 +438,7 @@ async def measure_stdio(
                 found.structured_content or {},
             )
             check_located(Point(**record["screen_points"][0]), "click(description) over stdio")
-            check_located(Point(**located["screen"]), "locate over stdio")
+            check_located(Point(**located["screen_point"]), "locate over stdio")
             if index < args.warmups:
                 continue
             image_size = (located["image_size"][0], located["image_size"][1])

@@ -42,7 +42,9 @@ from benchmarks.desktop_roundtrip import (
     verdict,
 )
 from symphony_mcp.config import load_settings
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.controller import DesktopController, Target
+from symphony_mcp.desktop.frames import CallerSpace
+from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.memory.actions import ActionRecord
 from symphony_mcp.memory.task import Task, TaskInfo
 from symphony_mcp.server import build_server
@@ -71,10 +73,11 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
     info = TaskInfo(task_id=kind, instruction=f"benchmark: {kind}", directory=str(root / kind), started_at=time.time())
     task = Task(info, load_settings().memory, screen, await controller.capture())
     samples = Samples()
+    screen_space = await controller.caller_space("screen")
     if kind == "changing screen":
-        await controller.click(INPUT_TARGET.x, INPUT_TARGET.y, space="screen")
+        await controller.click(Target(INPUT_TARGET), screen_space)
     for n in range(steps):
-        record = await act(controller, kind, n)
+        record = await act(controller, screen_space, kind, n)
         started = time.perf_counter()
         frame = await controller.capture()
         captured = time.perf_counter()
@@ -88,7 +91,7 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
         task.loops.check()
         samples.check.append(elapsed_ms(started))
         started = time.perf_counter()
-        await controller.screenshot()
+        await controller.screenshot(screen_space)
         samples.screenshot.append(elapsed_ms(started))
         if (n + 1) % WINDOW == 0:
             log(f"{kind}: {n + 1} steps")
@@ -98,11 +101,11 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
     return samples
 
 
-async def act(controller: DesktopController, kind: str, n: int) -> ActionRecord:
+async def act(controller: DesktopController, screen_space: CallerSpace, kind: str, n: int) -> ActionRecord:
     if kind == "changing screen":
-        return await controller.type_text("abcdefghijklmnopqrstuvwxyz"[n % 26])
+        return await controller.type_text("abcdefghijklmnopqrstuvwxyz"[n % 26], screen_space)
     x, y = POINTER_PATH[n % len(POINTER_PATH)]
-    return await controller.move(x, y, space="screen")
+    return await controller.move(Target(Point(x=x, y=y)), screen_space)
 
 
 async def run_benchmark(steps: int) -> dict[str, Samples]:

@@ -6,6 +6,7 @@ Nested groups use a double underscore in the environment, e.g. SYMPHONY_SCREENSH
 from __future__ import annotations
 
 import os
+import re
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,18 @@ class DisplaySettings(BaseModel):
         "openbox", description="window manager started on a virtual display (empty: none)"
     )
     monitor: int = Field(1, ge=0, description="mss monitor index: 1 = first monitor, 0 = all monitors")
+    monitors: list[str] = Field(
+        default_factory=list,
+        description="monitor layout WxH+X+Y per monitor, instead of what the display reports (e.g. one wide "
+        "virtual screen that shows two physical monitors)",
+    )
+
+    @field_validator("monitors")
+    @classmethod
+    def _check_monitors(cls, value: list[str]) -> list[str]:
+        for geometry in value:
+            parse_geometry(geometry)
+        return value
 
     @field_validator("resolution")
     @classmethod
@@ -63,6 +76,15 @@ class DisplaySettings(BaseModel):
     def size(self) -> tuple[int, int]:
         width, height = self.resolution.split("x")
         return int(width), int(height)
+
+
+def parse_geometry(geometry: str) -> tuple[int, int, int, int]:
+    """(left, top, width, height) of an X-style geometry WxH+X+Y, or a ValueError saying the form."""
+    match = re.fullmatch(r"(\d+)x(\d+)\+(\d+)\+(\d+)", geometry.strip().lower())
+    if match is None or int(match[1]) < 1 or int(match[2]) < 1:
+        raise ValueError(f"a monitor must look like 1920x1080+0+0 (WIDTHxHEIGHT+LEFT+TOP), got {geometry!r}")
+    width, height, left, top = (int(g) for g in match.groups())
+    return left, top, width, height
 
 
 class InputSettings(BaseModel):

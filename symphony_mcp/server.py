@@ -16,8 +16,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from symphony_mcp import __version__
-from symphony_mcp.config import ServerSettings, Settings
+from symphony_mcp.config import ServerSettings, Settings, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.http_auth import BearerTokenMiddleware
@@ -33,8 +34,12 @@ log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
 `click` / `type` / `hotkey` / `scroll` / `drag_and_drop`, then `screenshot` again to verify.
-Pointer tools take either x, y (in the latest screenshot's pixels) or a `description` of the
-element, which the grounding model locates on screen (`locate` finds without acting). For text on
+Coordinates: every tool takes and returns them in the pixels of the latest screenshot (results
+name it as frame_id), so a value read from any result can be passed to any tool as it is; pass
+frame_id for an older screenshot, or space='screen' for absolute screen pixels (fields named
+screen_* are always screen pixels). Tools that look (ocr, find_text, locate) read the area the
+latest screenshot shows, freshly captured. Pointer tools take either x, y or a `description` of
+the element, which the grounding model locates on screen (`locate` finds without acting). For text on
 screen, `click_text`, `locate_cursor` and `highlight_text_span` act on a phrase found by OCR,
 precisely; `find_text` and `ocr` read it. `list_windows`, `focus_window` and `open_app` manage
 applications. Every action returns a record of what was done; `action_history` lists them.
@@ -58,7 +63,8 @@ class SymphonyServer:
 
 
 def build_server(settings: Settings) -> SymphonyServer:
-    runner = DesktopRunner(lambda: LocalDesktop(settings.input))
+    layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
+    runner = DesktopRunner(lambda: LocalDesktop(settings.input, layout))
     controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
     text = OcrGrounder(controller, settings.ocr)
     models = ModelRegistry(settings.models)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -98,15 +99,25 @@ class TkProbe:
 
 @pytest.fixture
 def tk_probe(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[TkProbe]:
-    state_file = tmp_path / "tk_state.json"
-    process = subprocess.Popen([sys.executable, str(APPS / "tk_probe.py"), str(state_file), "Symphony Probe"])
+    with running_probe(tmp_path) as probe:
+        yield probe
+
+
+@contextlib.contextmanager
+def running_probe(directory: Path, geometry: str = "900x700+200+150") -> Iterator[TkProbe]:
+    """The Tk probe at `geometry`, ready like a person would wait for it: laid out, and the active window."""
+    state_file = directory / "tk_state.json"
+    process = subprocess.Popen(
+        [sys.executable, str(APPS / "tk_probe.py"), str(state_file), "Symphony Probe", geometry]
+    )
     probe = TkProbe(state_file, process)
-    # Ready like a person would wait for it: laid out, and made the active window by the window manager.
-    probe.wait(lambda s: s.get("widgets", {}).get("swatch", {}).get("width", 0) > 1)
-    wait_for_active_window("Symphony Probe")
-    yield probe
-    process.terminate()
-    process.wait(timeout=5)
+    try:
+        probe.wait(lambda s: s.get("widgets", {}).get("swatch", {}).get("width", 0) > 1)
+        wait_for_active_window("Symphony Probe")
+        yield probe
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 def to_image(screen_x: float, screen_y: float, info: dict) -> tuple[float, float]:
     """Where a screen pixel appears in the screenshot described by `info`."""
-    area, scale = info["area"], info["scale"]
+    area, scale = info["screen_area"], info["scale"]
     return (screen_x - area["left"] + 0.5) * scale - 0.5, (screen_y - area["top"] + 0.5) * scale - 0.5
 
 
@@ -46,7 +46,7 @@ async def test_screenshot_metadata_and_default_size(client: Client, tk_probe: Tk
     assert info["scale"] == round(1280 / 1920, 6)
     assert info["bytes"] < 1_000_000
     assert info["format"] == "jpeg"
-    assert info["cursor_screen"] is not None
+    assert info["screen_cursor"] is not None
 
 
 async def test_click_lands_on_widget_in_downscaled_screenshot(client: Client, tk_probe: TkProbe) -> None:
@@ -77,7 +77,7 @@ async def test_click_in_region_screenshot_space(client: Client, tk_probe: TkProb
     box = tk_probe.state()["widgets"]["swatch"]
     region = [box["left"] - 50, box["top"] - 50, 400, 300]
     image, info = await screenshot(client, region=region, space="screen", format="png")
-    assert info["area"] == {"left": region[0], "top": region[1], "width": 400, "height": 300}
+    assert info["screen_area"] == {"left": region[0], "top": region[1], "width": 400, "height": 300}
     assert image.size == (400, 300) and info["scale"] == 1.0
     assert image.getpixel((100, 100))[:3] == (255, 0, 0)  # the red swatch, at full resolution
     await call_ok(client, "click", x=100, y=100)  # region-image pixels
@@ -116,7 +116,7 @@ async def test_type_unicode_into_terminal(client: Client, xterm_line: Path) -> N
 
 async def wait_for_window(client: Client, title: str, timeout: float = 10.0) -> dict:
     for _ in range(int(timeout / 0.1)):
-        windows = (await call_ok(client, "list_windows"))["result"]
+        windows = (await call_ok(client, "list_windows"))["windows"]
         matches = [w for w in windows if w["title"] == title]
         if matches:
             return matches[0]
@@ -126,7 +126,7 @@ async def wait_for_window(client: Client, title: str, timeout: float = 10.0) -> 
 
 async def wait_for_no_window(client: Client, title: str, timeout: float = 10.0) -> None:
     for _ in range(int(timeout / 0.1)):
-        if all(w["title"] != title for w in (await call_ok(client, "list_windows"))["result"]):
+        if all(w["title"] != title for w in (await call_ok(client, "list_windows"))["windows"]):
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"the window titled {title!r} is still open")
@@ -176,7 +176,9 @@ async def test_scroll_moves_text_view(client: Client, tk_probe: TkProbe) -> None
 async def test_move_pointer_and_cursor_in_screenshot(client: Client, tk_probe: TkProbe) -> None:
     _, info = await screenshot(client)
     record = await call_ok(client, "move_pointer", x=300, y=200)
-    assert record["cursor_after"] == record["screen_points"][0]
+    # The record speaks the caller's space: the pointer is where the caller put it, in the screenshot's pixels.
+    assert record["cursor_after"] == record["points"][0] == {"x": 300, "y": 200}
+    assert record["screen_points"][0] == {"x": 450, "y": 300} and record["frame_id"] == info["frame_id"]
     image, info = await screenshot(client, draw_cursor=True, format="png")
     assert info["cursor"] == {"x": 300, "y": 200}
     rgb = image.convert("RGB")
@@ -193,7 +195,7 @@ async def test_pointer_in_corner_does_not_wedge_server(client: Client, tk_probe:
 
 async def test_windows_list_focus_and_open(client: Client, tk_probe: TkProbe, tmp_path: Path) -> None:
     probe = await wait_for_window(client, "Symphony Probe")
-    assert probe["app"] == "Tk" and probe["rect"]["width"] == 900
+    assert probe["app"] == "Tk" and probe["rect"]["width"] == 600  # 900 screen pixels in a 2/3-scale screenshot
     # `cat` reads its terminal in line mode from the start, so ctrl+d ends it whenever it arrives
     # (an interactive shell dropped a ctrl+d typed before its prompt was up, and the xterm stayed open).
     opened = await call_ok(client, "open_app", target="xterm -T OpenedByTool -geometry 40x5+50+50 -e cat")
@@ -208,7 +210,7 @@ async def test_windows_list_focus_and_open(client: Client, tk_probe: TkProbe, tm
         await call_ok(client, "hotkey", keys=["ctrl", "d"])  # ends cat, closing the xterm
         await wait_for_no_window(client, "OpenedByTool")
     finally:  # a window left behind would cover the windows of later tests
-        if any(w["id"] == xterm_id for w in (await call_ok(client, "list_windows"))["result"]):
+        if any(w["id"] == xterm_id for w in (await call_ok(client, "list_windows"))["windows"]):
             await call_ok(client, "close_window", window_id=xterm_id)
 
 
@@ -219,7 +221,8 @@ async def test_open_file_and_unknown_app(client: Client, xdisplay: object) -> No
 
 async def test_screen_info(client: Client) -> None:
     info = await call_ok(client, "screen_info")
-    assert info["screen"] == {"left": 0, "top": 0, "width": SCREEN[0], "height": SCREEN[1]}
+    assert info["screen_rect"] == {"left": 0, "top": 0, "width": SCREEN[0], "height": SCREEN[1]}
+    assert info["space"] == "screenshot" and info["frame_id"]  # the pointer is given in a named frame's pixels
     assert len(info["monitors"]) >= 2 and info["default_monitor"] == 1
     assert info["screenshot_size"] == [1280, 720]
 
@@ -228,7 +231,7 @@ async def test_action_history_records_every_action(client: Client, tk_probe: TkP
     await call_ok(client, "move_pointer", x=10, y=10)
     await call_ok(client, "wait", seconds=0.01)
     await call_error(client, "hotkey", keys=["nokey"])
-    history = (await call_ok(client, "action_history"))["result"]
+    history = (await call_ok(client, "action_history"))["records"]
     # Rejected input changed nothing, so it is not an action record.
     assert [r["action"] for r in history][-2:] == ["move_pointer", "wait"]
     assert all(r["ok"] for r in history)
@@ -237,7 +240,7 @@ async def test_action_history_records_every_action(client: Client, tk_probe: TkP
 
 async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, tk_probe: TkProbe) -> None:
     await focus_entry(client, tk_probe)
-    before = len((await call_ok(client, "action_history", limit=1000))["result"])
+    before = len((await call_ok(client, "action_history", limit=1000))["records"])
     cases = {
         ("type", "text is empty"): {"text": ""},
         ("type", "at most 10000"): {"text": "x" * 10_001},
@@ -264,6 +267,6 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, 
         message = await call_error(client, tool, **arguments)
         assert expected in message, (tool, message)
     assert tk_probe.state()["entry"] == ""  # nothing was typed
-    assert len((await call_ok(client, "action_history", limit=1000))["result"]) == before
+    assert len((await call_ok(client, "action_history", limit=1000))["records"]) == before
     await call_ok(client, "type", text="still serving")
     tk_probe.wait(lambda s: s["entry"] == "still serving")

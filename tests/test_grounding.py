@@ -185,7 +185,9 @@ async def test_drag_and_drop_between_two_described_points(tk_probe: TkProbe, sta
     assert abs(state["drag"]["end"][0] - end[0]) <= 2 and abs(state["drag"]["end"][1] - end[1]) <= 2
     assert [g["query"] for g in record["grounding"]] == ["the red circle", "the bin icon"]
     # Both ends were located on one capture.
-    assert len({g["frame_id"] for g in record["grounding"]}) == 1 and len(stand_in.requests) == 2
+    assert len(stand_in.requests) == 2
+    first, second = (r.images()[0] for r in stand_in.requests)
+    assert first.tobytes() == second.tobytes()
 
 
 async def test_drag_and_drop_mixes_a_description_and_coordinates(tk_probe: TkProbe, stand_in: StandInModel) -> None:
@@ -212,12 +214,13 @@ async def test_locate_then_click_its_point(tk_probe: TkProbe, stand_in: StandInM
         await call_ok(client, "screenshot", max_width=1920, max_height=1080)  # the latest frame is full size
         found = await call_ok(client, "locate", description="the 'Press me' button")
         bx, by = tk_probe.centre("button")
-        assert abs(found["screen"]["x"] - bx) <= 2 and abs(found["screen"]["y"] - by) <= 2
+        assert abs(found["screen_point"]["x"] - bx) <= 2 and abs(found["screen_point"]["y"] - by) <= 2
         assert found["image_size"] == list(SMART_1080P) and found["answers"] == 1
         assert found["overhead_ms"] >= 0 and found["raw_answer"].startswith("(")
         assert tk_probe.state()["clicks"] == 0  # locating clicks nothing
-        # The point is in the located frame's space (default screenshot size), not the latest screenshot's.
-        await call_ok(client, "click", x=found["x"], y=found["y"], frame_id=found["frame_id"])
+        # The point is in the latest screenshot's space: a host passes it to click as it is.
+        assert found["space"] == "screenshot" and found["point"] == {"x": found["x"], "y": found["y"]}
+        await call_ok(client, "click", x=found["x"], y=found["y"])
     tk_probe.wait(lambda s: s["clicks"] == 1)
 
 
@@ -242,15 +245,17 @@ async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_
         located = await call_ok(client, "locate", description="the red swatch")
         record = await call_ok(client, "click", description="the red swatch")
     tk_probe.wait(lambda s: s["swatch"] == "#0000ff")
-    assert located["refined_from"] == {"x": sx, "y": sy + 250} and located["answers"] == 2
-    assert abs(located["screen"]["x"] - sx) <= 3 and abs(located["screen"]["y"] - sy) <= 3
+    # No screenshot was taken: the result is in the default screenshot's pixels (2/3 of the screen).
+    guess = located["refined_from"]
+    assert abs(guess["x"] - sx * 2 / 3) <= 1 and abs(guess["y"] - (sy + 250) * 2 / 3) <= 1 and located["answers"] == 2
+    assert abs(located["screen_point"]["x"] - sx) <= 3 and abs(located["screen_point"]["y"] - sy) <= 3
     first, second = stand_in.requests[:2]
     assert first.images()[0].size == SMART_1080P
     # Half the screen each way (960x540), snapped to the smart-resize size 952x532 so it is sent unresampled.
     assert second.images()[0].size == (952, 532)
     assert any("the red swatch" in text for text in second.texts())
     (grounding,) = record["grounding"]
-    assert grounding["refined_from"] == {"x": sx, "y": sy + 250} and grounding["raw_answer"] != first_guess
+    assert grounding["refined_from"] == guess and grounding["raw_answer"] != first_guess
     assert abs(record["screen_points"][0]["x"] - sx) <= 3 and abs(record["screen_points"][0]["y"] - sy) <= 3
 
 
@@ -367,7 +372,7 @@ async def test_target_arguments_are_checked(stand_in: StandInModel, xdisplay: ob
             ("click", "not both"): {"description": "the button", "x": 5, "y": 5},
             ("click", "got neither"): {},
             ("click", "got only y"): {"y": 5},
-            ("click", "frame_id applies to x/y only"): {"description": "b", "frame_id": "f1"},
+            ("click", "unknown frame_id 'no-such-frame'"): {"description": "b", "frame_id": "no-such-frame"},
             ("click", "description is empty"): {"description": "  "},
             ("drag_and_drop", "give either start_description or start_x"): {
                 "start_description": "a",

@@ -62,13 +62,14 @@ async def type_into_entry(client: Client, probe: TkProbe, text: str) -> None:
 
 
 async def test_find_text_boxes_lie_on_the_widgets(client: Client, tk_probe: TkProbe) -> None:
-    found = await call_ok(client, "find_text", phrase="Press me")
+    found = await call_ok(client, "find_text", phrase="Press me", space="screen")
     best = found["matches"][0]
-    assert best["text"] == "Press me" and best["score"] >= 95
+    assert best["text"] == "Press me" and best["score"] >= 95 and best["exact"]
     assert inside(best["center"], tk_probe.state()["widgets"]["button"])
-    # The click point is also given in the latest screenshot's pixels (no screenshot yet: default scale 2/3).
-    point = found["points"][0]
-    assert abs(point["x"] - best["center"]["x"] * 2 / 3) <= 1.5
+    # By default the same match is given in the latest screenshot's pixels (none yet: the default size, 2/3).
+    scaled = await call_ok(client, "find_text", phrase="Press me")
+    assert scaled["space"] == "screenshot" and scaled["frame_id"]
+    assert abs(scaled["matches"][0]["center"]["x"] - best["center"]["x"] * 2 / 3) <= 1.5
 
 
 async def test_click_text_activates_the_button_and_records_the_match(client: Client, tk_probe: TkProbe) -> None:
@@ -77,7 +78,7 @@ async def test_click_text_activates_the_button_and_records_the_match(client: Cli
     grounding = record["grounding"][0]
     assert grounding["method"] == "ocr" and grounding["query"] == "press ME"
     assert grounding["matched_text"] == "Press me" and grounding["candidates"] == 1
-    history = (await call_ok(client, "action_history"))["result"]
+    history = (await call_ok(client, "action_history"))["records"]
     assert history[-1]["grounding"] == record["grounding"]
 
 
@@ -251,7 +252,7 @@ async def test_find_text_in_a_terminal(client: Client, xdisplay: object) -> None
     try:
         window = None
         for _ in range(100):
-            windows = (await call_ok(client, "list_windows"))["result"]
+            windows = (await call_ok(client, "list_windows"))["windows"]
             window = next((w for w in windows if w["title"] == "OCR Term"), None)
             if window is not None:
                 break

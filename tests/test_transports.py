@@ -131,7 +131,7 @@ async def test_stdio_server_starts_and_stops_its_own_display() -> None:
     async with Client(params) as client:
         info = (await client.call_tool("screen_info", {})).structured_content
         assert info is not None
-        assert info["screen"]["width"] == 1280 and info["screen"]["height"] == 720
+        assert info["screen_rect"]["width"] == 1280 and info["screen_rect"]["height"] == 720
         assert info["display"] not in (None, os.environ.get("DISPLAY"))
         assert len(xvfb_pids() - before) == 1
         windows = await client.call_tool("list_windows", {})

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from PIL import Image
 
+from symphony_mcp.desktop.frames import new_frame_id
 from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.models import MonitorInfo
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
-
-_frame_counter = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -24,33 +23,46 @@ class Frame:
     monitor: int
     cursor: Point | None
     captured_at: float = field(default_factory=time.time)
-    id: str = field(default_factory=lambda: f"f{next(_frame_counter)}")
+    id: str = field(default_factory=new_frame_id)
 
 
 def select_monitor(monitors: list[MonitorInfo], index: int) -> Rect:
     """The area of monitor `index` (mss numbering), or an error naming the valid indexes."""
     if not 0 <= index < len(monitors):
         raise InvalidInputError(f"monitor {index} does not exist: use 0 (all monitors) or 1..{len(monitors) - 1}")
-    return monitors[index].rect
+    return monitors[index].screen_rect
 
 
 class ScreenCapturer:
     """Wraps one mss instance; mss instances are per thread, so the owner pins it to one thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, layout: Sequence[Rect] = ()) -> None:
         import mss
 
+        self._layout = list(layout)
         try:
             self._mss = mss.MSS()
         except Exception as exc:  # mss raises ScreenShotError or XError subclasses
             raise DisplayUnavailableError(f"cannot open the display for capture: {exc}") from exc
 
     def monitors(self) -> list[MonitorInfo]:
+        """mss's monitors, or the configured layout (checked against the screen) after monitor 0."""
         result = []
         for index, mon in enumerate(self._mss.monitors):
             rect = Rect(left=mon["left"], top=mon["top"], width=mon["width"], height=mon["height"])
-            result.append(MonitorInfo(index=index, rect=rect, primary=bool(mon.get("is_primary"))))
-        return result
+            result.append(MonitorInfo(index=index, screen_rect=rect, primary=bool(mon.get("is_primary"))))
+        if not self._layout:
+            return result
+        screen = result[0].screen_rect
+        for rect in self._layout:
+            if rect.intersect(screen) != rect:
+                raise InvalidInputError(
+                    f"configured monitor {rect.describe()} is not on the screen ({screen.describe()}); "
+                    "fix SYMPHONY_DISPLAY__MONITORS"
+                )
+        return [result[0]] + [
+            MonitorInfo(index=i, screen_rect=rect, primary=i == 1) for i, rect in enumerate(self._layout, 1)
+        ]
 
     def monitor_rect(self, index: int) -> Rect:
         return select_monitor(self.monitors(), index)

@@ -1,8 +1,8 @@
-"""The desktop core the MCP tools call: coordinate mapping, validation, pacing and action records.
+"""The desktop core the MCP tools call: the caller's coordinate space, validation, pacing and action records.
 
-Coordinates from callers are in the pixel space of a screenshot image ("screenshot" space: the
-latest screenshot, or the one named by frame_id) or in absolute screen pixels ("screen" space).
-Before any screenshot, screenshot space means the image a default screenshot would have.
+Actions take screen pixels (`Target`) plus the caller's space (`CallerSpace`, frames.py), which
+records and summaries describe points in. Before any screenshot, screenshot space means the image
+a default screenshot would have; that space gets a frame id of its own so results can name it.
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ import logging
 import os
 import sys
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from PIL import Image
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from symphony_mcp.config import Settings
 from symphony_mcp.desktop.capture import Frame, select_monitor
-from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
+from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, Placed, new_frame_id
+from symphony_mcp.desktop.geometry import CoordinateSpace, ImageMapping, Point, Rect
 from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.runner import DesktopRunner
@@ -30,18 +31,15 @@ from symphony_mcp.memory.actions import ActionLog, ActionRecord, Grounding
 from symphony_mcp.vision.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 
 log = logging.getLogger(__name__)
-CoordinateSpace = Literal["screenshot", "screen"]
-_FRAMES_KEPT = 64
 _MAX_CLICKS = 10
 _MAX_SCROLL = 200
 
 
-class ScreenshotInfo(BaseModel):
-    """Metadata of one screenshot; click coordinates are in this image's pixel space."""
+class ScreenshotInfo(Placed):
+    """Metadata of one screenshot; it becomes the latest frame, so coordinates read off it work as they are."""
 
-    frame_id: str = Field(description="pass as frame_id to act in this image's coordinates")
-    monitor: int
-    area: Rect = Field(description="screen area shown, in screen pixels")
+    monitor: int = Field(description="monitor shown (0 = all monitors, or a region of them)")
+    screen_area: Rect = Field(description="screen area shown, in absolute screen pixels")
     screen_width: int = Field(description="width of the whole screen (all monitors) in pixels")
     screen_height: int
     image_width: int
@@ -50,25 +48,39 @@ class ScreenshotInfo(BaseModel):
     format: str
     bytes: int
     cursor: Point | None = Field(None, description="pointer position in this image's pixels, if inside it")
-    cursor_screen: Point | None = Field(None, description="pointer position in screen pixels")
+    screen_cursor: Point | None = Field(None, description="pointer position in absolute screen pixels")
 
 
-class ScreenInfo(BaseModel):
+class ScreenInfo(Placed):
     platform: str
     display: str | None
     monitors: list[MonitorInfo] = Field(description="0 is all monitors together, 1.. the physical ones")
     default_monitor: int
-    screen: Rect = Field(description="the whole screen in screen pixels")
+    screen_rect: Rect = Field(description="the whole screen in absolute screen pixels")
     screenshot_size: tuple[int, int] = Field(description="image size a default screenshot has")
     screenshot_scale: float
-    cursor: Point
+    cursor: Point = Field(description="pointer position in the result's space")
+    screen_cursor: Point = Field(description="pointer position in absolute screen pixels")
 
 
-class OpenResult(BaseModel):
+class WindowList(Placed):
+    windows: list[WindowInfo] = Field(description="top-level windows, rectangles in the result's space")
+
+
+class OpenResult(Placed):
     target: str
     pid: int
     new_windows: list[WindowInfo] = Field(description="windows that appeared after launching")
     record: ActionRecord
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an action acts, in screen pixels, and how the caller named it (for the record)."""
+
+    point: Point
+    given: tuple[float, float] | None = None  # the caller's x, y in its space; None when found by OCR or a model
+    grounding: tuple[Grounding, ...] = ()
 
 
 class DesktopController:
@@ -76,8 +88,7 @@ class DesktopController:
         self.settings = settings
         self.runner = runner
         self.actions = actions
-        self._mappings: OrderedDict[str, ImageMapping] = OrderedDict()
-        self._latest_frame_id: str | None = None
+        self.frames = FrameRegistry()
         self._listeners: list[Callable[[ActionRecord], Awaitable[None]]] = []
 
     def add_action_listener(self, listener: Callable[[ActionRecord], Awaitable[None]]) -> None:
@@ -102,40 +113,33 @@ class DesktopController:
             max_bytes=shot.max_bytes,
         )
 
-    async def _mapping(self, frame_id: str | None) -> tuple[ImageMapping, str | None]:
-        if frame_id is not None:
-            if frame_id not in self._mappings:
-                raise InvalidInputError(
-                    f"unknown frame_id {frame_id!r}: only the last {_FRAMES_KEPT} screenshots are kept "
-                    f"(latest: {self._latest_frame_id or 'none yet'}); take a new screenshot"
-                )
-            return self._mappings[frame_id], frame_id
-        if self._latest_frame_id is not None:
-            return self._mappings[self._latest_frame_id], self._latest_frame_id
-        area = await self.runner.run(lambda d: _monitor_rect(d, self.settings.display.monitor))
-        return self._default_mapping(area), None
-
     def _default_mapping(self, area: Rect) -> ImageMapping:
         """How a default screenshot of `area` maps to the screen."""
         width, height = target_size(area.width, area.height, self._encode_options())
         return ImageMapping(area=area, image_width=width, image_height=height)
 
-    async def to_screen(
-        self, x: float, y: float, space: CoordinateSpace, frame_id: str | None
-    ) -> tuple[Point, str | None]:
-        """Map a caller's point to a screen pixel, refusing points outside the image or screen."""
-        if space == "screen":
-            if frame_id is not None:
-                raise InvalidInputError("frame_id only applies to space='screenshot'")
-            screen = await self.screen_rect()
-            if not screen.contains(round(x), round(y)):
-                raise InvalidInputError(
-                    f"screen point ({x:g}, {y:g}) is off screen; the screen spans {screen.describe()}"
-                )
-            return Point(x=round(x), y=round(y)), None
-        mapping, used = await self._mapping(frame_id)
-        mapping.check_image_point(x, y)
-        return mapping.to_screen(x, y), used
+    async def caller_space(
+        self, space: CoordinateSpace = "screenshot", frame_id: str | None = None, monitor: int | None = None
+    ) -> CallerSpace:
+        """The space a call's coordinates are in: frame_id's frame, else the latest screenshot.
+
+        With `monitor`, the call looks at that monitor instead: a new frame of it at the default
+        screenshot size becomes the latest, as a screenshot of that monitor would.
+        """
+        if space == "screen" and frame_id is not None:
+            raise InvalidInputError("frame_id only applies to space='screenshot'")
+        if monitor is not None and frame_id is not None:
+            raise InvalidInputError("give monitor or frame_id, not both: a frame already shows one area")
+        monitors = await self.runner.run(lambda d: d.monitors())
+        screen = monitors[0].screen_rect
+        reference = None if monitor is not None else self.frames.reference(frame_id)
+        if reference is None:
+            index = self.settings.display.monitor if monitor is None else monitor
+            reference = new_frame_id(), self._default_mapping(select_monitor(monitors, index))
+            self.frames.remember(*reference)
+        used, mapping = reference
+        named = used if space == "screenshot" else None
+        return CallerSpace(space=space, frame_id=named, mapping=mapping, screen=screen)
 
     # --- screen --------------------------------------------------------------------------------
     async def screen_info(self) -> ScreenInfo:
@@ -143,25 +147,26 @@ class DesktopController:
         default = self.settings.display.monitor
         if default >= len(monitors):
             default = 1
-        mapping = self._default_mapping(monitors[default].rect)
+        mapping = self._default_mapping(monitors[default].screen_rect)
         return ScreenInfo(
             platform=sys.platform,
             display=os.environ.get("DISPLAY"),
             monitors=monitors,
             default_monitor=default,
-            screen=monitors[0].rect,
+            screen_rect=monitors[0].screen_rect,
             screenshot_size=(mapping.image_width, mapping.image_height),
             screenshot_scale=round(mapping.scale_x, 6),
             cursor=cursor,
+            screen_cursor=cursor,
         )
+
+    async def capture(self, area: Rect | None = None) -> Frame:
+        """Grab a full-resolution frame of a screen area (clipped to the screen), or of the default monitor."""
+        return await self.runner.run(lambda d: self._grab(d, None if area is None else 0, area))
 
     async def screen_rect(self) -> Rect:
         """The whole screen (all monitors) in screen pixels."""
         return await self.runner.run(lambda d: _monitor_rect(d, 0))
-
-    async def capture(self, monitor: int | None = None, region: Rect | None = None) -> Frame:
-        """Grab a full-resolution frame of a monitor or of a screen region."""
-        return await self.runner.run(lambda d: self._grab(d, monitor, region))
 
     def _grab(self, desktop: Desktop, monitor: int | None, region: Rect | None) -> Frame:
         monitor_index = self.settings.display.monitor if monitor is None else monitor
@@ -178,23 +183,23 @@ class DesktopController:
 
     async def screenshot(
         self,
+        view: CallerSpace,
         monitor: int | None = None,
         region: tuple[float, float, float, float] | None = None,
-        space: CoordinateSpace = "screenshot",
-        frame_id: str | None = None,
         draw_cursor: bool | None = None,
         format: str | None = None,
         quality: int | None = None,
         max_width: int | None = None,
         max_height: int | None = None,
     ) -> tuple[EncodedImage, ScreenshotInfo]:
+        """Capture a monitor, or a region given in the caller's space; the image becomes the latest frame."""
         options = self._encode_options(format, quality, max_width, max_height)
-        region_rect = await self.region_to_screen(region, space, frame_id) if region else None
+        region_rect = view.region_to_screen(region) if region else None
         want_marker = self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
 
         def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
             # One trip to the desktop thread: a screenshot is latency-bound.
-            frame = self._grab(desktop, monitor, region_rect)
+            frame = self._grab(desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect)
             cursor = frame.cursor
             marker = None
             if want_marker and cursor is not None and frame.area.contains(cursor.x, cursor.y):
@@ -205,23 +210,22 @@ class DesktopController:
         return encoded, self._describe(frame, screen, encoded)
 
     async def publish(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
-        """Encode an image drawn over `frame` (e.g. annotated) so callers can act in its coordinates."""
+        """Encode an image drawn over `frame` (e.g. annotated); it becomes the latest frame, like a screenshot."""
         encoded = await asyncio.to_thread(encode_image, image, self._encode_options())
-        screen = await self.screen_rect()
-        return encoded, self._describe(frame, screen, encoded)
+        return encoded, self._describe(frame, await self.screen_rect(), encoded)
 
     def _describe(self, frame: Frame, screen: Rect, encoded: EncodedImage) -> ScreenshotInfo:
         """Remember the image's mapping (it becomes the latest frame) and describe it."""
         mapping = ImageMapping(area=frame.area, image_width=encoded.width, image_height=encoded.height)
-        self._remember(frame.id, mapping)
+        self.frames.remember(frame.id, mapping)
         cursor_image = None
         if frame.cursor is not None and frame.area.contains(frame.cursor.x, frame.cursor.y):
-            cx, cy = mapping.to_image(frame.cursor)
-            cursor_image = Point(x=round(cx), y=round(cy))
+            cursor_image = mapping.point_to_image(frame.cursor)
         return ScreenshotInfo(
+            space="screenshot",
             frame_id=frame.id,
             monitor=frame.monitor,
-            area=frame.area,
+            screen_area=frame.area,
             screen_width=screen.width,
             screen_height=screen.height,
             image_width=encoded.width,
@@ -230,45 +234,8 @@ class DesktopController:
             format=encoded.format,
             bytes=len(encoded.data),
             cursor=cursor_image,
-            cursor_screen=frame.cursor,
+            screen_cursor=frame.cursor,
         )
-
-    async def image_points(self, points: Sequence[Point]) -> list[Point]:
-        """Where screen pixels are in the latest screenshot (the default space of pointer tools)."""
-        mapping, _ = await self._mapping(None)
-        return [Point(x=round(x), y=round(y)) for x, y in map(mapping.to_image, points)]
-
-    async def region_to_screen(
-        self, region: tuple[float, float, float, float], space: CoordinateSpace, frame_id: str | None
-    ) -> Rect:
-        left, top, width, height = region
-        if width <= 0 or height <= 0:
-            raise InvalidInputError(f"region width and height must be positive, got {width:g}x{height:g}")
-        if space == "screen":
-            return Rect(left=round(left), top=round(top), width=round(width), height=round(height))
-        mapping, _ = await self._mapping(frame_id)
-        mapping.check_image_point(left, top)
-        mapping.check_image_point(left + width - 1, top + height - 1)
-        a = mapping.to_screen(left, top)
-        b = mapping.to_screen(left + width - 1, top + height - 1)
-        return Rect(left=a.x, top=a.y, width=b.x - a.x + 1, height=b.y - a.y + 1)
-
-    def register_frame(self, frame: Frame) -> ImageMapping:
-        """Make `frame` addressable by frame_id at the default screenshot size, without making it the latest.
-
-        Used for frames a caller never saw as an image (e.g. the one a description was located on).
-        """
-        mapping = self._default_mapping(frame.area)
-        self._remember(frame.id, mapping, latest=False)
-        return mapping
-
-    def _remember(self, frame_id: str, mapping: ImageMapping, latest: bool = True) -> None:
-        self._mappings[frame_id] = mapping
-        if latest:
-            self._latest_frame_id = frame_id
-        while len(self._mappings) > _FRAMES_KEPT:
-            oldest = next(k for k in self._mappings if k != self._latest_frame_id)  # the latest always stays
-            del self._mappings[oldest]
 
     # --- actions -------------------------------------------------------------------------------
     async def _perform(
@@ -277,12 +244,10 @@ class DesktopController:
         arguments: dict[str, Any],
         operation: Callable[[Desktop], object],
         summary: str,
-        points: Sequence[Point] = (),
-        frame_id: str | None = None,
+        targets: Sequence[Target] = (),
         settle: bool = True,
-        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
-        """Run one action on the desktop thread, let the UI settle, and record what happened."""
+        """Run one action on the desktop thread, let the UI settle, and record what happened (in screen pixels)."""
         started = time.time()
         error: str | None = None
         try:
@@ -294,12 +259,13 @@ class DesktopController:
             if settle and error is None:
                 await asyncio.sleep(self.settings.input.settle_seconds)
             cursor, window = await self._post_state()
+            points = [t.point for t in targets]
             record = ActionRecord(
                 id=self.actions.next_id(),
                 action=action,
                 arguments=arguments,
-                screen_points=list(points),
-                frame_id=frame_id,
+                points=points,
+                screen_points=points,
                 ok=error is None,
                 error=error,
                 started_at=started,
@@ -307,7 +273,7 @@ class DesktopController:
                 cursor_after=cursor,
                 active_window_after=window,
                 summary=summary if error is None else f"{summary} -> failed: {error}",
-                grounding=list(grounding),
+                grounding=[g for t in targets for g in t.grounding],
             )
             self.actions.append(record)
             for listener in self._listeners:
@@ -328,150 +294,111 @@ class DesktopController:
 
     async def click(
         self,
-        x: float,
-        y: float,
+        target: Target,
+        view: CallerSpace,
         *,
         button: MouseButton = "left",
         count: int = 1,
         hold_keys: Sequence[str] = (),
-        space: CoordinateSpace = "screenshot",
-        frame_id: str | None = None,
-        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
         if not 1 <= count <= _MAX_CLICKS:
             raise InvalidInputError(f"count must be 1..{_MAX_CLICKS} (2 = double click), got {count}")
         held = await self._keys(hold_keys) if hold_keys else []
-        point, used = await self.to_screen(x, y, space, frame_id)
+        point = target.point
         kind = {1: "click", 2: "double-click", 3: "triple-click"}.get(count, f"{count}x click")
         mods = f" with {'+'.join(held)} held" if held else ""
         return await self._perform(
             "click",
-            {"x": x, "y": y, "button": button, "count": count, "hold_keys": list(hold_keys), "space": space},
+            {**_given(target, view), "button": button, "count": count, "hold_keys": list(hold_keys)},
             lambda d: d.click(point, button, count, held),
-            f"{button} {kind} at screen ({point.x}, {point.y}){mods}",
-            [point],
-            used,
-            grounding=grounding,
+            f"{button} {kind} {_where(target, view)}{mods}",
+            [target],
         )
 
-    async def move(
-        self,
-        x: float,
-        y: float,
-        *,
-        duration: float = 0.0,
-        space: CoordinateSpace = "screenshot",
-        frame_id: str | None = None,
-    ) -> ActionRecord:
+    async def move(self, target: Target, view: CallerSpace, *, duration: float = 0.0) -> ActionRecord:
         _check_duration(duration)
-        point, used = await self.to_screen(x, y, space, frame_id)
+        point = target.point
         return await self._perform(
             "move_pointer",
-            {"x": x, "y": y, "duration": duration, "space": space},
+            {**_given(target, view), "duration": duration},
             lambda d: d.move(point, duration),
-            f"moved pointer to screen ({point.x}, {point.y})",
-            [point],
-            used,
+            f"moved pointer {_where(target, view)}",
+            [target],
         )
 
     async def drag(
         self,
-        start: tuple[float, float],
-        end: tuple[float, float],
+        start: Target,
+        end: Target,
+        view: CallerSpace,
         *,
         button: MouseButton = "left",
         hold_keys: Sequence[str] = (),
         duration: float = 0.3,
-        space: CoordinateSpace = "screenshot",
-        frame_id: str | None = None,
-        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
         _check_duration(duration)
         held = await self._keys(hold_keys) if hold_keys else []
-        a, used = await self.to_screen(*start, space, frame_id)
-        b, _ = await self.to_screen(*end, space, frame_id)
+        a, b = start.point, end.point
         return await self._perform(
             "drag_and_drop",
             {
-                "start": list(start),
-                "end": list(end),
+                **_given(start, view, "start_"),
+                **_given(end, view, "end_"),
                 "button": button,
                 "hold_keys": list(hold_keys),
                 "duration": duration,
-                "space": space,
             },
             lambda d: d.drag(a, b, button, held, duration),
-            f"dragged from screen ({a.x}, {a.y}) to ({b.x}, {b.y})",
-            [a, b],
-            used,
-            grounding=grounding,
+            f"dragged from {_where(start, view, 'from')} to {_where(end, view, 'to')}",
+            [start, end],
         )
 
     async def scroll(
         self,
+        view: CallerSpace,
         *,
         vertical: int = 0,
         horizontal: int = 0,
-        x: float | None = None,
-        y: float | None = None,
+        target: Target | None = None,
         hold_keys: Sequence[str] = (),
-        space: CoordinateSpace = "screenshot",
-        frame_id: str | None = None,
-        grounding: Sequence[Grounding] = (),
     ) -> ActionRecord:
+        """Scroll over a target, or where the pointer is when there is none."""
         if vertical == 0 and horizontal == 0:
             raise InvalidInputError("give a non-zero vertical (positive = up) or horizontal (positive = right) amount")
         if max(abs(vertical), abs(horizontal)) > _MAX_SCROLL:
             raise InvalidInputError(f"scroll amounts must be within -{_MAX_SCROLL}..{_MAX_SCROLL} clicks")
-        if (x is None) != (y is None):
-            raise InvalidInputError("give both x and y to scroll at a point, or neither to scroll at the pointer")
         held = await self._keys(hold_keys) if hold_keys else []
-        if x is not None and y is not None:
-            point, used = await self.to_screen(x, y, space, frame_id)
-        else:
-            point, used = await self.runner.run(lambda d: d.cursor()), None
+        if target is None:
+            target = Target(await self.runner.run(lambda d: d.cursor()))
+        point = target.point
         return await self._perform(
             "scroll",
-            {
-                "vertical": vertical,
-                "horizontal": horizontal,
-                "x": x,
-                "y": y,
-                "hold_keys": list(hold_keys),
-                "space": space,
-            },
+            {**_given(target, view), "vertical": vertical, "horizontal": horizontal, "hold_keys": list(hold_keys)},
             lambda d: d.scroll(point, vertical, horizontal, held),
-            f"scrolled {vertical:+d} vertical, {horizontal:+d} horizontal at screen ({point.x}, {point.y})",
-            [point],
-            used,
-            grounding=grounding,
+            f"scrolled {vertical:+d} vertical, {horizontal:+d} horizontal {_where(target, view)}",
+            [target],
         )
 
     async def type_text(
         self,
         text: str,
+        view: CallerSpace,
         *,
         overwrite: bool = False,
         enter: bool = False,
-        x: float | None = None,
-        y: float | None = None,
-        space: CoordinateSpace = "screenshot",
-        frame_id: str | None = None,
-        grounding: Sequence[Grounding] = (),
+        target: Target | None = None,
     ) -> ActionRecord:
-        """Type into the focused element, or first click the field at (x, y) to focus it."""
+        """Type into the focused element, or first click the field at `target` to focus it."""
         text = _check_text(text, self.settings.input.max_text_length, allow_empty=overwrite or enter)
-        if (x is None) != (y is None):
-            raise InvalidInputError("give both x and y to click the field first, or neither to type where focus is")
-        target, used = (None, None) if x is None or y is None else await self.to_screen(x, y, space, frame_id)
+        point = target.point if target is not None else None
         settle = self.settings.input.settle_seconds
         # Ctrl+End then Ctrl+Shift+Home selects a whole field in GTK, Qt, Chromium, Windows and Tk
         # (Tk binds Ctrl+A to "line start", so the usual Ctrl+A would prepend instead of replace).
         select_all = [["command", "a"]] if sys.platform == "darwin" else [["ctrl", "end"], ["ctrl", "shift", "home"]]
 
         def operation(desktop: Desktop) -> None:
-            if target is not None:
-                desktop.click(target, "left", 1, [])
+            if point is not None:
+                desktop.click(point, "left", 1, [])
                 time.sleep(settle)  # keys sent right after a click into a browser can be lost
             if overwrite:
                 for combo in select_all:
@@ -483,16 +410,15 @@ class DesktopController:
                 desktop.press(["enter"])
 
         preview = text if len(text) <= 60 else text[:57] + "..."
-        where = f" into the field at screen ({target.x}, {target.y})" if target is not None else ""
+        where = f" into the field {_where(target, view)}" if target is not None else ""
         extras = "".join([" (replacing the field's text)" if overwrite else "", " then Enter" if enter else ""])
+        given = _given(target, view) if target is not None else {}
         return await self._perform(
             "type",
-            {"text": text, "overwrite": overwrite, "enter": enter, "x": x, "y": y, "space": space},
+            {"text": text, "overwrite": overwrite, "enter": enter, **given},
             operation,
             f"typed {preview!r}{where}{extras}",
             [target] if target is not None else [],
-            used,
-            grounding=grounding,
         )
 
     async def hotkey(self, keys: Sequence[str]) -> ActionRecord:
@@ -580,6 +506,26 @@ class DesktopController:
             return await self.list_windows()
         except Exception:
             return []
+
+
+def _given(target: Target, view: CallerSpace, prefix: str = "") -> dict[str, Any]:
+    """The record's arguments for a target: the caller's x, y and their space, when the caller gave them."""
+    if target.given is None:
+        return {}
+    x, y = target.given
+    return {f"{prefix}x": x, f"{prefix}y": y, "space": view.space, "frame_id": view.frame_id}
+
+
+def _where(target: Target | None, view: CallerSpace, preposition: str = "at") -> str:
+    """A target for a summary, in the caller's space (summaries are read by models: no other numbers)."""
+    if target is None:
+        return ""
+    if target.grounding:
+        named = f"{preposition} {target.grounding[0].query!r}"
+        return f"{named} ({target.grounding[0].method})"
+    point = view.point(target.point)
+    where = "screen" if view.space == "screen" else f"frame {view.frame_id}"
+    return f"{preposition} ({point.x}, {point.y}) of {where}"
 
 
 def _monitor_rect(desktop: Desktop, index: int) -> Rect:

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from symphony_mcp.errors import InvalidInputError
 
+# "screenshot": pixels of a screenshot image (a frame); "screen": absolute screen pixels (all monitors).
+CoordinateSpace = Literal["screenshot", "screen"]
+
 
 class Point(BaseModel):
-    """A point in absolute screen pixels (virtual-screen coordinates across all monitors)."""
+    """A pixel position; cores work in screen pixels, results name the space they are given in."""
 
     x: int
     y: int
 
 
 class Rect(BaseModel):
-    """An axis-aligned rectangle in absolute screen pixels."""
+    """An axis-aligned pixel rectangle; cores work in screen pixels, results name the space they are given in."""
 
     left: int
     top: int
@@ -86,6 +91,19 @@ class ImageMapping:
             (point.x - self.area.left + 0.5) * self.scale_x - 0.5,
             (point.y - self.area.top + 0.5) * self.scale_y - 0.5,
         )
+
+    def point_to_image(self, point: Point) -> Point:
+        """The image pixel showing screen pixel `point` (may lie outside the image for points outside the area)."""
+        x, y = self.to_image(point)
+        return Point(x=round(x), y=round(y))
+
+    def rect_to_image(self, rect: Rect) -> Rect:
+        """The image pixels covering screen rectangle `rect`: its edges scaled, at least one pixel each way."""
+        left = math.floor((rect.left - self.area.left) * self.scale_x)
+        top = math.floor((rect.top - self.area.top) * self.scale_y)
+        right = math.ceil((rect.left + rect.width - self.area.left) * self.scale_x)
+        bottom = math.ceil((rect.top + rect.height - self.area.top) * self.scale_y)
+        return Rect(left=left, top=top, width=max(1, right - left), height=max(1, bottom - top))
 
     def check_image_point(self, x: float, y: float) -> None:
         """Raise a caller-facing error unless (x, y) lies inside the image."""

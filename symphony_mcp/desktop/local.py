@@ -46,9 +46,9 @@ def _import_pyautogui() -> Any:
 class LocalDesktop:
     """Drives the screen this process can see. One instance per thread."""
 
-    def __init__(self, pacing: InputSettings | None = None) -> None:
+    def __init__(self, pacing: InputSettings | None = None, layout: Sequence[Rect] = ()) -> None:
         self._gui = _import_pyautogui()
-        self._capturer = ScreenCapturer()
+        self._capturer = ScreenCapturer(layout)
         pacing = pacing or InputSettings()
         self._type_interval = pacing.type_interval
         self._click_interval = pacing.click_interval

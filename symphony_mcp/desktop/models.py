@@ -15,7 +15,7 @@ class MonitorInfo(BaseModel):
     """One capture target as mss numbers them: 0 is the union of all monitors, 1.. are physical."""
 
     index: int
-    rect: Rect
+    screen_rect: Rect = Field(description="the monitor's area in absolute screen pixels")
     primary: bool = False
 
 
@@ -26,6 +26,6 @@ class WindowInfo(BaseModel):
     title: str
     app: str = Field(description="application class (WM_CLASS on X11)")
     pid: int | None = None
-    rect: Rect | None = None
+    rect: Rect | None = Field(None, description="the window's frame, in the result's space")
     active: bool = False
     desktop: int | None = None

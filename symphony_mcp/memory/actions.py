@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.models import WindowInfo
 
@@ -20,24 +21,23 @@ class Grounding(BaseModel):
     query: str = Field(description="what the caller asked for (phrase or description)")
     matched_text: str | None = None
     score: float | None = None
-    box: Rect | None = Field(None, description="screen pixels of the matched target")
+    box: Rect | None = Field(None, description="the matched target's box")
     candidates: int = Field(1, description="how many matches there were to choose from")
     model: str | None = Field(None, description="grounding model that answered (vlm)")
     raw_answer: str | None = Field(None, description="the model's answer as given (vlm)")
-    frame_id: str | None = Field(None, description="the capture the target was found on")
     refined_from: Point | None = Field(
         None, description="the model's first guess, when a zoomed second look gave the point used (vlm)"
     )
 
 
-class ActionRecord(BaseModel):
-    """What was done, where (screen pixels), on which frame's coordinates, and the state after."""
+class ActionRecord(Placed):
+    """What was done, where, and the state after; coordinates in the record's space (see space, frame_id)."""
 
     id: int
-    action: str = Field(description="tool-level action name, e.g. click, type_text")
+    action: str = Field(description="tool-level action name, e.g. click, type")
     arguments: dict[str, Any] = Field(description="the arguments as the caller gave them")
-    screen_points: list[Point] = Field(default_factory=list, description="screen pixels acted on")
-    frame_id: str | None = Field(None, description="screenshot whose coordinates were used")
+    points: list[Point] = Field(default_factory=list, description="where it acted, in the record's space")
+    screen_points: list[Point] = Field(default_factory=list, description="where it acted, absolute screen pixels")
     ok: bool = True
     error: str | None = None
     started_at: float

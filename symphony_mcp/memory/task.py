@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.desktop.frames import Placed
+from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.actions import ActionRecord
 from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
@@ -47,11 +48,23 @@ class TaskInfo(BaseModel):
     active_here: bool = Field(False, description="the running task of the caller's session")
 
 
-class MemoryState(BaseModel):
+class StepAction(BaseModel):
+    """What one step did, for a reader without a model: the action, its target and its result."""
+
+    step: int
+    action: str
+    target: str | None = Field(description="what it acted on: a phrase, description, text, keys, app or window")
+    points: list[Point] = Field(description="where it acted, in the result's space")
+    ok: bool = Field(description="false: the action raised an error")
+    result: str = Field(description="what happened, or the error")
+
+
+class MemoryState(Placed):
     """The trajectory as the memory holds it, without any model call."""
 
     task: TaskInfo
     steps: int
+    actions: list[StepAction] = Field(description="every step's action, target and result, oldest first")
     summaries: list[StepSummary] = Field(description="step checks so far (from `reflect`)")
     unchecked_steps: list[int] = Field(description="steps not yet checked by the memoryer model")
     image_steps: list[int] = Field(description="steps whose screenshots are in memory (0 = start), oldest first")
@@ -151,6 +164,7 @@ class Task:
         return MemoryState(
             task=self.info,
             steps=len(self.steps),
+            actions=[_step_action(s) for s in self.steps],
             summaries=self.memory.summaries,
             unchecked_steps=[s.step_num for s in self.steps if s.verdict is None],
             image_steps=self.memory.image_steps(),
@@ -287,6 +301,32 @@ class Task:
     def _replace(self, step: TrajectoryStep) -> None:
         self.steps[step.step_num - 1] = step
         self.writer.update(step, self.steps)
+
+
+def _step_action(step: TrajectoryStep) -> StepAction:
+    record = step.record
+    return StepAction(
+        step=step.step_num,
+        action=record.action,
+        target=_target(record),
+        points=record.screen_points,
+        ok=record.ok,
+        result=record.summary if record.ok else f"failed: {record.error}",
+    )
+
+
+def _target(record: ActionRecord) -> str | None:
+    """The thing an action was aimed at, as the caller named it."""
+    if record.grounding:
+        return " -> ".join(repr(g.query) for g in record.grounding)
+    arguments = record.arguments
+    for name in ("text", "target", "window_id"):
+        if isinstance(arguments.get(name), str):
+            return repr(arguments[name])
+    keys = arguments.get("keys") or arguments.get("press_keys")
+    if isinstance(keys, list):
+        return "+".join(map(str, keys))
+    return None
 
 
 def _directory(info: TaskInfo) -> Path:

@@ -134,7 +134,7 @@ class _Run:
         await self.call("start_task", instruction=self.record.instruction, task_id=self.record.task_id)
         self.started_task = True
         if self.settings.reset:
-            self.windows_before = {w["id"] for w in (await self.call("list_windows"))["result"]}
+            self.windows_before = {w["id"] for w in (await self.call("list_windows"))["windows"]}
 
     async def loop(self) -> None:
         for step in range(1, self.settings.max_steps + 1):
@@ -350,7 +350,7 @@ class _Run:
 
     async def reset(self) -> None:
         self.go(State.RESET, "close the windows the task opened")
-        now = (await self.call("list_windows"))["result"]
+        now = (await self.call("list_windows"))["windows"]
         for window in now:
             if window["id"] not in self.windows_before:
                 await self.client.call_tool("close_window", {"window_id": window["id"]})

@@ -7,7 +7,8 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.controller import DesktopController, Target
+from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.models import MouseButton
 from symphony_mcp.memory.actions import ActionRecord
 from symphony_mcp.tools.common import (
@@ -21,7 +22,7 @@ from symphony_mcp.tools.common import (
     Y,
     caller_errors,
 )
-from symphony_mcp.vision.grounding.targets import Target, TargetRequest, TargetResolver
+from symphony_mcp.vision.grounding.targets import TargetRequest, TargetResolver
 
 Description = Annotated[
     str | None,
@@ -49,18 +50,11 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         frame_id: FrameId = None,
     ) -> ActionRecord:
         """Click an element given by description (located on screen by the grounding model) or at x, y;
-        optionally several times and with modifier keys held."""
-        (target,) = await targets.resolve([TargetRequest(description, x, y)], space, frame_id)
-        return await desktop.click(
-            target.x,
-            target.y,
-            button=button,
-            count=count,
-            hold_keys=hold_keys,
-            space=target.space,
-            frame_id=target.frame_id,
-            grounding=target.grounding,
-        )
+        optionally several times and with modifier keys held. x, y and the record's coordinates are the latest
+        screenshot's pixels unless space/frame_id say otherwise."""
+        view = await desktop.caller_space(space, frame_id)
+        (target,) = await targets.resolve([TargetRequest(description, x, y)], view)
+        return view.express(await desktop.click(target, view, button=button, count=count, hold_keys=hold_keys))
 
     @server.tool(annotations=HARMLESS_CHANGE)
     @caller_errors
@@ -71,8 +65,10 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Move the pointer without clicking (hover menus, tooltips)."""
-        return await desktop.move(x, y, duration=duration, space=space, frame_id=frame_id)
+        """Move the pointer without clicking (hover menus, tooltips). x, y and the record's coordinates are the
+        latest screenshot's pixels unless space/frame_id say otherwise."""
+        view = await desktop.caller_space(space, frame_id)
+        return view.express(await desktop.move(Target(view.to_screen(x, y), (x, y)), view, duration=duration))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -90,27 +86,18 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         frame_id: FrameId = None,
     ) -> ActionRecord:
         """Press at the start, move to the end with intermediate motion, release. Each end is a
-        description (located by the grounding model) or x, y."""
+        description (located by the grounding model) or x, y. x, y and the record's coordinates are the latest
+        screenshot's pixels unless space/frame_id say otherwise."""
+        view = await desktop.caller_space(space, frame_id)
         start, end = await targets.resolve(
             [
                 TargetRequest(start_description, start_x, start_y, "start_"),
                 TargetRequest(end_description, end_x, end_y, "end_"),
             ],
-            space,
-            frame_id,
+            view,
         )
-        if start.space != end.space:  # one end described, the other given: bring both to screen pixels
-            start, end = [await _on_screen(desktop, t) for t in (start, end)]
-        return await desktop.drag(
-            (start.x, start.y),
-            (end.x, end.y),
-            button=button,
-            hold_keys=hold_keys,
-            duration=duration,
-            space=start.space,
-            frame_id=start.frame_id,
-            grounding=start.grounding + end.grounding,
-        )
+        record = await desktop.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
+        return view.express(record)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -126,23 +113,15 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Scroll the wheel over an element (described, or at x, y, or under the pointer)."""
+        """Scroll the wheel over an element (described, or at x, y, or under the pointer). x, y and the record's
+        coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
+        view = await desktop.caller_space(space, frame_id)
         request = TargetRequest(description, x, y)
-        if request.is_empty:
-            return await desktop.scroll(
-                vertical=vertical, horizontal=horizontal, hold_keys=hold_keys, space=space, frame_id=frame_id
-            )
-        (target,) = await targets.resolve([request], space, frame_id)
-        return await desktop.scroll(
-            vertical=vertical,
-            horizontal=horizontal,
-            x=target.x,
-            y=target.y,
-            hold_keys=hold_keys,
-            space=target.space,
-            frame_id=target.frame_id,
-            grounding=target.grounding,
+        target = None if request.is_empty else (await targets.resolve([request], view))[0]
+        record = await desktop.scroll(
+            view, vertical=vertical, horizontal=horizontal, target=target, hold_keys=hold_keys
         )
+        return view.express(record)
 
     @server.tool(name="type", annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -159,27 +138,19 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         frame_id: FrameId = None,
     ) -> ActionRecord:
         """Type text into a field: the described one, the one at x, y, or (neither) the focused one.
-        Unicode is typed exactly, also in terminals."""
+        Unicode is typed exactly, also in terminals. x, y and the record's coordinates are the latest screenshot's
+        pixels unless space/frame_id say otherwise."""
+        view = await desktop.caller_space(space, frame_id)
         request = TargetRequest(description, x, y)
-        if request.is_empty:
-            return await desktop.type_text(text, overwrite=overwrite, enter=enter, space=space, frame_id=frame_id)
-        (target,) = await targets.resolve([request], space, frame_id)
-        return await desktop.type_text(
-            text,
-            overwrite=overwrite,
-            enter=enter,
-            x=target.x,
-            y=target.y,
-            space=target.space,
-            frame_id=target.frame_id,
-            grounding=target.grounding,
-        )
+        target = None if request.is_empty else (await targets.resolve([request], view))[0]
+        return view.express(await desktop.type_text(text, view, overwrite=overwrite, enter=enter, target=target))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def hotkey(keys: Keys) -> ActionRecord:
-        """Press a key or key combination: keys go down in order and come up in reverse (e.g. ctrl+s)."""
-        return await desktop.hotkey(keys)
+        """Press a key or key combination: keys go down in order and come up in reverse (e.g. ctrl+s).
+        The record's coordinates are the latest screenshot's pixels."""
+        return await _latest(desktop, await desktop.hotkey(keys))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -187,40 +158,48 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         hold_keys: Annotated[list[str], Field(description="keys held down throughout, e.g. ['alt']")],
         press_keys: Annotated[list[str], Field(description="keys pressed one after another, e.g. ['tab', 'tab']")],
     ) -> ActionRecord:
-        """Hold some keys while pressing others in sequence (e.g. alt held, tab pressed twice)."""
-        return await desktop.hold_and_press(hold_keys, press_keys)
+        """Hold some keys while pressing others in sequence (e.g. alt held, tab pressed twice). The record's
+        coordinates are the latest screenshot's pixels."""
+        return await _latest(desktop, await desktop.hold_and_press(hold_keys, press_keys))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def key_down(key: Annotated[str, Field(description="key to press and keep down")]) -> ActionRecord:
-        """Press a key and keep it down until key_up (for holds that span other actions)."""
-        return await desktop.key_transition(key, down=True)
+        """Press a key and keep it down until key_up (for holds that span other actions). The record's coordinates
+        are the latest screenshot's pixels."""
+        return await _latest(desktop, await desktop.key_transition(key, down=True))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def key_up(key: Annotated[str, Field(description="key to release")]) -> ActionRecord:
-        """Release a key pressed with key_down."""
-        return await desktop.key_transition(key, down=False)
+        """Release a key pressed with key_down. The record's coordinates are the latest screenshot's pixels."""
+        return await _latest(desktop, await desktop.key_transition(key, down=False))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def wait(seconds: Annotated[float, Field(description="seconds to wait")]) -> ActionRecord:
-        """Wait for the UI (loading, animations) before looking again."""
-        return await desktop.wait(seconds)
+        """Wait for the UI (loading, animations) before looking again. The record's coordinates are the latest
+        screenshot's pixels."""
+        return await _latest(desktop, await desktop.wait(seconds))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def action_history(
         since_id: Annotated[int, Field(ge=0, description="only records with a larger id")] = 0,
         limit: Annotated[int, Field(ge=1, le=1000, description="at most this many, the newest")] = 50,
-    ) -> list[ActionRecord]:
-        """The structured records of the actions this server performed in this session, oldest first."""
-        return desktop.actions.records(since_id=since_id, limit=limit)
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+    ) -> ActionHistory:
+        """The structured records of the actions this server performed in this session, oldest first,
+        all in one space (the latest screenshot's by default)."""
+        view = await desktop.caller_space(space, frame_id)
+        return view.express(ActionHistory(records=desktop.actions.records(since_id=since_id, limit=limit)))
 
 
-async def _on_screen(desktop: DesktopController, target: Target) -> Target:
-    """The same target in screen pixels."""
-    if target.space == "screen":
-        return target
-    point, _ = await desktop.to_screen(target.x, target.y, target.space, target.frame_id)
-    return Target(point.x, point.y, "screen", None, target.grounding)
+class ActionHistory(Placed):
+    records: list[ActionRecord] = Field(description="oldest first; coordinates in this result's space")
+
+
+async def _latest(desktop: DesktopController, record: ActionRecord) -> ActionRecord:
+    """A record of an action without coordinates of its own, in the latest screenshot's space (pointer, window)."""
+    return (await desktop.caller_space()).express(record)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Literal, ParamSpec, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from symphony_mcp.desktop.geometry import CoordinateSpace
 from symphony_mcp.errors import SymphonyError
 
 log = logging.getLogger(__name__)
@@ -24,11 +25,14 @@ DESTRUCTIVE_INPUT = ToolAnnotations(readOnlyHint=False, destructiveHint=True, id
 HARMLESS_CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 Space = Annotated[
-    Literal["screenshot", "screen"],
-    Field(description="'screenshot': pixels of the latest screenshot (or frame_id); 'screen': absolute screen pixels"),
+    CoordinateSpace,
+    Field(
+        description="coordinates in and out: 'screenshot' = pixels of the latest screenshot (or frame_id); "
+        "'screen' = absolute screen pixels"
+    ),
 ]
 FrameId = Annotated[
-    str | None, Field(description="screenshot whose pixel space x/y are in; default: the latest screenshot")
+    str | None, Field(description="screenshot whose pixels coordinates are in, in and out; default: the latest")
 ]
 HoldKeys = Annotated[list[str], Field(description="modifier keys held during the action, e.g. ['shift']")]
 X = Annotated[float, Field(description="x in the chosen space (see `space`)")]

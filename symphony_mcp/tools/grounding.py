@@ -7,27 +7,28 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
+from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.models.registry import ModelRegistry, RoleStatus
-from symphony_mcp.tools.common import READ_ONLY, caller_errors
+from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 
 
-class LocateResult(BaseModel):
-    """Where a described element is. x, y are in the pixel space of `frame_id` (default screenshot size)."""
+class LocateResult(Placed):
+    """Where a described element is, in the result's space: pass x, y to click as they are."""
 
     description: str
-    x: float = Field(description="use as click(x=..., y=..., frame_id=...)")
-    y: float
-    frame_id: str = Field(description="the capture the element was located on")
-    screen: Point = Field(description="the point in absolute screen pixels (space='screen')")
-    box: Rect | None = Field(None, description="the element's box in screen pixels, if the model gave one")
+    x: int = Field(description="use as click(x=..., y=...)")
+    y: int
+    point: Point = Field(description="the same point (x, y)")
+    screen_point: Point = Field(description="the point in absolute screen pixels")
+    box: Rect | None = Field(None, description="the element's box, if the model gave one")
     raw_answer: str = Field(description="the model's answer as given")
     answers: int = Field(
         description="model answers used: one per look, plus one for each unusable answer that was asked again"
     )
     refined_from: Point | None = Field(
-        None, description="the first guess in screen pixels, when a zoomed second look (refine) moved the point"
+        None, description="the first guess, when a zoomed second look (refine) moved the point"
     )
     model: str
     family: str = Field(description="grounding model family used to prompt and parse")
@@ -48,18 +49,23 @@ def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry)
         description: Annotated[
             str, Field(description="the element, described as a person would (e.g. 'the blue Save button')")
         ],
-        monitor: Annotated[int | None, Field(description="monitor to look at (default from settings)")] = None,
+        space: Space = "screenshot",
+        frame_id: FrameId = None,
+        monitor: Annotated[
+            int | None, Field(description="look at this monitor instead (its frame becomes the latest)")
+        ] = None,
     ) -> LocateResult:
-        """Find a described element on the current screen with the grounding model; nothing is clicked."""
-        found = await grounder.locate(description, monitor)
-        mapping = grounder.desktop.register_frame(found.frame)
-        x, y = mapping.to_image(found.screen)
-        return LocateResult(
+        """Find a described element with the grounding model on a fresh capture of the area of the latest
+        screenshot (or frame_id, or monitor); nothing is clicked. x, y are in that screenshot's pixels."""
+        view = await grounder.desktop.caller_space(space, frame_id, monitor)
+        found = await grounder.locate(description, view.area)
+        point = view.point(found.screen)
+        located = LocateResult(
             description=found.description,
-            x=round(x, 1),
-            y=round(y, 1),
-            frame_id=found.frame.id,
-            screen=found.screen,
+            x=point.x,
+            y=point.y,
+            point=found.screen,
+            screen_point=found.screen,
             box=found.box,
             raw_answer=found.answers[-1],
             answers=len(found.answers),
@@ -70,6 +76,7 @@ def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry)
             model_ms=found.model_ms,
             overhead_ms=found.overhead_ms,
         )
+        return view.express(located)
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors

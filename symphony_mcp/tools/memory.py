@@ -13,7 +13,7 @@ from symphony_mcp.memory.loops import LoopReport
 from symphony_mcp.memory.task import MemoryState, ReflectOutcome, TaskInfo, TaskStatus
 from symphony_mcp.memory.tasks import TaskManager
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
-from symphony_mcp.tools.common import READ_ONLY, caller_errors, resource_errors
+from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors, resource_errors
 
 # Writes only the server's own trajectory files; changes nothing on the desktop.
 RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
@@ -57,10 +57,13 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
         tool_output: Annotated[str | None, Field(description="output worth keeping (e.g. of a code run)")] = None,
         step: Annotated[int | None, Field(ge=1, description="step to annotate (default: the latest)")] = None,
     ) -> TrajectoryStep:
-        """Add your thought, plan or a tool output to a step the server recorded (default: the latest)."""
+        """Add your thought, plan or a tool output to a step the server recorded (default: the latest).
+        The step's coordinates are the latest screenshot's pixels."""
         if thought is None and plan is None and tool_output is None:
             raise InvalidInputError("give at least one of thought, plan or tool_output")
-        return await tasks.task().annotate(step, thought, plan, tool_output)
+        return (await tasks.desktop.caller_space()).express(
+            await tasks.task().annotate(step, thought, plan, tool_output)
+        )
 
     @server.tool(annotations=REFLECT)
     @caller_errors
@@ -75,10 +78,12 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
-    async def memory_audit() -> MemoryState:
-        """The running task's memory without any model: steps, step checks, milestones and kept screenshots,
-        facts, loop warning, failed actions, the latest reflection."""
-        return tasks.task().state()
+    async def memory_audit(space: Space = "screenshot", frame_id: FrameId = None) -> MemoryState:
+        """The running task's memory without any model: what each step did (action, target, result), step checks,
+        milestones and kept screenshots, facts, loop warning, failed actions, the latest reflection. Points are
+        the latest screenshot's pixels unless space/frame_id say otherwise."""
+        view = await tasks.desktop.caller_space(space, frame_id)
+        return view.express(tasks.task().state())
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from symphony_mcp.desktop.geometry import Point
+from symphony_mcp.desktop.geometry import CoordinateSpace
 from symphony_mcp.desktop.models import MouseButton
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.actions import ActionRecord
@@ -28,8 +28,14 @@ NearX = Annotated[float | None, Field(description="prefer matches nearest this p
 NearY = Annotated[float | None, Field(description="prefer matches nearest this point (with near_x)")]
 
 
-class FoundTextWithPoints(FoundText):
-    points: list[Point] = Field(description="each match's click point in the latest screenshot's pixels")
+Approximate = Annotated[
+    bool,
+    Field(
+        description="act on the best match even if it differs from the phrase (exact=false in find_text); "
+        "default: only text that equals the phrase (case, punctuation and line breaks aside)"
+    ),
+]
+Monitor = Annotated[int | None, Field(description="read this monitor instead (its frame becomes the latest)")]
 
 
 def register(server: MCPServer, grounder: OcrGrounder) -> None:
@@ -40,20 +46,22 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
             await grounder.warm_up()
             await ctx.report_progress(1, 1, "OCR engine ready")
 
-    def search(
+    async def search(
         region: tuple[float, float, float, float] | None,
-        space: Literal["screenshot", "screen"],
+        space: CoordinateSpace,
         frame_id: str | None,
         near_x: float | None = None,
         near_y: float | None = None,
         monitor: int | None = None,
+        approximate: bool = False,
     ) -> TextSearch:
         near = None
         if near_x is not None or near_y is not None:
             if near_x is None or near_y is None:
                 raise InvalidInputError("give both near_x and near_y, or neither")
             near = (near_x, near_y)
-        return TextSearch(region=region, near=near, space=space, frame_id=frame_id, monitor=monitor)
+        view = await grounder.desktop.caller_space(space, frame_id, monitor)
+        return TextSearch(view=view, region=region, near=near, approximate=approximate)
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
@@ -62,25 +70,29 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
         region: Region = None,
         space: Space = "screenshot",
         frame_id: FrameId = None,
-        monitor: Annotated[int | None, Field(description="monitor to read (default from settings)")] = None,
+        monitor: Monitor = None,
         min_confidence: Annotated[float, Field(ge=0, le=1, description="drop words below this confidence")] = 0.0,
         annotate: Annotated[
             bool, Field(description="also return the screen with every word boxed and numbered by its id")
         ] = False,
     ) -> Annotated[CallToolResult, OcrResult]:
-        """Read all text on screen (or in a region): words and lines with ids, screen-pixel boxes and confidence.
-        Repeated calls on an unchanged screen are nearly free; after a change only changed text blocks are re-read."""
+        """Read all text on a fresh capture of the latest screenshot's area (or a region of it): words and lines with
+        ids, boxes in that screenshot's pixels, and confidence. Repeated calls on an unchanged screen are nearly free;
+        after a change only changed text blocks are re-read."""
         await ensure_loaded(ctx)
-        frame, result = await grounder.read(search(region, space, frame_id, monitor=monitor))
+        text_search = await search(region, space, frame_id, monitor=monitor)
+        frame, result = await grounder.read(text_search)
         if min_confidence > 0:
             result = _filter(result, min_confidence)
         content: list = [TextContent(type="text", text="\n".join(line.text for line in result.lines) or "(no text)")]
-        if annotate:
+        view = text_search.view
+        if annotate:  # the numbered image becomes the latest frame: the result is given in its pixels
             marked = draw_marks(frame.image, frame.area, [(word.id, word.box) for word in result.words])
             encoded, info = await grounder.desktop.publish(frame, marked)
+            view = await grounder.desktop.caller_space(space, info.frame_id if space == "screenshot" else None)
             content.insert(0, Image(data=encoded.data, format=encoded.format).to_image_content())
-            content.append(TextContent(type="text", text=f"annotated image is frame {info.frame_id}"))
-        return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
+            content.append(TextContent(type="text", text=f"annotated image is frame {info.frame_id}, now the latest"))
+        return CallToolResult(content=content, structured_content=view.express(result).model_dump(mode="json"))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
@@ -93,14 +105,15 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
         space: Space = "screenshot",
         frame_id: FrameId = None,
         max_results: Annotated[int, Field(ge=1, le=100)] = 10,
-    ) -> FoundTextWithPoints:
-        """Where a phrase is on screen: ranked matches with boxes (screen pixels) and click points. When it is not
-        found the error lists the closest text actually seen."""
+        monitor: Monitor = None,
+    ) -> FoundText:
+        """Where a phrase is on a fresh capture of the latest screenshot's area: ranked matches, each with its box,
+        centre (a click point), start and end in that screenshot's pixels, and `exact` (false: the text seen differs
+        from the phrase). When it is not found the error lists the closest text actually seen."""
         await ensure_loaded(ctx)
-        found = await grounder.find(phrase, search(region, space, frame_id, near_x, near_y))
-        matches = found.matches[:max_results]
-        points = await grounder.desktop.image_points([m.center for m in matches])
-        return FoundTextWithPoints(**found.model_dump(exclude={"matches"}), matches=matches, points=points)
+        text_search = await search(region, space, frame_id, near_x, near_y, monitor)
+        found = await grounder.find(phrase, text_search)
+        return text_search.view.express(found.model_copy(update={"matches": found.matches[:max_results]}))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -113,14 +126,15 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
         region: Region = None,
         button: MouseButton = "left",
         count: Annotated[int, Field(description="1 = click, 2 = double, 3 = triple")] = 1,
+        approximate: Approximate = False,
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Click the centre of a phrase found on screen by OCR (buttons, links, menu items, list entries)."""
+        """Click the centre of a phrase found by OCR in the latest screenshot's area (buttons, links, menu items)."""
         await ensure_loaded(ctx)
-        return await grounder.click_text(
-            phrase, search(region, space, frame_id, near_x, near_y), index=index, button=button, count=count
-        )
+        text_search = await search(region, space, frame_id, near_x, near_y, approximate=approximate)
+        record = await grounder.click_text(phrase, text_search, index=index, button=button, count=count)
+        return text_search.view.express(record)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -134,14 +148,14 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
         near_x: NearX = None,
         near_y: NearY = None,
         region: Region = None,
+        approximate: Approximate = False,
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
         """Click at the start or end edge of a phrase in editable text, so typing inserts exactly there."""
         await ensure_loaded(ctx)
-        return await grounder.locate_cursor(
-            phrase, position, search(region, space, frame_id, near_x, near_y), index=index
-        )
+        text_search = await search(region, space, frame_id, near_x, near_y, approximate=approximate)
+        return text_search.view.express(await grounder.locate_cursor(phrase, position, text_search, index=index))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -155,15 +169,18 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
             str | None, Field(description="type this over the selection ('' deletes it); default: only select")
         ] = None,
         region: Region = None,
+        approximate: Approximate = False,
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> SpanSelection:
         """Select text by dragging from the start of one phrase to the end of another (the same phrase twice
         selects just it); optionally replace the selection."""
         await ensure_loaded(ctx)
-        return await grounder.highlight_span(
-            start_phrase, end_phrase, search(region, space, frame_id), start_index, end_index, replace_with
+        text_search = await search(region, space, frame_id, approximate=approximate)
+        selection = await grounder.highlight_span(
+            start_phrase, end_phrase, text_search, start_index, end_index, replace_with
         )
+        return text_search.view.express(selection)
 
 
 def _filter(result: OcrResult, min_confidence: float) -> OcrResult:

@@ -13,8 +13,8 @@ from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
 
 SCREENSHOT_DESCRIPTION = """Capture the screen (or one monitor, or a region) as an image.
 The image is downscaled to fit the configured size and byte limits; its metadata gives frame_id,
-the screen area shown and the scale. Pointer tools take x/y in the pixel space of the latest
-screenshot by default, so read coordinates straight off this image. Use `region` to zoom in:
+the screen area shown and the scale. It becomes the latest screenshot: every tool takes and returns
+coordinates in its pixels by default, so read them straight off this image. Use `region` to zoom in:
 the region is returned at up to full screen resolution."""
 
 
@@ -37,11 +37,11 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         quality: Annotated[int | None, Field(ge=1, le=100, description="JPEG/WebP quality")] = None,
         draw_cursor: Annotated[bool | None, Field(description="draw a marker where the pointer is")] = None,
     ) -> Annotated[CallToolResult, ScreenshotInfo]:
+        view = await desktop.caller_space(space, frame_id)
         encoded, info = await desktop.screenshot(
+            view,
             monitor=monitor,
             region=region,
-            space=space,
-            frame_id=frame_id,
             draw_cursor=draw_cursor,
             format=format,
             max_width=max_width,
@@ -50,7 +50,7 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         )
         summary = (
             f"frame {info.frame_id}: {info.image_width}x{info.image_height} {info.format} image of screen area "
-            f"{info.area.describe()} (scale {info.scale:g})"
+            f"{info.screen_area.describe()} (scale {info.scale:g}); it is now the latest screenshot"
         )
         return CallToolResult(
             content=[
@@ -62,6 +62,8 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
-    async def screen_info() -> ScreenInfo:
-        """Monitors and their sizes, the size and scale a default screenshot has, and the pointer position."""
-        return await desktop.screen_info()
+    async def screen_info(space: Space = "screenshot", frame_id: FrameId = None) -> ScreenInfo:
+        """Monitors and their sizes (screen pixels), the size and scale a default screenshot has, and the pointer
+        position in the latest screenshot's pixels (or frame_id's, or the screen's)."""
+        view = await desktop.caller_space(space, frame_id)
+        return view.express(await desktop.screen_info())

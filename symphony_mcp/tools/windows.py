@@ -7,34 +7,37 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController, OpenResult
-from symphony_mcp.desktop.models import WindowInfo
+from symphony_mcp.desktop.controller import DesktopController, OpenResult, WindowList
 from symphony_mcp.memory.actions import ActionRecord
-from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors
+from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, FrameId, Space, caller_errors
 
 
 def register(server: MCPServer, desktop: DesktopController) -> None:
     @server.tool(annotations=READ_ONLY)
     @caller_errors
-    async def list_windows() -> list[WindowInfo]:
-        """Top-level windows with id, title, application, screen rectangle and which one is active."""
-        return await desktop.list_windows()
+    async def list_windows(space: Space = "screenshot", frame_id: FrameId = None) -> WindowList:
+        """Top-level windows with id, title, application, rectangle (in the latest screenshot's pixels unless
+        space/frame_id say otherwise) and which one is active."""
+        view = await desktop.caller_space(space, frame_id)
+        return view.express(WindowList(windows=await desktop.list_windows()))
 
     @server.tool(annotations=HARMLESS_CHANGE)
     @caller_errors
     async def focus_window(
         window_id: Annotated[str, Field(description="id from list_windows, e.g. '0x400007'")],
     ) -> ActionRecord:
-        """Raise and focus a window so keyboard input goes to it."""
-        return await desktop.focus_window(window_id)
+        """Raise and focus a window so keyboard input goes to it. The record's coordinates are the latest
+        screenshot's pixels."""
+        return (await desktop.caller_space()).express(await desktop.focus_window(window_id))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def close_window(
         window_id: Annotated[str, Field(description="id from list_windows")],
     ) -> ActionRecord:
-        """Close a window as its close button would; the application may ask first (e.g. to save)."""
-        return await desktop.close_window(window_id)
+        """Close a window as its close button would; the application may ask first (e.g. to save). The record's
+        coordinates are the latest screenshot's pixels."""
+        return (await desktop.caller_space()).express(await desktop.close_window(window_id))
 
     @server.tool(annotations=HARMLESS_CHANGE.model_copy(update={"idempotentHint": False}))
     @caller_errors
@@ -44,5 +47,6 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         ],
         wait_seconds: Annotated[float, Field(description="wait up to this long for its window")] = 10.0,
     ) -> OpenResult:
-        """Open an application or a file (with its default application) and report the windows it opened."""
-        return await desktop.open(target, wait_seconds)
+        """Open an application or a file (with its default application) and report the windows it opened.
+        Window rectangles and the record are in the latest screenshot's pixels."""
+        return (await desktop.caller_space()).express(await desktop.open(target, wait_seconds))

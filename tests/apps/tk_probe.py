@@ -1,6 +1,6 @@
 """A real Tk window for the tests: it reports its widgets' screen geometry and its state as JSON.
 
-Usage: python tk_probe.py STATE_FILE TITLE
+Usage: python tk_probe.py STATE_FILE TITLE [GEOMETRY]
 The state file is rewritten atomically whenever something changes.
 """
 
@@ -12,7 +12,7 @@ import tkinter as tk
 state_path, title = sys.argv[1], sys.argv[2]
 root = tk.Tk()
 root.title(title)
-root.geometry("900x700+200+150")
+root.geometry(sys.argv[3] if len(sys.argv) > 3 else "900x700+200+150")
 state: dict = {
     "clicks": 0,
     "right_clicks": 0,

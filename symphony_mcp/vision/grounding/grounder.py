@@ -57,7 +57,6 @@ class Located:
             box=self.box,
             model=self.model,
             raw_answer=self.answers[-1],
-            frame_id=self.frame.id,
             refined_from=self.refined_from,
         )
 
@@ -72,16 +71,16 @@ class VisionGrounder:
     def family(self) -> GroundingFamily:
         return family_for(self.settings)
 
-    async def locate(self, description: str, monitor: int | None = None) -> Located:
-        """Ground `description` on a fresh capture of the monitor."""
-        (found,) = await self.locate_all([description], monitor)
+    async def locate(self, description: str, area: Rect) -> Located:
+        """Ground `description` on a fresh capture of a screen area (what the caller is looking at)."""
+        (found,) = await self.locate_all([description], area)
         return found
 
-    async def locate_all(self, descriptions: list[str], monitor: int | None = None) -> list[Located]:
+    async def locate_all(self, descriptions: list[str], area: Rect) -> list[Located]:
         """Ground several descriptions on one capture, concurrently (e.g. both ends of a drag)."""
         checked = [_check_description(d) for d in descriptions]
         client = self.models.client("grounder")  # no grounder configured: fail before capturing
-        return await self._ground(client, checked, await self.desktop.capture(monitor))
+        return await self._ground(client, checked, await self.desktop.capture(area))
 
     async def ground(self, description: str, frame: Frame) -> Located:
         """Ground `description` on a given frame."""

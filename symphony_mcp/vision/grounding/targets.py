@@ -1,17 +1,17 @@
 """Where an action acts: a described element (grounded by the model) or caller coordinates.
 
-Pointer tools accept either form so a host can use one tool whichever it has. Coordinates pass
-through unchanged (the controller maps and checks them); descriptions become screen points with
-the grounding recorded.
+Pointer tools accept either form so a host can use one tool whichever it has. Coordinates are
+mapped from the caller's space (and checked); descriptions are located on the area the caller is
+looking at (its latest screenshot's) and become screen points with the grounding recorded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from symphony_mcp.desktop.controller import CoordinateSpace
+from symphony_mcp.desktop.controller import Target
+from symphony_mcp.desktop.frames import CallerSpace
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.actions import Grounding
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 
 
@@ -28,7 +28,7 @@ class TargetRequest:
     def is_empty(self) -> bool:
         return self.description is None and self.x is None and self.y is None
 
-    def check(self, frame_id: str | None) -> None:
+    def check(self) -> None:
         n = self.name
         if self.description is not None and (self.x is not None or self.y is not None):
             raise InvalidInputError(f"give either {n}description or {n}x and {n}y, not both")
@@ -37,41 +37,23 @@ class TargetRequest:
             raise InvalidInputError(
                 f"give {n}description (e.g. 'the blue Save button') or both {n}x and {n}y; got {given}"
             )
-        if self.description is not None and frame_id is not None:
-            raise InvalidInputError(
-                f"frame_id applies to {n}x/{n}y only: a {n}description is located on the current screen"
-            )
-
-
-@dataclass(frozen=True)
-class Target:
-    """Coordinates ready for the controller, with how they were found."""
-
-    x: float
-    y: float
-    space: CoordinateSpace
-    frame_id: str | None
-    grounding: tuple[Grounding, ...] = ()
 
 
 class TargetResolver:
     def __init__(self, grounder: VisionGrounder) -> None:
         self.grounder = grounder
 
-    async def resolve(
-        self, requests: list[TargetRequest], space: CoordinateSpace, frame_id: str | None
-    ) -> list[Target]:
-        """One target per request; all descriptions are grounded on one capture, concurrently."""
+    async def resolve(self, requests: list[TargetRequest], view: CallerSpace) -> list[Target]:
+        """One target per request; all descriptions are grounded on one fresh capture of the caller's area."""
         for request in requests:
-            request.check(frame_id)
-        described = [r.description for r in requests if r.description is not None]
-        located = iter(await self.grounder.locate_all(described) if described else [])
-        targets = []
-        for request in requests:
-            if request.description is None:
-                assert request.x is not None and request.y is not None
-                targets.append(Target(request.x, request.y, space, frame_id))
-            else:
-                found = next(located)
-                targets.append(Target(found.screen.x, found.screen.y, "screen", None, (found.grounding(),)))
-        return targets
+            request.check()
+        targets = {}
+        for index, request in enumerate(requests):  # bad coordinates fail before any model call
+            if request.x is not None and request.y is not None:
+                targets[index] = Target(view.to_screen(request.x, request.y), (request.x, request.y))
+        described = [(i, r.description) for i, r in enumerate(requests) if r.description is not None]
+        if described:
+            located = await self.grounder.locate_all([d for _, d in described], view.area)
+            for (index, _), found in zip(described, located, strict=True):
+                targets[index] = Target(found.screen, None, (found.grounding(),))
+        return [targets[i] for i in range(len(requests))]

@@ -7,13 +7,15 @@ phrase, select the span from one phrase to another. Matching needs no model.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from symphony_mcp.config import OcrSettings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.controller import CoordinateSpace, DesktopController
+from symphony_mcp.desktop.controller import DesktopController, Target
+from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.desktop.models import MouseButton
 from symphony_mcp.errors import InvalidInputError
@@ -25,24 +27,24 @@ from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipe
 CaretPosition = Literal["start", "end"]
 
 
-class TextSearch(BaseModel):
-    """Where to look and which match to prefer."""
+@dataclass(frozen=True)
+class TextSearch:
+    """Where to look (the caller's area, or a region of it), which match to prefer, and what counts as found."""
 
-    region: tuple[float, float, float, float] | None = Field(None, description="[left, top, width, height]")
-    near: tuple[float, float] | None = Field(None, description="prefer matches nearest this point")
-    space: CoordinateSpace = "screenshot"
-    frame_id: str | None = None
-    monitor: int | None = None
+    view: CallerSpace
+    region: tuple[float, float, float, float] | None = None  # [left, top, width, height] in the caller's space
+    near: tuple[float, float] | None = None  # prefer matches nearest this point (caller's space)
+    approximate: bool = False  # acting tools may act on a match that differs from the phrase
 
 
-class FoundText(BaseModel):
+class FoundText(Placed):
     phrase: str
-    matches: list[TextMatch] = Field(description="best first (or nearest first when `near` is given)")
+    matches: list[TextMatch] = Field(description="best first (or nearest first when near_x/near_y are given)")
     ocr_ms: float
     engine: str
 
 
-class SpanSelection(BaseModel):
+class SpanSelection(Placed):
     start: TextMatch
     end: TextMatch
     selection: ActionRecord
@@ -66,11 +68,9 @@ class OcrGrounder:
         await asyncio.to_thread(self.pipeline(engine).warm_up)
 
     async def read(self, search: TextSearch, engine: str | None = None) -> tuple[Frame, OcrResult]:
-        """OCR of a fresh capture of the monitor or region."""
-        region = None
-        if search.region is not None:
-            region = await self.desktop.region_to_screen(search.region, search.space, search.frame_id)
-        frame = await self.desktop.capture(search.monitor, region)
+        """OCR of a fresh capture of the caller's area (its latest screenshot's), or of a region of it."""
+        area = search.view.area if search.region is None else search.view.region_to_screen(search.region)
+        frame = await self.desktop.capture(area)
         pipeline = self.pipeline(engine)
         return frame, await asyncio.to_thread(pipeline.read, frame.image, frame.area)
 
@@ -83,9 +83,7 @@ class OcrGrounder:
         """Matches of `phrase` in one reading, ranked; none is an error that shows the closest text."""
         if not phrase.strip():
             raise InvalidInputError("phrase is empty; give the text to look for, e.g. 'Save as'")
-        near = None
-        if search.near is not None:
-            near, _ = await self.desktop.to_screen(*search.near, search.space, search.frame_id)
+        near = None if search.near is None else search.view.to_screen(*search.near)
         matches = rank(find_phrase(result, phrase, self.settings.min_score), near=near)
         if not matches:
             seen = closest_texts(result, phrase)
@@ -102,8 +100,16 @@ class OcrGrounder:
         if result is None:
             _, result = await self.read(search)
         matches = await self._matches(result, phrase, search)
+        if not search.approximate:
+            exact = [m for m in matches if m.exact]
+            if not exact:
+                raise InvalidInputError(
+                    f"{phrase!r} is not on screen exactly; the closest match is {_differences(matches[0])}. "
+                    "Give the phrase as it appears, or pass approximate=true to act on the closest match"
+                )
+            matches = exact
         if not 0 <= index < len(matches):
-            listing = "; ".join(f"{i}: {m.text!r} at ({m.center.x}, {m.center.y})" for i, m in enumerate(matches))
+            listing = "; ".join(f"{i}: {m.text!r} at {_at(search.view, m.center)}" for i, m in enumerate(matches))
             raise InvalidInputError(f"index {index} is out of range: {len(matches)} match(es): {listing}")
         match = matches[index]
         grounding = Grounding(
@@ -120,14 +126,14 @@ class OcrGrounder:
         self, phrase: str, search: TextSearch, index: int = 0, button: MouseButton = "left", count: int = 1
     ) -> ActionRecord:
         match, grounding = await self._pick(phrase, search, index)
-        return await self._click(match.center, button=button, count=count, grounding=grounding)
+        return await self._click(search.view, match.center, grounding, button=button, count=count)
 
     async def locate_cursor(
         self, phrase: str, position: CaretPosition, search: TextSearch, index: int = 0
     ) -> ActionRecord:
         """Click at the edge of the phrase so the caret lands right before (start) or after (end) it."""
         match, grounding = await self._pick(phrase, search, index)
-        return await self._click(match.start if position == "start" else match.end, grounding=grounding)
+        return await self._click(search.view, match.start if position == "start" else match.end, grounding)
 
     async def highlight_span(
         self,
@@ -143,29 +149,36 @@ class OcrGrounder:
         start, start_grounding = await self._pick(start_phrase, search, start_index, result)
         end, end_grounding = await self._pick(end_phrase, search, end_index, result)
         if _before(end, start):
+            end_y, start_y = search.view.point(end.end).y, search.view.point(start.start).y
             raise InvalidInputError(
-                f"{end_phrase!r} (at y {end.end.y}) comes before {start_phrase!r} (at y {start.start.y}); "
+                f"{end_phrase!r} (at y {end_y}) comes before {start_phrase!r} (at y {start_y}); "
                 "the span must run forward in reading order (pick other matches with start_index/end_index)"
             )
         selection = await self.desktop.drag(
-            (start.start.x, start.start.y),
-            (end.end.x, end.end.y),
-            space="screen",
-            grounding=[start_grounding, end_grounding],
+            Target(start.start, None, (start_grounding,)), Target(end.end, None, (end_grounding,)), search.view
         )
         replacement = None
         if replace_with == "":
             replacement = await self.desktop.hotkey(["backspace"])
         elif replace_with is not None:
-            replacement = await self.desktop.type_text(replace_with)
+            replacement = await self.desktop.type_text(replace_with, search.view)
         return SpanSelection(start=start, end=end, selection=selection, replacement=replacement)
 
     async def _click(
-        self, point: Point, grounding: Grounding, button: MouseButton = "left", count: int = 1
+        self, view: CallerSpace, point: Point, grounding: Grounding, button: MouseButton = "left", count: int = 1
     ) -> ActionRecord:
-        return await self.desktop.click(
-            point.x, point.y, button=button, count=count, space="screen", grounding=[grounding]
-        )
+        return await self.desktop.click(Target(point, None, (grounding,)), view, button=button, count=count)
+
+
+def _at(view: CallerSpace, point: Point) -> str:
+    shown = view.point(point)
+    return f"({shown.x}, {shown.y})"
+
+
+def _differences(match: TextMatch) -> str:
+    """A near miss for an error message: what was seen and which tokens differ."""
+    differing = ", ".join(f"{d.seen!r} for {d.expected!r}" for d in match.differences) or "case or spacing"
+    return f"{match.text!r} (score {match.score:g}; differs: {differing})"
 
 
 def _before(a: TextMatch, b: TextMatch) -> bool:

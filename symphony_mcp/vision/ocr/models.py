@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Rect
 
 
@@ -27,7 +28,7 @@ class RecognizedWord:
 class OcrWord(BaseModel):
     id: int = Field(description="index of the word in this result")
     text: str
-    box: Rect = Field(description="screen pixels")
+    box: Rect = Field(description="in the result's space")
     confidence: float = Field(ge=0, le=1)
     line_id: int
 
@@ -35,15 +36,15 @@ class OcrWord(BaseModel):
 class OcrLine(BaseModel):
     id: int
     text: str
-    box: Rect = Field(description="screen pixels")
+    box: Rect = Field(description="in the result's space")
     word_ids: list[int]
 
 
-class OcrResult(BaseModel):
+class OcrResult(Placed):
     """All text found in a screen area, as words grouped into lines, in reading order."""
 
     engine: str
-    area: Rect = Field(description="screen area that was read")
+    area: Rect = Field(description="the area that was read, in the result's space")
     words: list[OcrWord]
     lines: list[OcrLine]
     elapsed_ms: float

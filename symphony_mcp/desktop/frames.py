@@ -1,0 +1,158 @@
+"""The frame registry and the caller's coordinate space.
+
+A frame is one screenshot image a caller can refer to by `frame_id`: which screen area it shows,
+at what image size. The contract every tool keeps: a caller's coordinates are in the pixel space of
+one frame (the latest screenshot unless it names another), or in absolute screen pixels when it
+says space='screen'; every coordinate a result carries is in that same space, and the result names
+it. So a value read from any result can be passed unchanged to any tool that takes coordinates.
+
+Cores work in screen pixels. A `CallerSpace` maps a caller's points to the screen on the way in,
+and `express` maps a whole result back into the caller's space on the way out.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from pydantic import BaseModel, Field
+
+from symphony_mcp.desktop.geometry import CoordinateSpace, ImageMapping, Point, Rect
+from symphony_mcp.errors import InvalidInputError
+
+FRAMES_KEPT = 64
+SCREEN_PREFIX = "screen_"  # result fields named screen_* are absolute screen pixels in every space
+_frame_ids = itertools.count(1)
+T = TypeVar("T")
+
+
+def new_frame_id() -> str:
+    return f"f{next(_frame_ids)}"
+
+
+class Placed(BaseModel):
+    """A result whose coordinates are in one named space (cores fill screen pixels; tools convert)."""
+
+    space: CoordinateSpace = Field(
+        "screen", description="the space of this result's coordinates: 'screenshot' = pixels of frame_id"
+    )
+    frame_id: str | None = Field(
+        None, description="the screenshot whose pixels the coordinates are in (the latest unless you named another)"
+    )
+
+
+@dataclass(frozen=True)
+class CallerSpace:
+    """The space one call's coordinates are taken in and its results are given in."""
+
+    space: CoordinateSpace
+    frame_id: str | None  # None only with space='screen'
+    mapping: ImageMapping  # the frame's mapping (with space='screen': the reference frame's, for its area)
+    screen: Rect  # the whole screen, which screen-space points must lie on
+
+    @property
+    def area(self) -> Rect:
+        """The screen area the caller is looking at: the frame's area."""
+        return self.mapping.area
+
+    def to_screen(self, x: float, y: float) -> Point:
+        """The screen pixel a caller's point names; points outside the image (or screen) are refused."""
+        if self.space == "screen":
+            if not self.screen.contains(round(x), round(y)):
+                raise InvalidInputError(
+                    f"screen point ({x:g}, {y:g}) is off screen; the screen spans {self.screen.describe()}"
+                )
+            return Point(x=round(x), y=round(y))
+        self.mapping.check_image_point(x, y)
+        return self.mapping.to_screen(x, y)
+
+    def region_to_screen(self, region: tuple[float, float, float, float]) -> Rect:
+        """A caller's [left, top, width, height] as a screen rectangle."""
+        left, top, width, height = region
+        if not width > 0 or not height > 0:
+            raise InvalidInputError(f"region width and height must be positive, got {width:g}x{height:g}")
+        if self.space == "screen":
+            rect = Rect(left=round(left), top=round(top), width=max(1, round(width)), height=max(1, round(height)))
+            if rect.intersect(self.screen) is None:
+                raise InvalidInputError(
+                    f"region {rect.describe()} is off screen; the screen spans {self.screen.describe()}"
+                )
+            return rect
+        self.mapping.check_image_point(left, top)
+        self.mapping.check_image_point(left + width - 1, top + height - 1)
+        a = self.mapping.to_screen(left, top)
+        b = self.mapping.to_screen(left + width - 1, top + height - 1)
+        return Rect(left=a.x, top=a.y, width=b.x - a.x + 1, height=b.y - a.y + 1)
+
+    def point(self, point: Point) -> Point:
+        return point if self.space == "screen" else self.mapping.point_to_image(point)
+
+    def rect(self, rect: Rect) -> Rect:
+        return rect if self.space == "screen" else self.mapping.rect_to_image(rect)
+
+    def express(self, value: T) -> T:
+        """`value` (a result in screen pixels) with every coordinate in this space, naming it.
+
+        Every Point and Rect anywhere in the result is converted, except under fields named screen_*;
+        every `Placed` model in it is stamped with this space and frame.
+        """
+        return cast(T, self._convert(value))
+
+    def _convert(self, value: object) -> object:
+        if isinstance(value, Point):
+            return self.point(value)
+        if isinstance(value, Rect):
+            return self.rect(value)
+        if isinstance(value, BaseModel):
+            updates = {
+                name: self._convert(getattr(value, name))
+                for name in type(value).model_fields
+                if not name.startswith(SCREEN_PREFIX)
+            }
+            if isinstance(value, Placed):
+                updates.update(space=self.space, frame_id=self.frame_id)
+            return value.model_copy(update=updates)
+        if isinstance(value, list):
+            return [self._convert(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(self._convert(item) for item in value)
+        return value
+
+
+class FrameRegistry:
+    """The frames callers may name: the last FRAMES_KEPT screenshots, and which one is the latest."""
+
+    def __init__(self, kept: int = FRAMES_KEPT) -> None:
+        self._mappings: OrderedDict[str, ImageMapping] = OrderedDict()
+        self._latest: str | None = None
+        self._kept = kept
+
+    @property
+    def latest(self) -> str | None:
+        return self._latest
+
+    def remember(self, frame_id: str, mapping: ImageMapping, latest: bool = True) -> None:
+        self._mappings[frame_id] = mapping
+        if latest:
+            self._latest = frame_id
+        while len(self._mappings) > self._kept:
+            oldest = next(k for k in self._mappings if k != self._latest)  # the latest always stays
+            del self._mappings[oldest]
+
+    def get(self, frame_id: str) -> ImageMapping:
+        if frame_id not in self._mappings:
+            raise InvalidInputError(
+                f"unknown frame_id {frame_id!r}: only the last {self._kept} screenshots are kept "
+                f"(latest: {self._latest or 'none yet'}); take a new screenshot"
+            )
+        return self._mappings[frame_id]
+
+    def reference(self, frame_id: str | None) -> tuple[str, ImageMapping] | None:
+        """The frame a call refers to: the named one, else the latest; None before any frame exists."""
+        if frame_id is not None:
+            return frame_id, self.get(frame_id)
+        if self._latest is None:
+            return None
+        return self._latest, self._mappings[self._latest]
