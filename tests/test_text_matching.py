@@ -96,16 +96,18 @@ def test_phrase_inside_a_punctuated_word_matches_the_whole_word(line: str, phras
     assert match.boxes == [seen.box]
 
 
-def test_phrase_inside_a_longer_word_is_judged_against_the_whole_word() -> None:
-    result = page((0, 0, "callable(argument1, argument2)"), (0, 100, "argument1"))
-    matches = find_phrase(result, "argument1", min_score=60)
-    assert [(m.text, m.exact) for m in matches] == [
-        ("argument1", True),
-        ("argument2)", False),
-        ("callable(argument1,", False),
-    ]
-    assert matches[2].score == pytest.approx(66.7, abs=0.1)  # under the default minimum: not found there
-    assert matches[2].differences == [TokenDifference(expected=None, seen="callable")]
+def test_phrase_inside_a_longer_word_is_found_but_not_exact() -> None:
+    result = page((0, 0, "json.dump(obj, fp, sort_keys=False, indent=None)"))
+    [match] = find_phrase(result, "sort_keys")  # the word's box cannot be split: it is not the phrase's box
+    assert (match.text, match.score, match.exact, match.case_exact) == ("sort_keys=False,", 100, False, False)
+    assert match.differences == [TokenDifference(expected=None, seen="False")]
+    assert match.box == result.words[2].box
+
+
+def test_part_of_a_word_ranks_after_whole_words() -> None:
+    result = page((0, 0, "call sort_keys=False, f(argument7, x)"), (0, 100, "sort keys argumentl"))
+    assert texts(result, "sort_keys") == ["sort keys", "sort_keys=False,"]  # exact first
+    assert texts(result, "argument1") == ["argumentl", "f(argument7,"]  # both 88.9: the whole word first
 
 
 # --- 3. runs hold only what the phrase needs -----------------------------------------------------------------

@@ -2,26 +2,29 @@
 
 Text is compared as tokens: split at spaces and punctuation, so the OCR word `«/usr/share/doc»`
 holds the three tokens of the phrase `/usr/share/doc`. The phrase is compared, with a fuzzy ratio
-on normalised text, to every run of consecutive words in reading order (a run may continue onto
-the line below) that holds the phrase's token count or one more or fewer, since OCR splits and
-merges words. A run loses leading and trailing words its score does not need, so a match never
-reaches into the next word or line for nothing. Words are never split: a phrase inside a longer
-word (`argument1` in `[callable(argument1,`) is judged against the whole word, whose box is all
-there is to act on.
+on normalised text, to every run of consecutive tokens in reading order (a run may continue onto
+the line below) of the phrase's token count or one more or fewer, since OCR splits and merges
+words. A run loses leading and trailing tokens its score does not need, so a match never reaches
+into the next word or line for nothing. A match reports the whole words that hold its tokens, as
+their boxes cannot be split: a run that is only part of a word (`sort_keys` in `sort_keys=False,`)
+can score 100 but is never exact.
 
 Matches are ordered by one explicit key (`_ranking`), best first:
-1. exact (every token as in the phrase, up to case, punctuation and OCR glyph mix-ups) before
-   approximate ones: a fuzzy or partial match ("no" in "note") never outranks the whole word;
+1. exact (the words hold the phrase's tokens and nothing else, up to case, punctuation and OCR
+   glyph mix-ups) before approximate ones: a fuzzy or partial match ("no" in "note") never
+   outranks the whole word;
 2. case-exact before case-folded ("OPTIONS" before "options]" for the phrase "OPTIONS");
 3. on one line before a span onto another line, unless the span scores `WRAP_MARGIN` more than
    every one-line candidate: only then does the phrase really continue there;
-4. higher score (the similarity, 0..100);
-5. verbatim (punctuation as in the phrase too) first;
-6. reading order, then fewer words.
+4. higher score (the similarity of the matched tokens, 0..100);
+5. whole words before part of a word;
+6. verbatim (punctuation as in the phrase too) first;
+7. reading order, then fewer tokens.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -61,11 +64,11 @@ class TextMatch(BaseModel):
     """Where a phrase was seen: the words, their boxes per line, and the points to act on."""
 
     text: str = Field(description="the words as OCR read them")
-    score: float = Field(description="similarity to the phrase, 0..100")
+    score: float = Field(description="similarity of the matched text to the phrase, 0..100")
     exact: bool = Field(
-        description="true: the screen shows the phrase (case, punctuation and OCR glyph mix-ups aside); "
-        "false: the text on screen differs from the phrase (see differences); acting tools refuse it "
-        "unless approximate=true"
+        description="true: the matched words read as the phrase and nothing more (case, punctuation and OCR "
+        "glyph mix-ups aside); false: the text on screen differs from the phrase (see differences); acting "
+        "tools refuse it unless approximate=true"
     )
     case_exact: bool = Field(
         description="exact with the same letter case; false while exact is true: only case differs, "
@@ -99,7 +102,11 @@ def _tokens(text: str) -> Reading:
     A '|' that starts a word before a letter is taken as the 'I' or 'l' OCR mistook it for, so '|nstall' stays
     one word; inside a word it stays a separator ('start|stop').
     """
-    return _PUNCTUATION.sub(" ", _BAR_BEFORE_LETTER.sub("l", _clean(text))).split()
+    return _split(_clean(text))
+
+
+def _split(clean: str) -> Reading:
+    return _PUNCTUATION.sub(" ", _BAR_BEFORE_LETTER.sub("l", clean)).split()
 
 
 def _same(expected: str, seen: str, keep_case: bool) -> bool:
@@ -156,16 +163,18 @@ def _differences(expected: Reading, seen: Reading) -> list[TokenDifference]:
 
 @dataclass(frozen=True)
 class _Candidate:
-    ids: tuple[int, ...]
+    tokens: tuple[int, ...]  # the run's token indices on the page
+    ids: tuple[int, ...]  # the words that hold them
     score: float
     exact: bool
     case_exact: bool
+    whole_words: bool
     verbatim: bool
     lines: int
     differences: list[TokenDifference]
 
 
-def _ranking(candidate: _Candidate, best_one_line: float) -> tuple[bool, bool, bool, float, bool, int, int]:
+def _ranking(candidate: _Candidate, best_one_line: float) -> tuple[bool, bool, bool, float, bool, bool, int, int]:
     """The ranking key, smallest first (the order is the module docstring's)."""
     wraps_needlessly = candidate.lines > 1 and candidate.score < best_one_line + WRAP_MARGIN
     return (
@@ -173,14 +182,18 @@ def _ranking(candidate: _Candidate, best_one_line: float) -> tuple[bool, bool, b
         not candidate.case_exact,
         wraps_needlessly,
         -candidate.score,
+        not candidate.whole_words,
         not candidate.verbatim,
-        candidate.ids[0],
-        len(candidate.ids),
+        candidate.tokens[0],
+        len(candidate.tokens),
     )
 
 
 class _Search:
-    """One phrase against one OCR result: the words tokenised once, runs of words counted in tokens."""
+    """One phrase against one OCR result, in tokens: a run may start or end inside an OCR word.
+
+    The page's tokens are numbered in reading order; `word_of[t]` is the word holding token t.
+    """
 
     def __init__(self, result: OcrResult, phrase: str, min_score: float) -> None:
         self.result = result
@@ -188,9 +201,23 @@ class _Search:
         self.expected = _tokens(phrase)
         self.target = " ".join(self.expected).casefold()
         self.min_score = min_score
-        self.tokens = [_tokens(word.text) for word in result.words]
-        self.folded = [" ".join(tokens).casefold() for tokens in self.tokens]
-        self.hyphenated = [_clean(word.text).endswith("-") for word in result.words]
+        # A ratio is at most 2 * min(a, b) / (a + b) for texts of lengths a and b: far shorter or longer texts
+        # cannot reach min_score, nor be exact (same length as the phrase).
+        reach = min_score / 100
+        self.shortest = len(self.target) * reach / (2 - reach) - 1e-9
+        self.longest = len(self.target) * (2 - reach) / reach + 1e-9 if reach > 0 else math.inf
+        self.word_tokens: list[range] = []
+        self.text: Reading = []
+        self.word_of: list[int] = []
+        self.hyphenated: list[bool] = []
+        for word in result.words:
+            clean = _clean(word.text)
+            tokens = _split(clean)
+            self.word_tokens.append(range(len(self.text), len(self.text) + len(tokens)))
+            self.text += tokens
+            self.word_of += [word.id] * len(tokens)
+            self.hyphenated.append(clean.endswith("-"))
+        self.folded = [token.casefold() for token in self.text]
         self.below = _lines_below(result)
         self.positions = {i: position for line in result.lines for position, i in enumerate(line.word_ids)}
         self.scores: dict[tuple[int, ...], float] = {}
@@ -207,65 +234,67 @@ class _Search:
             run = self._trim(run)
             if run not in found:
                 found[run] = self._candidate(run)
-        return list(found.values())
+        return [c for c in found.values() if c.exact or c.score >= self.min_score]
 
     def _runs(self) -> Iterator[tuple[tuple[int, ...], str, bool]]:
-        """Runs from each word that hold the phrase's token count +-1 (a single word whatever its count), with
-        the run's casefolded text and whether that text is its only reading (no word broken at a line end).
+        """Runs of the phrase's token count +-1 from each token, with the run's casefolded text and whether that
+        text is its only reading (no word broken at a line end); runs whose length rules them out are left out.
 
-        The text grows word by word: this loop sees every word a few times and must stay cheap."""
+        The text grows token by token: this loop sees every token a few times and must stay cheap."""
         size = len(self.expected)
-        for start, tokens in enumerate(self.tokens):
-            if not tokens:
+        for start, own in enumerate(self.word_tokens):
+            if not own:
                 continue
-            run = self._words_from(start, limit=size + 1)
-            text, count, plain = self.folded[start], len(tokens), True
-            yield (start,), text, plain
-            for end in range(2, len(run) + 1):
-                word = run[end - 1]
-                plain = plain and not self._breaks_word(run[end - 2], word)
-                if self.tokens[word]:
-                    text = f"{text} {self.folded[word]}"
-                    count += len(self.tokens[word])
-                    if count >= size - 1:
-                        yield tuple(run[:end]), text, plain
+            words = self._words_from(start, limit=len(own) + size)
+            chain = [t for i in words for t in self.word_tokens[i]]
+            breaks = [False] * len(chain)
+            if any(self.hyphenated[i] for i in words):
+                breaks = [self._breaks_word(before, after) for before, after in itertools.pairwise(chain)]
+            for offset in range(len(own)):
+                text, plain = self.folded[chain[offset]], True
+                for end in range(offset + 1, min(offset + size + 1, len(chain)) + 1):
+                    if end > offset + 1:
+                        text = f"{text} {self.folded[chain[end - 1]]}"
+                        plain = plain and not breaks[end - 2]
+                    if plain and len(text) > self.longest:
+                        break
+                    if end - offset >= size - 1 and (len(text) >= self.shortest or not plain):
+                        yield tuple(chain[offset:end]), text, plain
 
     def _words_from(self, start: int, limit: int) -> list[int]:
         """Word ids in reading order from `start`: the rest of its line, then the line below it in the same column,
-        while they hold at most `limit` tokens (the first word whatever it holds); words without tokens (stray
-        punctuation) may add two more."""
+        until they hold `limit` tokens; words without tokens (stray punctuation) may add two more."""
         ids: list[int] = []
         count = 0
         line = self.result.lines[self.result.words[start].line_id]
         position = self.positions[start]
         while True:
             for i in line.word_ids[position:]:
-                count += len(self.tokens[i])
-                if ids and (count > limit or len(ids) >= limit + 2):
+                if count >= limit or len(ids) >= limit + 2:
                     return ids
                 ids.append(i)
+                count += len(self.word_tokens[i])
             following = self.below[line.id]
             if following is None:
                 return ids
             line, position = self.result.lines[following], 0
 
     def _breaks_word(self, before: int, after: int) -> bool:
-        """Whether word `before` ends a line with a hyphen and word `after` continues it on the next line."""
+        """Whether token `before` ends a line with a hyphen and `after` continues that word on the next line."""
+        first, second = self.word_of[before], self.word_of[after]
         words = self.result.words
-        return self.hyphenated[before] and words[before].line_id != words[after].line_id
+        return self.hyphenated[first] and first != second and words[first].line_id != words[second].line_id
 
     def readings(self, run: tuple[int, ...]) -> list[Reading]:
         """The tokens a run reads as; two readings when a word ends a line with a hyphen: its last token joined
         to the next line's first ('infor-' 'mation') or not ('command-' 'line')."""
-        split: Reading = []
-        joined: Reading = []
-        for before, word in zip((None, *run), run, strict=False):
-            tokens = self.tokens[word]
-            if before is not None and joined and tokens and self._breaks_word(before, word):
-                joined = [*joined[:-1], joined[-1] + tokens[0], *tokens[1:]]
+        split = [self.text[t] for t in run]
+        joined = split[:1]
+        for before, after in itertools.pairwise(run):
+            if self._breaks_word(before, after):
+                joined[-1] += self.text[after]
             else:
-                joined = joined + tokens
-            split = split + tokens
+                joined.append(self.text[after])
         return [split] if joined == split else [joined, split]
 
     def score(self, run: tuple[int, ...]) -> float:
@@ -281,38 +310,34 @@ class _Search:
         return next((r for r in self.readings(run) if _equal(self.expected, r, keep_case)), None)
 
     def _trim(self, run: tuple[int, ...]) -> tuple[int, ...]:
-        """The shortest run within `run` that scores as well: leading and trailing words that do not raise the
-        score go. An exact run is kept whole: it holds nothing but the phrase."""
+        """The shortest run within `run` that scores as well: leading and trailing tokens that do not raise the
+        score go. A run that reads as the phrase is kept whole: it holds nothing else."""
         if self._exact_reading(run, keep_case=False) is not None:
             return run
         while len(run) > 1:
-            shorter = max(self._inner(run), key=self.score, default=None)
-            if shorter is None or self.score(shorter) < self.score(run):
+            shorter = max((run[1:], run[:-1]), key=self.score)
+            if self.score(shorter) < self.score(run):
                 break
             run = shorter
         return run
 
-    def _inner(self, run: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-        """`run` without its first or without its last word, and without the stray punctuation then at its edge."""
-        for inner in (run[1:], run[:-1]):
-            while inner and not self.tokens[inner[0]]:
-                inner = inner[1:]
-            while inner and not self.tokens[inner[-1]]:
-                inner = inner[:-1]
-            if inner:
-                yield inner
-
     def _candidate(self, run: tuple[int, ...]) -> _Candidate:
-        exact = self._exact_reading(run, keep_case=False)
-        words = [self.result.words[i] for i in run]
+        """A run judged as the words it lies in: exact only if those words hold nothing but the phrase, since
+        their boxes, which cannot be split, are what the caller acts on."""
+        ids = tuple(dict.fromkeys(self.word_of[t] for t in run))
+        words = [self.result.words[i] for i in ids]
+        whole = tuple(range(self.word_tokens[ids[0]].start, self.word_tokens[ids[-1]].stop))
+        exact = whole == run and self._exact_reading(run, keep_case=False) is not None
         return _Candidate(
-            ids=run,
+            tokens=run,
+            ids=ids,
             score=self.score(run),
-            exact=exact is not None,
-            case_exact=self._exact_reading(run, keep_case=True) is not None,
+            exact=exact,
+            case_exact=exact and self._exact_reading(run, keep_case=True) is not None,
+            whole_words=whole == run,
             verbatim=_clean(self.phrase).split() == _clean(" ".join(w.text for w in words)).split(),
             lines=len({w.line_id for w in words}),
-            differences=[] if exact else _differences(self.expected, max(self.readings(run), key=self._ratio)),
+            differences=[] if exact else _differences(self.expected, max(self.readings(whole), key=self._ratio)),
         )
 
 
