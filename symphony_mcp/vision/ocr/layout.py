@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 INK_CONTRAST = 24  # grey-level step between neighbours that counts as ink
 RULE_FRACTION = 0.6  # a line inked along this share of a block's extent is a rule, not text
 RULE_MIN_EXTENT = 48  # only blocks at least this long in that direction can have rules
+MIN_TEXT_EXTENT = 2  # a leaf this thin (px) is a line fragment or a dot
 
 
 @dataclass(frozen=True)
@@ -55,52 +56,75 @@ class CutRules:
 
 def ink_map(gray: NDArray[np.uint8]) -> NDArray[np.bool_]:
     """Pixels with a contrast step to their right or lower neighbour."""
-    values = gray.astype(np.int16)
-    ink = np.zeros(values.shape, dtype=bool)
-    ink[:, :-1] |= np.abs(np.diff(values, axis=1)) > INK_CONTRAST
-    ink[:-1, :] |= np.abs(np.diff(values, axis=0)) > INK_CONTRAST
+    ink = np.zeros(gray.shape, dtype=bool)
+    ink[:, :-1] = _steps(gray[:, 1:], gray[:, :-1])
+    ink[:-1, :] |= _steps(gray[1:, :], gray[:-1, :])
     return ink
 
 
+def _steps(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> NDArray[np.bool_]:
+    """|a - b| > INK_CONTRAST in uint8 (max - min cannot wrap): no widening copies of a 1080p frame."""
+    return np.asarray(np.maximum(a, b) - np.minimum(a, b) > INK_CONTRAST, dtype=bool)
+
+
+@dataclass(frozen=True)
+class _Ink:
+    """A frame's ink, and for every pixel the length of the ink run that ends there (rightwards and
+    downwards): computed once, so whether a line of any block holds a rule costs one comparison."""
+
+    ink: NDArray[np.bool_]
+    across: NDArray[np.uint16]  # horizontal run ending at each pixel
+    down: NDArray[np.uint16]  # vertical run ending at each pixel
+
+    @classmethod
+    def of(cls, gray: NDArray[np.uint8]) -> _Ink:
+        ink = ink_map(gray)
+        return cls(ink, _run_lengths(ink, axis=1), _run_lengths(ink, axis=0))
+
+    def text(self, block: Block) -> NDArray[np.bool_]:
+        """The block's ink without rules: unbroken lines along most of a long block (borders, separators).
+
+        A rule is one continuous run inside the block, at least RULE_MIN_EXTENT long: no glyph stroke is,
+        so text survives even where a column crosses many lines of it.
+        """
+        text = self.ink[block.top : block.bottom, block.left : block.right]
+        if block.height >= RULE_MIN_EXTENT:
+            length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * block.height))
+            runs = self.down[block.top + length - 1 : block.bottom, block.left : block.right]
+            text = text & ~(runs >= length).any(axis=0)[None, :]
+        if block.width >= RULE_MIN_EXTENT:
+            length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * block.width))
+            runs = self.across[block.top : block.bottom, block.left + length - 1 : block.right]
+            text = text & ~(runs >= length).any(axis=1)[:, None]
+        return text
+
+
+def _run_lengths(ink: NDArray[np.bool_], axis: int) -> NDArray[np.uint16]:
+    """Per pixel, how many ink pixels in a row end at it along `axis` (0 on blank pixels)."""
+    shape = [1, 1]
+    shape[axis] = ink.shape[axis]
+    position = np.arange(1, ink.shape[axis] + 1, dtype=np.uint16).reshape(shape)
+    last_blank = np.where(ink, np.uint16(0), position)
+    np.maximum.accumulate(last_blank, axis=axis, out=last_blank)
+    np.subtract(position, last_blank, out=last_blank)
+    return last_blank
+
+
 def split_blocks(gray: NDArray[np.uint8], rules: CutRules = CutRules()) -> list[Block]:
-    """Leaves of an XY-cut over `gray`, in reading order (top to bottom, then left to right)."""
-    blocks: list[Block] = []
-    _cut(ink_map(gray), Block(0, 0, gray.shape[1], gray.shape[0]), 0, rules, blocks)
-    return blocks
+    """Leaves of an XY-cut over `gray`, in reading order (top to bottom, then left to right).
 
-
-def _has_run(ink: NDArray[np.bool_], length: int, axis: int) -> NDArray[np.bool_]:
-    """Per line across `axis`, whether it holds `length` consecutive ink pixels along `axis`."""
-    counts = np.cumsum(ink, axis=axis, dtype=np.int32)
-    counts = np.concatenate([np.zeros_like(counts.take([0], axis=axis)), counts], axis=axis)
-    upper = counts.take(np.arange(length, counts.shape[axis]), axis=axis)
-    lower = counts.take(np.arange(0, counts.shape[axis] - length), axis=axis)
-    runs = np.asarray(((upper - lower) >= length).any(axis=axis), dtype=bool)
-    return runs
-
-
-def _text_ink(ink: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """The block's ink without rules: unbroken lines along most of a long block (borders, separators).
-
-    A rule is one continuous run, at least RULE_MIN_EXTENT long: no glyph stroke is, so text
-    survives even where a column crosses many lines of it.
+    Leaves at most MIN_TEXT_EXTENT px thin in either direction are dropped: rule fragments and dots, no text.
     """
-    height, width = ink.shape
-    text = ink
-    if height >= RULE_MIN_EXTENT:
-        length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * height))
-        text = text & ~_has_run(ink, length, axis=0)[None, :]
-    if width >= RULE_MIN_EXTENT:
-        length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * width))
-        text = text & ~_has_run(ink, length, axis=1)[:, None]
-    return text
+    blocks: list[Block] = []
+    _cut(_Ink.of(gray), Block(0, 0, gray.shape[1], gray.shape[0]), 0, rules, blocks)
+    return [block for block in blocks if min(block.width, block.height) > MIN_TEXT_EXTENT]
 
 
-def _trim(ink: NDArray[np.bool_], block: Block) -> tuple[Block, NDArray[np.bool_]] | None:
+def _trim(ink: _Ink, block: Block) -> tuple[Block, NDArray[np.bool_]] | None:
     """Shrink the block to its text ink, repeatedly: once a panel or window is cut out, its own
     border spans the whole block and becomes a rule, which lets the next pass see inside it."""
     while True:
-        text = _text_ink(ink[block.top : block.bottom, block.left : block.right])
+        text = ink.text(block)
         rows = np.flatnonzero(text.any(axis=1))
         cols = np.flatnonzero(text.any(axis=0))
         if rows.size == 0 or cols.size == 0:
@@ -129,7 +153,7 @@ def _gaps(blank: NDArray[np.bool_], min_gap: int) -> list[tuple[int, int]]:
     return gaps
 
 
-def _cut(ink: NDArray[np.bool_], block: Block, depth: int, rules: CutRules, out: list[Block]) -> None:
+def _cut(ink: _Ink, block: Block, depth: int, rules: CutRules, out: list[Block]) -> None:
     found = _trim(ink, block)
     if found is None:
         return
