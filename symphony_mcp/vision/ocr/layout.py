@@ -91,11 +91,11 @@ class _Ink:
         if block.height >= RULE_MIN_EXTENT:
             length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * block.height))
             runs = self.down[block.top + length - 1 : block.bottom, block.left : block.right]
-            text = text & ~(runs >= length).any(axis=0)[None, :]
+            text = text & ~np.asarray((runs >= length).any(axis=0))[None, :]
         if block.width >= RULE_MIN_EXTENT:
             length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * block.width))
             runs = self.across[block.top : block.bottom, block.left + length - 1 : block.right]
-            text = text & ~(runs >= length).any(axis=1)[:, None]
+            text = text & ~np.asarray((runs >= length).any(axis=1))[:, None]
         return text
 
 
