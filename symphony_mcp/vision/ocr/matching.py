@@ -79,8 +79,8 @@ class TextMatch(BaseModel):
         "whether this is still the text you meant"
     )
     word_ids: list[int]
-    boxes: list[Rect] = Field(description="one box per line the match spans, screen pixels")
-    box: Rect = Field(description="union of the match's boxes, screen pixels")
+    boxes: list[Rect] = Field(description="one box per line the match spans, in the result's space")
+    box: Rect = Field(description="union of the match's boxes, in the result's space")
     center: Point = Field(description="centre of the first line's box: where a click lands")
     start: Point = Field(description="left edge of the first word, vertically centred: caret before the phrase")
     end: Point = Field(description="right edge of the last word, vertically centred: caret after the phrase")
