@@ -15,9 +15,9 @@ from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect, fit_within
 from symphony_mcp.desktop.keys import normalize_key, normalize_keys
 from symphony_mcp.desktop.launcher import plan_launch
+from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.x11_typing import keysym_for
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.actions import ActionRecord
 from symphony_mcp.vision.encoding import EncodeOptions, encode_image
 
 KNOWN = ["a", "b", "1", "enter", "ctrl", "shift", "alt", "win", "command", "pageup", "esc", "delete", "f5"]

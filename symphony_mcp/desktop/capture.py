@@ -10,7 +10,7 @@ from PIL import Image
 
 from symphony_mcp.desktop.frames import new_frame_id
 from symphony_mcp.desktop.geometry import Point, Rect
-from symphony_mcp.desktop.models import MonitorInfo
+from symphony_mcp.desktop.types import MonitorInfo
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
 
 

@@ -23,11 +23,11 @@ from symphony_mcp.config import Settings
 from symphony_mcp.desktop.capture import Frame, select_monitor
 from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, Placed, new_frame_id
 from symphony_mcp.desktop.geometry import CoordinateSpace, ImageMapping, Point, Rect
-from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.protocol import Desktop
+from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
 from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.actions import ActionLog, ActionRecord, Grounding
 from symphony_mcp.vision.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.launcher import launch, plan_launch
-from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
 
 _IS_X11 = sys.platform.startswith("linux") or "bsd" in sys.platform

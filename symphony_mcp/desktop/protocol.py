@@ -11,7 +11,7 @@ from typing import Protocol
 from PIL import Image
 
 from symphony_mcp.desktop.geometry import Point, Rect
-from symphony_mcp.desktop.models import MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
 
 
 class Desktop(Protocol):

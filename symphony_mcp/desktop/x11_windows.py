@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from symphony_mcp.desktop.geometry import Rect
-from symphony_mcp.desktop.models import WindowInfo
+from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
 

@@ -15,8 +15,8 @@ from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.actions import ActionRecord
 from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.loops import ActionSignature, LoopDetector, LoopReport, ScreenPrint

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.actions import ActionRecord
 from symphony_mcp.memory.task import TASK_FILE, ReflectOutcome, Task, TaskInfo, TaskStatus
 from symphony_mcp.memory.trajectory import TRAJECTORY_FILE
 from symphony_mcp.models.registry import ModelRegistry

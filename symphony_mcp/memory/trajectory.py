@@ -20,7 +20,7 @@ from typing import Any
 from PIL import Image
 from pydantic import BaseModel, Field, ValidationError
 
-from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
 
 log = logging.getLogger(__name__)

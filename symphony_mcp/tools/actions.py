@@ -9,8 +9,8 @@ from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController, Target
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.models import MouseButton
-from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.tools.common import (
     DESTRUCTIVE_INPUT,
     HARMLESS_CHANGE,

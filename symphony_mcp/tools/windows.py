@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController, OpenResult, WindowList
-from symphony_mcp.memory.actions import ActionRecord
+from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, FrameId, Space, caller_errors
 
 

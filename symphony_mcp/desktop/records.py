@@ -1,4 +1,4 @@
-"""Structured records of every action the server performed, kept in memory per server."""
+"""Structured records of every action the desktop performed (its producer), kept in memory per server."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Point, Rect
-from symphony_mcp.desktop.models import WindowInfo
+from symphony_mcp.desktop.types import WindowInfo
 
 
 class Grounding(BaseModel):
