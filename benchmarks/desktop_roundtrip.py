@@ -45,8 +45,8 @@ from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.desktop.virtual_display import start_virtual_display
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
 from symphony_mcp.server import build_server
-from symphony_mcp.vision.encoding import EncodeOptions, encode_image
 
 REPO = Path(__file__).resolve().parent.parent
 RESOLUTION = "1920x1080"

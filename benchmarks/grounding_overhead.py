@@ -65,12 +65,12 @@ from symphony_mcp.config import GroundingSettings, ModelEndpoint, ModelsSettings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import Point
+from symphony_mcp.imaging.encoding import encode_bytes
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import _fit, prepare_image
 from symphony_mcp.models.messages import ModelImage
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.server import build_server
-from symphony_mcp.vision.encoding import encode_bytes
 from symphony_mcp.vision.grounding.families import FAMILIES, GroundingFamily
 from symphony_mcp.vision.grounding.grounder import Located, VisionGrounder, _read_answer, refinement_crop
 from tests.model_server import StandInModel

@@ -18,7 +18,7 @@ from symphony_mcp.desktop.launcher import plan_launch
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.x11_typing import keysym_for
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.vision.encoding import EncodeOptions, encode_image
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
 
 KNOWN = ["a", "b", "1", "enter", "ctrl", "shift", "alt", "win", "command", "pageup", "esc", "delete", "f5"]
 

@@ -28,7 +28,7 @@ from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.vision.encoding import EncodedImage, EncodeOptions, encode_image, target_size
+from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 
 log = logging.getLogger(__name__)
 _MAX_CLICKS = 10

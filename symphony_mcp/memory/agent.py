@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from PIL import Image
 
 from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.imaging.encoding import draw_cursor_marker
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
 from symphony_mcp.memory.milestones import MilestoneMemory
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ChatMessage, ModelImage, system, user
 from symphony_mcp.models.structured import ValidAnswer, ask_structured, schema_text
-from symphony_mcp.vision.encoding import draw_cursor_marker
 
 _CROP_FRACTION = 0.25  # the zoomed crop shows a quarter of the screen's width and height
 _CROP_ZOOM = 2

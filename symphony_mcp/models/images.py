@@ -17,9 +17,9 @@ from collections.abc import Callable
 from PIL import Image
 
 from symphony_mcp.desktop.geometry import fit_within
+from symphony_mcp.imaging.encoding import encode_bytes
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.messages import ModelImage
-from symphony_mcp.vision.encoding import encode_bytes
 
 # (width, height, shrink) -> the size to send; shrink < 1 asks for fewer pixels (byte budget exceeded).
 Sizer = Callable[[int, int, float], tuple[int, int]]

@@ -1,0 +1,1 @@
+"""The hands and eyes: screen capture, pointer and keyboard, windows, the virtual display, frames and action records."""
