@@ -23,7 +23,7 @@ from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.http_auth import BearerTokenMiddleware
-from symphony_mcp.memory.tasks import DEFAULT_SESSION, TaskManager, current_session
+from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
 from symphony_mcp.vision.grounding.grounder import VisionGrounder

@@ -20,8 +20,9 @@ from mcp import Client, MCPError
 from PIL import Image
 
 from symphony_mcp.config import load_settings
+from symphony_mcp.memory.layout import TRAJECTORY_FILE
 from symphony_mcp.memory.milestones import MilestoneMemory
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, read_trajectory
+from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.server import SymphonyServer, build_server
 from tests.conftest import TkProbe, call_error, call_ok, wait_for
 from tests.model_server import ModelRequest, StandInModel

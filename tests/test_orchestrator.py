@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from symphony_mcp.config import Settings, load_settings
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, read_trajectory
+from symphony_mcp.memory.layout import TRAJECTORY_FILE
+from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.checker import CommandChecker
 from symphony_mcp.orchestrator.connection import InMemoryServer, RemoteServer

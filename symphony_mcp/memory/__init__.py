@@ -1,1 +1,1 @@
-"""What the server remembers of a session: action records now; trajectories and reflection later."""
+"""What the server remembers of a task: trajectories on disk, loop detection, milestones, the memory agent."""

@@ -6,7 +6,6 @@ import asyncio
 import datetime
 import time
 from pathlib import Path
-from typing import Literal
 
 from PIL import Image
 from pydantic import BaseModel, Field
@@ -19,6 +18,7 @@ from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
 from symphony_mcp.memory.judgements import Reflection
+from symphony_mcp.memory.layout import TASK_FILE, TaskInfo, TaskStatus, step_screenshot, step_screenshot_path
 from symphony_mcp.memory.loops import ActionSignature, LoopDetector, LoopReport, ScreenPrint
 from symphony_mcp.memory.milestones import MilestoneMemory, StepSummary
 from symphony_mcp.memory.trajectory import (
@@ -31,21 +31,6 @@ from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ModelImage
-
-TaskStatus = Literal["running", "success", "fail", "infeasible", "abandoned"]
-TASK_FILE = "task.json"
-
-
-class TaskInfo(BaseModel):
-    task_id: str
-    instruction: str
-    directory: str
-    started_at: float
-    ended_at: float | None = None
-    status: TaskStatus = "running"
-    note: str | None = None
-    steps: int = 0
-    active_here: bool = Field(False, description="the running task of the caller's session")
 
 
 class StepAction(BaseModel):
@@ -101,7 +86,7 @@ class Task:
         self._areas: dict[int, Rect] = {}
         self._encoded: dict[int, tuple[tuple[object, ...], ModelImage]] = {}
         if first is not None:
-            self.writer.save_image("step_0.png", first.image)
+            self.writer.save_image(step_screenshot(0), first.image)
             self._frames[0] = first
             self.memory.keep_first(0)
         self.save_info()
@@ -127,7 +112,7 @@ class Task:
                 action=record.action,
                 summary=record.summary,
                 record=record,
-                screenshot_file=f"step_{number}.png",
+                screenshot_file=step_screenshot(number),
                 loop=self.loop.detected,
                 record_ms=round((time.perf_counter() - started) * 1000, 2),
             )
@@ -275,7 +260,7 @@ class Task:
         if frame is not None:
             return frame.image
         self.writer.flush()
-        path = _directory(self.info) / f"step_{number}.png"
+        path = step_screenshot_path(_directory(self.info), number)
         if not path.exists():
             raise InvalidInputError(f"the screenshot of step {number} of task {self.info.task_id!r} is missing")
         with Image.open(path) as image:

@@ -22,9 +22,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
+from symphony_mcp.memory.layout import TRAJECTORY_FILE
 
 log = logging.getLogger(__name__)
-TRAJECTORY_FILE = "traj.jsonl"
 MAX_QUEUED_WRITES = 8  # ~50 MB of 1080p frames; past this, recording waits for the writer
 
 

@@ -11,8 +11,6 @@ run again.
 from __future__ import annotations
 
 import json
-import secrets
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,8 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, SecretStr
 
 from symphony_mcp.config import Settings
-from symphony_mcp.memory.tasks import check_task_id
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, TrajectoryStep, read_trajectory
+from symphony_mcp.memory.layout import TRAJECTORY_FILE, check_task_id, new_task_id
+from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.orchestrator.checker import Checker
 from symphony_mcp.orchestrator.connection import ServerConnection, SpawnServer, connect
@@ -65,7 +63,7 @@ async def run_task(
 ) -> TaskOutcome:
     """Run `instruction` to Success, Fail or Error through a symphony-mcp server (spawned by default)."""
     results = settings.orchestrator.results_dir.expanduser().resolve()
-    task_id = task_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    task_id = task_id or new_task_id()
     check_task_id(task_id)
     task_dir = results / task_id
     previous = None if force else finished_record(task_dir)

@@ -25,8 +25,8 @@ from PIL import Image
 from pydantic import ValidationError
 
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
-from symphony_mcp.memory.task import TASK_FILE
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, TrajectoryStep, read_trajectory
+from symphony_mcp.memory.layout import TASK_FILE, TRAJECTORY_FILE, step_screenshot
+from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.models.usage import RoleUsage
 from symphony_mcp.orchestrator.records import RESULT_FILE, RUN_FILE, RunRecord, RunStep, StepTimings, Transition
 
@@ -280,7 +280,7 @@ class _Shots:
     def get(self, step: int) -> Shot | None:
         """The screen after trajectory step `step` (0 = before the first action)."""
         recorded = self.trajectory.get(step)
-        name = recorded.screenshot_file if recorded and recorded.screenshot_file else f"step_{step}.png"
+        name = recorded.screenshot_file if recorded and recorded.screenshot_file else step_screenshot(step)
         return self._shot(name)
 
     def _shot(self, name: str) -> Shot | None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 from pathlib import Path
 
 from mcp import Client
 from mcp.types import BlobResourceContents, TextResourceContents
 
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE, TrajectoryStep
+from symphony_mcp.memory.layout import TRAJECTORY_FILE, step_screenshot_path, timestamp_id
+from symphony_mcp.memory.trajectory import TrajectoryStep
 from symphony_mcp.orchestrator.records import RESULT_FILE, RUN_FILE, RunRecord
 
 
@@ -26,7 +26,7 @@ def set_aside(task_dir: Path) -> Path | None:
     """Move an earlier attempt out of the way (never delete it); returns where it went."""
     if not task_dir.exists():
         return None
-    target = task_dir.with_name(f"{task_dir.name}.attempt-{time.strftime('%Y%m%d-%H%M%S')}")
+    target = task_dir.with_name(f"{task_dir.name}.attempt-{timestamp_id()}")
     suffix = 1
     while target.exists():
         suffix += 1
@@ -62,5 +62,5 @@ async def mirror_trajectory(client: Client, task_id: str, task_dir: Path) -> int
         shot = await client.read_resource(f"trajectory://{task_id}/steps/{number}/screenshot")
         blob = shot.contents[0]
         if isinstance(blob, BlobResourceContents):
-            (task_dir / f"step_{number}.png").write_bytes(base64.b64decode(blob.blob))
+            step_screenshot_path(task_dir, number).write_bytes(base64.b64decode(blob.blob))
     return len(steps)

@@ -9,9 +9,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.memory.layout import TaskInfo, TaskStatus, step_screenshot_path
 from symphony_mcp.memory.loops import LoopReport
-from symphony_mcp.memory.task import MemoryState, ReflectOutcome, TaskInfo, TaskStatus
-from symphony_mcp.memory.tasks import TaskManager
+from symphony_mcp.memory.manager import TaskManager
+from symphony_mcp.memory.task import MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors, resource_errors
 
@@ -112,7 +113,7 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
     async def step_screenshot(task_id: str, step: str) -> bytes:
         if not step.isdigit():
             raise InvalidInputError(f"step must be a number, got {step!r}")
-        path = tasks.directory(task_id) / f"step_{int(step)}.png"
+        path = step_screenshot_path(tasks.directory(task_id), int(step))
         if not path.exists():
             raise InvalidInputError(f"task {task_id!r} has no screenshot for step {step}")
         return path.read_bytes()

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import secrets
 import time
 from contextvars import ContextVar
 from pathlib import Path
@@ -20,14 +18,13 @@ from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.task import TASK_FILE, ReflectOutcome, Task, TaskInfo, TaskStatus
-from symphony_mcp.memory.trajectory import TRAJECTORY_FILE
+from symphony_mcp.memory.layout import TASK_FILE, TRAJECTORY_FILE, TaskInfo, TaskStatus, check_task_id, new_task_id
+from symphony_mcp.memory.task import ReflectOutcome, Task
 from symphony_mcp.models.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
 DEFAULT_SESSION = "default"
 current_session: ContextVar[str] = ContextVar("symphony_session", default=DEFAULT_SESSION)
-_TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_INSTRUCTION_LENGTH = 20_000
 
 
@@ -51,7 +48,7 @@ class TaskManager:
         instruction = instruction.strip()
         if not instruction or len(instruction) > MAX_INSTRUCTION_LENGTH:
             raise InvalidInputError(f"instruction must be 1..{MAX_INSTRUCTION_LENGTH} characters of task description")
-        task_id = task_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        task_id = task_id or new_task_id()
         check_task_id(task_id)
         directory = self.root / task_id
         if (directory / TRAJECTORY_FILE).exists() or (directory / TASK_FILE).exists():
@@ -119,11 +116,3 @@ class TaskManager:
             return
         frame = await self.desktop.capture()
         await task.record(record, frame)
-
-
-def check_task_id(task_id: str) -> None:
-    if not _TASK_ID.match(task_id):
-        raise InvalidInputError(
-            f"task id {task_id!r} is not allowed: use 1..128 letters, digits, '.', '_' or '-', starting with a "
-            "letter or digit"
-        )
