@@ -258,7 +258,7 @@ async def bench_screenshot(
     raw_bytes = 0
     info: dict[str, Any] = {}
     for index in range(args.warmups + args.repeats):
-        grab_ms, raw_ms, raw_bytes = reference.run_sync(lambda desktop: grab_and_encode(desktop, area, options))
+        grab_ms, raw_ms, raw_bytes = await reference.run(lambda desktop: grab_and_encode(desktop, area, options))
         in_memory_ms, _ = await screenshot_call(in_memory_client, case)
         stdio_ms, info = await screenshot_call(stdio_client, case)
         if index >= args.warmups:
@@ -365,7 +365,7 @@ async def measure_screenshots(
     # ~2.5x slower on the main thread than on a worker thread here.
     reference = DesktopRunner(LocalDesktop)
     try:
-        area = reference.run_sync(lambda desktop: desktop.monitors()[settings.display.monitor].rect)
+        area = await reference.run(lambda desktop: desktop.monitors()[settings.display.monitor].screen_rect)
         rows = []
         for case in SCREENSHOT_CASES:
             log(f"screenshot: {case.name}")

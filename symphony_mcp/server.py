@@ -52,7 +52,7 @@ class SymphonyServer:
     mcp: MCPServer
     desktop: DesktopController
     runner: DesktopRunner
-    text: OcrGrounder
+    ocr: OcrGrounder
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
@@ -66,7 +66,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
     runner = DesktopRunner(lambda: LocalDesktop(settings.input, layout))
     controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
-    text = OcrGrounder(controller, settings.ocr)
+    text_grounder = OcrGrounder(controller, settings.ocr)
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(controller, models, settings.grounding)
     tasks = TaskManager(controller, models, settings.memory)
@@ -74,7 +74,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         if settings.ocr.warm_up:
-            await text.warm_up()
+            await text_grounder.warm_up()
         try:
             yield
         finally:
@@ -93,11 +93,11 @@ def build_server(settings: Settings) -> SymphonyServer:
     screen.register(server, controller)
     actions.register(server, controller, TargetResolver(grounder))
     windows.register(server, controller)
-    ocr.register(server, text)
-    grounding.register(server, grounder, models)
-    memory.register(server, tasks)
+    ocr.register(server, text_grounder, controller)
+    grounding.register(server, grounder, models, controller)
+    memory.register(server, tasks, controller)
     return SymphonyServer(
-        mcp=server, desktop=controller, runner=runner, text=text, grounder=grounder, models=models, tasks=tasks
+        mcp=server, desktop=controller, runner=runner, ocr=text_grounder, grounder=grounder, models=models, tasks=tasks
     )
 
 

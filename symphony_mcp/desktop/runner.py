@@ -32,9 +32,6 @@ class DesktopRunner:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(self._get()))
 
-    def run_sync(self, fn: Callable[[Desktop], T]) -> T:
-        return self._executor.submit(lambda: fn(self._get())).result()
-
     def close(self) -> None:
         def _close() -> None:
             if self._desktop is not None:

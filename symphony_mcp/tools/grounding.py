@@ -7,6 +7,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.models.registry import ModelRegistry, RoleStatus
@@ -42,7 +43,7 @@ class ModelStatus(BaseModel):
     grounding_family: str
 
 
-def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry) -> None:
+def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry, desktop: DesktopController) -> None:
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def locate(
@@ -57,7 +58,7 @@ def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry)
     ) -> LocateResult:
         """Find a described element with the grounding model on a fresh capture of the area of the latest
         screenshot (or frame_id, or monitor); nothing is clicked. x, y are in that screenshot's pixels."""
-        view = await grounder.desktop.caller_space(space, frame_id, monitor)
+        view = await desktop.caller_space(space, frame_id, monitor)
         found = await grounder.locate(description, view.area)
         point = view.point(found.screen)
         located = LocateResult(

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.layout import TaskInfo, TaskStatus, step_screenshot_path
 from symphony_mcp.memory.loops import LoopReport
@@ -22,7 +23,7 @@ RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHi
 REFLECT = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
 
 
-def register(server: MCPServer, tasks: TaskManager) -> None:
+def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) -> None:
     @server.tool(annotations=RECORD)
     @caller_errors
     async def start_task(
@@ -62,7 +63,7 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
         The step's coordinates are the latest screenshot's pixels."""
         if thought is None and plan is None and tool_output is None:
             raise InvalidInputError("give at least one of thought, plan or tool_output")
-        return (await tasks.desktop.caller_space()).express(
+        return (await desktop.caller_space()).express(
             await tasks.task().annotate(step, thought, plan, tool_output)
         )
 
@@ -83,7 +84,7 @@ def register(server: MCPServer, tasks: TaskManager) -> None:
         """The running task's memory without any model: what each step did (action, target, result), step checks,
         milestones and kept screenshots, facts, loop warning, failed actions, the latest reflection. Points are
         the latest screenshot's pixels unless space/frame_id say otherwise."""
-        view = await tasks.desktop.caller_space(space, frame_id)
+        view = await desktop.caller_space(space, frame_id)
         return view.express(tasks.task().state())
 
     @server.tool(annotations=READ_ONLY)

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import CoordinateSpace
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.types import MouseButton
@@ -38,7 +39,7 @@ Approximate = Annotated[
 Monitor = Annotated[int | None, Field(description="read this monitor instead (its frame becomes the latest)")]
 
 
-def register(server: MCPServer, grounder: OcrGrounder) -> None:
+def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopController) -> None:
     async def ensure_loaded(ctx: Context) -> None:
         """Loading an engine can take seconds (EasyOCR: much longer): tell the host what is happening."""
         if not grounder.is_loaded():
@@ -60,7 +61,7 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
             if near_x is None or near_y is None:
                 raise InvalidInputError("give both near_x and near_y, or neither")
             near = (near_x, near_y)
-        view = await grounder.desktop.caller_space(space, frame_id, monitor)
+        view = await desktop.caller_space(space, frame_id, monitor)
         return TextSearch(view=view, region=region, near=near, approximate=approximate)
 
     @server.tool(annotations=READ_ONLY)
@@ -88,8 +89,8 @@ def register(server: MCPServer, grounder: OcrGrounder) -> None:
         view = text_search.view
         if annotate:  # the numbered image becomes the latest frame: the result is given in its pixels
             marked = draw_marks(frame.image, frame.area, [(word.id, word.box) for word in result.words])
-            encoded, info = await grounder.desktop.publish(frame, marked)
-            view = await grounder.desktop.caller_space(space, info.frame_id if space == "screenshot" else None)
+            encoded, info = await desktop.publish(frame, marked)
+            view = await desktop.caller_space(space, info.frame_id if space == "screenshot" else None)
             content.insert(0, Image(data=encoded.data, format=encoded.format).to_image_content())
             content.append(TextContent(type="text", text=f"annotated image is frame {info.frame_id}, now the latest"))
         return CallToolResult(content=content, structured_content=view.express(result).model_dump(mode="json"))

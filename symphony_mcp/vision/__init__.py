@@ -1,1 +1,1 @@
-"""Image handling for models and hosts: encoding now; OCR and grounding later."""
+"""Reading the screen: OCR engines and phrase matching, and the general (VLM) grounder."""
