@@ -67,12 +67,12 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.imaging.encoding import encode_bytes
 from symphony_mcp.models.endpoints import ResolvedEndpoint
-from symphony_mcp.models.images import _fit, prepare_image
+from symphony_mcp.models.images import fit_to_size, prepare_image
 from symphony_mcp.models.messages import ModelImage
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.server import build_server
 from symphony_mcp.vision.grounding.families import FAMILIES, GroundingFamily
-from symphony_mcp.vision.grounding.grounder import Located, VisionGrounder, _read_answer, refinement_crop
+from symphony_mcp.vision.grounding.grounder import Located, VisionGrounder, read_answer, refinement_crop
 from tests.model_server import StandInModel
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "grounding_overhead.md"
@@ -286,7 +286,7 @@ async def measure_in_process(
         formats = [case(DEFAULT_FAMILY, fmt) for fmt in IMAGE_FORMATS]
         steps = default_steps(families[list(FAMILIES).index(DEFAULT_FAMILY)], frame)
         size = (formats[0].model_image.width, formats[0].model_image.height)
-        fitted, _ = _fit(frame.image, *size)  # the picture `prepare_image` encodes (padded or resized)
+        fitted, _ = fit_to_size(frame.image, *size)  # the picture `prepare_image` encodes (padded or resized)
         format_fit: list[float] = []
         step_samples: dict[str, list[float]] = {step.name: [] for step in steps}
         rounds = args.warmups + args.repeats
@@ -310,7 +310,7 @@ async def measure_in_process(
                 took = await asyncio.to_thread(timed, encode)
                 if index >= args.warmups:
                     fmt_case.encode.append(took)
-            took = await asyncio.to_thread(timed, functools.partial(_fit, frame.image, *size))
+            took = await asyncio.to_thread(timed, functools.partial(fit_to_size, frame.image, *size))
             if index >= args.warmups:
                 format_fit.append(took)
         rows = [StepRow(step.name, step.in_overhead, Stats(tuple(step_samples[step.name])), step.key) for step in steps]
@@ -324,7 +324,7 @@ def default_steps(case: GroundCase, frame: Frame) -> list[Step]:
     """The default family's work outside the model call, step by step, as `VisionGrounder.ground` does it."""
     endpoint, family, image = case.endpoint, case.family, case.model_image
     size = (image.width, image.height)
-    fitted, _ = _fit(frame.image, *size)  # padded or resized, as `prepare_image` does it
+    fitted, _ = fit_to_size(frame.image, *size)  # padded or resized, as `prepare_image` does it
     messages = family.messages(DESCRIPTION, image)
     messages_for = functools.partial(family.messages, DESCRIPTION)
     body = {"model": endpoint.model, "messages": [m.model_dump(exclude_none=True) for m in messages]}
@@ -344,7 +344,7 @@ def default_steps(case: GroundCase, frame: Frame) -> list[Step]:
             lambda: prepare_image(frame.image, endpoint, family.sizer),
             worker_thread=True,
         ),
-        Step(f"  of which {fit_name}", "yes", lambda: _fit(frame.image, *size), worker_thread=True, key="fit"),
+        Step(f"  of which {fit_name}", "yes", lambda: fit_to_size(frame.image, *size), worker_thread=True, key="fit"),
         Step(
             f"  of which {encode_name}",
             "yes",
@@ -377,9 +377,9 @@ def default_steps(case: GroundCase, frame: Frame) -> list[Step]:
             lambda: json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
         ),
         Step(
-            "parse + map the answer (`_read_answer`)",
+            "parse + map the answer (`read_answer`)",
             "yes",
-            lambda: _read_answer(case.answers[0], family, image, frame),
+            lambda: read_answer(case.answers[0], family, image, frame),
         ),
     ]
 

@@ -50,7 +50,7 @@ _FLAGS: dict[str, tuple[str, ...]] = {
 EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="symphony-mcp", description="Computer-use tools over MCP.")
     parser.add_argument("--version", action="version", version=f"symphony-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -127,7 +127,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.command == "report":
         from symphony_mcp.orchestrator.report import report_command
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from symphony_mcp.cli import _parser, settings_from_args
+from symphony_mcp.cli import build_parser, settings_from_args
 from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect, fit_within
 from symphony_mcp.desktop.keys import normalize_key, normalize_keys
@@ -97,7 +97,7 @@ def test_settings_precedence_file_env_cli(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("SYMPHONY_SCREENSHOT__FORMAT", "png")
     monkeypatch.setenv("SYMPHONY_DISPLAY__MONITOR", "2")
     monkeypatch.delenv("SYMPHONY_CONFIG_FILE", raising=False)
-    args = _parser().parse_args(["serve", "--config", str(config), "--monitor", "3", "--resolution", "1280x720"])
+    args = build_parser().parse_args(["serve", "--config", str(config), "--monitor", "3", "--resolution", "1280x720"])
     settings = settings_from_args(args)
     assert settings.screenshot.quality == 55  # file
     assert settings.screenshot.format == "png"  # env beats file

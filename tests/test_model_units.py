@@ -182,9 +182,9 @@ def test_images_are_shrunk_to_the_endpoint_byte_limit() -> None:
 
 
 def test_grounder_flags_reach_the_nested_settings() -> None:
-    from symphony_mcp.cli import _parser, settings_from_args
+    from symphony_mcp.cli import build_parser, settings_from_args
 
-    args = _parser().parse_args(
+    args = build_parser().parse_args(
         ["serve", "--grounder-url", "http://h:8000/v1", "--grounder-model", "gta1-7b", "--grounding-family", "gta1"]
     )
     settings = settings_from_args(args)

@@ -42,7 +42,7 @@ def prepare_image(image: Image.Image, endpoint: ResolvedEndpoint, sizer: Sizer |
     while True:
         width, height = size_for(image.width, image.height, shrink)
         if max(width, height) <= max_side or shrink <= _MIN_SHRINK:
-            sized, content = _fit(image, width, height)
+            sized, content = fit_to_size(image, width, height)
             data = encode_bytes(sized, endpoint.image_format, endpoint.image_quality)
             if len(data) <= endpoint.image_max_bytes or shrink <= _MIN_SHRINK:
                 return ModelImage(
@@ -56,7 +56,7 @@ def prepare_image(image: Image.Image, endpoint: ResolvedEndpoint, sizer: Sizer |
         shrink *= _SHRINK_STEP
 
 
-def _fit(image: Image.Image, width: int, height: int) -> tuple[Image.Image, tuple[int, int]]:
+def fit_to_size(image: Image.Image, width: int, height: int) -> tuple[Image.Image, tuple[int, int]]:
     """The image at width x height and the size of the picture in it (padded when barely larger)."""
     if (width, height) == image.size:
         return image, image.size

@@ -136,7 +136,7 @@ class VisionGrounder:
         def parse(answer: str) -> tuple[Point, Rect | None]:
             parse_started = time.perf_counter()
             try:
-                return _read_answer(answer, family, image, frame)
+                return read_answer(answer, family, image, frame)
             finally:
                 overhead.append(time.perf_counter() - parse_started)
 
@@ -173,7 +173,7 @@ def _prepare(frame: Frame, endpoint: ResolvedEndpoint, family: GroundingFamily) 
     return prepare_image(frame.image, endpoint, family.sizer)
 
 
-def _read_answer(answer: str, family: GroundingFamily, image: ModelImage, frame: Frame) -> tuple[Point, Rect | None]:
+def read_answer(answer: str, family: GroundingFamily, image: ModelImage, frame: Frame) -> tuple[Point, Rect | None]:
     """The answer's point (and box) in screen pixels, checked against the image the model saw."""
     parsed = parse_point(answer)
     content = (image.content_width, image.content_height)
