@@ -15,6 +15,7 @@ from PIL import Image
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.vision.ocr.engine import EngineSpec
 from symphony_mcp.vision.ocr.models import RecognizedWord
+from symphony_mcp.vision.ocr.preprocess import text_pieces
 
 _TESSDATA_CANDIDATES = (
     "/usr/share/tesseract-ocr/5/tessdata",
@@ -50,9 +51,26 @@ class TesseractEngine:
         )
 
     def recognize(self, image: Image.Image) -> list[RecognizedWord]:
+        """Words in the crop, read piece by piece from its black-on-white version (preprocess.py)."""
+        words = []
+        for piece in text_pieces(image):
+            for word in self._read(piece.image):
+                words.append(
+                    RecognizedWord(
+                        word.text,
+                        piece.left + word.left // piece.scale,
+                        word.top // piece.scale,
+                        max(1, word.width // piece.scale),
+                        max(1, word.height // piece.scale),
+                        word.confidence,
+                    )
+                )
+        return words
+
+    def _read(self, image: Image.Image) -> list[RecognizedWord]:
         from tesserocr import RIL, iterate_level
 
-        self._api.SetImage(image)
+        self._api.SetImageBytes(image.tobytes(), image.width, image.height, 1, image.width)
         self._api.Recognize()
         words = []
         for item in iterate_level(self._api.GetIterator(), RIL.WORD):

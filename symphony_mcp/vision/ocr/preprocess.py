@@ -1,0 +1,215 @@
+"""A block's crop as Tesseract reads it best: black text on white, nothing else, in pieces of one text size.
+
+Screens draw text on many local backgrounds: a page, a coloured button, a chip, a field inside a panel.
+Tesseract binarises a whole image at once and takes box outlines for glyphs, so a row of bordered buttons or
+of coloured labels read as nothing or as "@" and "&". Here every pixel is compared with its own background
+(the colour of the nearest large flat area), which turns any polarity and colour, and low contrast, into
+black on white; the rims between two backgrounds, straight rules and box outlines are dropped, and every
+remaining mark is stretched to full contrast. Text far apart (labels in a toolbar, mixed sizes) is cut into
+pieces, since one line of mixed sizes confuses Tesseract's line model, and short pieces of small text
+(a button's word, without context to lean on) are upscaled.
+
+Everything is a function of the crop's pixels alone, so the result stays deterministic and cacheable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+from scipy import ndimage
+
+FLAT_STEP = 3  # grey step between neighbours inside one flat background (gradients of buttons, shadows)
+DEEP = 2  # a background region holds a flat square of 2 * DEEP + 1 px (a glyph's stroke does not)
+SAME_COLOUR_AREA = 40  # smaller flat pieces of a background's colour (counters, gaps) are not backgrounds
+RIM_SPREAD = 24  # grey difference of two backgrounds that makes the pixels between them a rim, not text
+RIM_REACH = 2  # how far (px) a rim's antialiasing reaches
+INK = 24  # channel distance from the local background that counts as a mark
+LINE_THICKNESS = 3  # marks at most this thick...
+LINE_LENGTH = 2.5  # ...and this many glyph heights long are rules
+OUTLINE_HEIGHT = 1.5  # marks this many glyph heights tall...
+OUTLINE_FILL = 0.2  # ...that fill this little of their box and enclose another mark are outlines
+DOT_SIZE = 0.5  # marks at most this many glyph heights wide and tall are dots
+PIECE_GAP = 3.0  # blank columns this many glyph heights wide separate pieces...
+MIN_PIECE_GAP = 16  # ...and at least this many px
+PIECE_PADDING = 6  # white margin around a piece
+SHORT_PIECE = 10  # a piece narrower than this many glyph heights is short...
+SMALL_GLYPHS = 12  # ...and upscaled when its glyphs are shorter than this (px)
+UPSCALE = 2
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part of a crop, ready for the engine: `image` (mode L) shows crop columns from `left`, `scale` times."""
+
+    image: Image.Image
+    left: int
+    scale: int
+
+
+def text_pieces(crop: Image.Image) -> list[Piece]:
+    """The crop's text as black-on-white pieces, left to right; none when it holds no marks."""
+    rgb = np.asarray(crop.convert("RGB"))
+    grey = np.asarray(crop.convert("L"))
+    ink, glyph = _clean(_strength(rgb, grey))
+    pieces = []
+    for start, end in _column_runs(ink, max(MIN_PIECE_GAP, PIECE_GAP * glyph)):
+        left = max(0, start - PIECE_PADDING)
+        part = ink[:, left : end + PIECE_PADDING]
+        image = Image.fromarray(255 - np.round(part * 255).astype(np.uint8), "L")
+        scale = UPSCALE if glyph < SMALL_GLYPHS and end - start < SHORT_PIECE * glyph else 1
+        if scale > 1:
+            image = image.resize((image.width * scale, image.height * scale), Image.Resampling.BICUBIC)
+        pieces.append(Piece(image, left, scale))
+    return pieces
+
+
+def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    """Per pixel, the largest channel distance to its local background (0 on backgrounds and their rims)."""
+    background, labels, colours = _backgrounds(grey)
+    values = colours[labels][background]
+    if values.size == 0 or values.min() == values.max():
+        # One background colour (most blocks): compare with the crop's most common border colour.
+        return _distance(rgb, _border_colour(rgb))
+    _, (rows, cols) = ndimage.distance_transform_edt(~background, return_indices=True)
+    strength = _distance(rgb, rgb[rows, cols])
+    # A pixel near two backgrounds of different grey is the antialiased rim between them.
+    region_grey = np.where(background, colours[labels], 0).astype(np.int16)
+    size = 2 * RIM_REACH + 1
+    high = ndimage.maximum_filter(np.where(background, region_grey, -1), size=size)
+    low = ndimage.minimum_filter(np.where(background, region_grey, 256), size=size)
+    rim = (high >= 0) & (low <= 255) & (high - low > RIM_SPREAD) & ~background
+    strength[rim] = 0
+    return strength
+
+
+def _backgrounds(grey: NDArray[np.uint8]) -> tuple[NDArray[np.bool_], NDArray[np.int32], NDArray[np.uint8]]:
+    """(background mask, flat-region labels, grey of each region): flat regions that touch the crop's edge,
+    hold a flat square too big for a stroke, or share such a region's grey and are not tiny."""
+    flat = np.ones(grey.shape, dtype=bool)
+    across = _step(grey[:, 1:], grey[:, :-1]) <= FLAT_STEP
+    down = _step(grey[1:, :], grey[:-1, :]) <= FLAT_STEP
+    flat[:, :-1] &= across
+    flat[:, 1:] &= across
+    flat[:-1, :] &= down
+    flat[1:, :] &= down
+    labels, count = ndimage.label(flat)
+    size = 2 * DEEP + 1
+    core = ndimage.minimum_filter(flat.view(np.uint8), size=size, mode="constant", cval=0).astype(bool)
+    chosen = np.zeros(count + 1, dtype=bool)
+    chosen[labels[core]] = True
+    edges = np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]])
+    chosen[edges] = True
+    chosen[0] = False
+    # The grey of each region (its first pixel's), and its size.
+    flat_index = np.flatnonzero(labels)
+    first = np.zeros(count + 1, dtype=np.int64)
+    first[labels.ravel()[flat_index[::-1]]] = flat_index[::-1]
+    colours = grey.ravel()[first]
+    sizes = np.bincount(labels.ravel(), minlength=count + 1)
+    chosen |= np.isin(colours, colours[chosen]) & (sizes >= SAME_COLOUR_AREA)
+    chosen[0] = False
+    return chosen[labels], labels, colours
+
+
+def _step(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    return np.asarray(np.maximum(a, b) - np.minimum(a, b), dtype=np.uint8)
+
+
+def _distance(rgb: NDArray[np.uint8], reference: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    """Largest per-channel distance between `rgb` and `reference` (a colour or an image of colours)."""
+    reference = np.broadcast_to(reference, rgb.shape)
+    steps = [_step(rgb[..., c], reference[..., c]) for c in range(3)]
+    return np.maximum(np.maximum(steps[0], steps[1]), steps[2])
+
+
+def _border_colour(rgb: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    border = np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]])
+    colours, counts = np.unique(border, axis=0, return_counts=True)
+    return np.asarray(colours[counts.argmax()], dtype=np.uint8)
+
+
+def _clean(strength: NDArray[np.uint8]) -> tuple[NDArray[np.float32], float]:
+    """Marks (8-connected pixels at least INK from their background) without rules, box outlines and
+    ellipses, each stretched so its strongest pixel is full black (1.0); faint pixels outside marks keep their
+    share. Also the median height of the marks: about a lowercase letter's (x-height and ascenders)."""
+    out = strength.astype(np.float32) / np.float32(max(int(strength.max()), INK))
+    labels, count = ndimage.label(strength >= INK, structure=np.ones((3, 3)))
+    if count == 0:
+        return out, 0.0
+    boxes = np.array([(rows.start, cols.start, rows.stop, cols.stop) for rows, cols in ndimage.find_objects(labels)])
+    areas = np.bincount(labels.ravel(), minlength=count + 1)[1:]
+    glyph = max(float(np.median(boxes[:, 2] - boxes[:, 0])), 3.0)
+    drop = _rules_and_outlines(boxes, areas, glyph) | _ellipses(boxes, glyph)
+    peaks = np.asarray(ndimage.maximum(strength, labels, np.arange(1, count + 1)), dtype=np.float32)
+    scale = np.concatenate([[0.0], np.where(drop, 0.0, 1.0 / np.maximum(peaks, 1.0))]).astype(np.float32)
+    marked = labels > 0
+    out[marked] = np.minimum(1.0, strength[marked] * scale[labels[marked]])
+    return out, glyph
+
+
+Boxes = NDArray[np.int64]  # one (top, left, bottom, right) row per mark
+
+
+def _rules_and_outlines(boxes: Boxes, areas: NDArray[np.int64], glyph: float) -> NDArray[np.bool_]:
+    """Thin long marks (rules, underlines, a field's edge), and hollow tall marks around another mark (the
+    outline of a button or a field)."""
+    heights, widths = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+    drop = ((widths <= LINE_THICKNESS) & (heights >= LINE_LENGTH * glyph)) | (
+        (heights <= LINE_THICKNESS) & (widths >= LINE_LENGTH * glyph)
+    )
+    hollow = (heights >= OUTLINE_HEIGHT * glyph) & (areas < OUTLINE_FILL * heights * widths) & ~drop
+    for mark in np.flatnonzero(hollow):
+        inside = _within(boxes, boxes[mark]) & (areas >= 4)
+        inside[mark] = False
+        drop[mark] = bool(inside.any())
+    return np.asarray(drop, dtype=bool)
+
+
+def _within(boxes: Boxes, outer: NDArray[np.int64]) -> NDArray[np.bool_]:
+    top, left, bottom, right = outer
+    return np.asarray(
+        (boxes[:, 0] >= top) & (boxes[:, 1] >= left) & (boxes[:, 2] <= bottom) & (boxes[:, 3] <= right), dtype=bool
+    )
+
+
+def _ellipses(boxes: Boxes, glyph: float) -> NDArray[np.bool_]:
+    """Three or more free dots in a row on one baseline ("...", dot leaders): Tesseract reads them as words
+    ("vee", "tee") and misreads the word next to them ("... elif" became "Clif"). A dot is free when no other
+    mark is above or below it (the dot of an i, a colon)."""
+    drop = np.zeros(len(boxes), dtype=bool)
+    size = max(2.0, DOT_SIZE * glyph)
+    dots = np.flatnonzero((boxes[:, 2] - boxes[:, 0] <= size) & (boxes[:, 3] - boxes[:, 1] <= size))
+    free = []
+    for candidate in dots:
+        top, left, bottom, right = boxes[candidate]
+        near = (
+            (boxes[:, 1] < right) & (boxes[:, 3] > left) & (boxes[:, 0] < bottom + glyph) & (boxes[:, 2] > top - glyph)
+        )
+        if near.sum() == 1:
+            free.append(int(candidate))
+    free.sort(key=lambda i: (boxes[i, 2], boxes[i, 1]))
+    run: list[int] = []
+    for dot in free:
+        last = boxes[run[-1]] if run else None
+        if last is None or abs(int(boxes[dot, 2] - last[2])) > 1 or not 0 <= boxes[dot, 1] - last[3] <= glyph:
+            if len(run) >= 3:
+                drop[run] = True
+            run = []
+        run.append(dot)
+    if len(run) >= 3:
+        drop[run] = True
+    return drop
+
+
+def _column_runs(ink: NDArray[np.float32], gap: float) -> list[tuple[int, int]]:
+    """Column ranges [start, end) holding marks, split where blank columns span more than `gap`."""
+    columns = np.flatnonzero((ink > 0.1).any(axis=0))
+    if columns.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(columns) > gap)
+    starts = [int(columns[0]), *(int(columns[i + 1]) for i in breaks)]
+    ends = [*(int(columns[i]) + 1 for i in breaks), int(columns[-1]) + 1]
+    return list(zip(starts, ends, strict=True))
