@@ -17,61 +17,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
-from pydantic import Field
 
 from symphony_mcp.config import Settings
 from symphony_mcp.desktop.capture import Frame, select_monitor
-from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, Placed, new_frame_id
+from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, new_frame_id
 from symphony_mcp.desktop.geometry import CoordinateSpace, ImageMapping, Point, Rect
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
+from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.runner import DesktopRunner
-from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 
 log = logging.getLogger(__name__)
 _MAX_CLICKS = 10
 _MAX_SCROLL = 200
-
-
-class ScreenshotInfo(Placed):
-    """Metadata of one screenshot; it becomes the latest frame, so coordinates read off it work as they are."""
-
-    monitor: int = Field(description="monitor shown (0 = all monitors, or a region of them)")
-    screen_area: Rect = Field(description="screen area shown, in absolute screen pixels")
-    screen_width: int = Field(description="width of the whole screen (all monitors) in pixels")
-    screen_height: int
-    image_width: int
-    image_height: int
-    scale: float = Field(description="image pixels per screen pixel (1.0 = full resolution)")
-    format: str
-    bytes: int
-    cursor: Point | None = Field(None, description="pointer position in this image's pixels, if inside it")
-    screen_cursor: Point | None = Field(None, description="pointer position in absolute screen pixels")
-
-
-class ScreenInfo(Placed):
-    platform: str
-    display: str | None
-    monitors: list[MonitorInfo] = Field(description="0 is all monitors together, 1.. the physical ones")
-    default_monitor: int
-    screen_rect: Rect = Field(description="the whole screen in absolute screen pixels")
-    screenshot_size: tuple[int, int] = Field(description="image size a default screenshot has")
-    screenshot_scale: float
-    cursor: Point = Field(description="pointer position in the result's space")
-    screen_cursor: Point = Field(description="pointer position in absolute screen pixels")
-
-
-class WindowList(Placed):
-    windows: list[WindowInfo] = Field(description="top-level windows, rectangles in the result's space")
-
-
-class OpenResult(Placed):
-    target: str
-    pid: int
-    new_windows: list[WindowInfo] = Field(description="windows that appeared after launching")
-    record: ActionRecord
 
 
 @dataclass(frozen=True)

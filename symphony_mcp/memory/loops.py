@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import imagehash
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 from skimage.metrics import structural_similarity
 
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.memory.results import LoopReport
 
 _PRINT_WIDTH = 320  # screens are compared at about this width: SSIM at full size costs ~50x more
 _HASH_BITS = 64
@@ -97,13 +97,6 @@ class ActionSignature:
         if any(math.dist(a, b) > max_distance for a, b in zip(self.points, other.points, strict=True)):
             return False
         return all(fuzz.ratio(a, b) >= min_similarity for a, b in zip(self.queries, other.queries, strict=True))
-
-
-class LoopReport(BaseModel):
-    detected: bool
-    window: list[int] = Field(default_factory=list, description="step numbers of the repeating window")
-    earlier: list[int] = Field(default_factory=list, description="step numbers of the earlier window it repeats")
-    message: str
 
 
 class LoopDetector:

@@ -19,7 +19,8 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.layout import TASK_FILE, TRAJECTORY_FILE, TaskInfo, TaskStatus, check_task_id, new_task_id
-from symphony_mcp.memory.task import ReflectOutcome, Task
+from symphony_mcp.memory.results import ReflectOutcome
+from symphony_mcp.memory.task import Task
 from symphony_mcp.models.registry import ModelRegistry
 
 log = logging.getLogger(__name__)

@@ -8,19 +8,17 @@ import time
 from pathlib import Path
 
 from PIL import Image
-from pydantic import BaseModel, Field
 
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
-from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.layout import TASK_FILE, TaskInfo, TaskStatus, step_screenshot, step_screenshot_path
-from symphony_mcp.memory.loops import ActionSignature, LoopDetector, LoopReport, ScreenPrint
+from symphony_mcp.memory.loops import ActionSignature, LoopDetector, ScreenPrint
 from symphony_mcp.memory.milestones import MilestoneMemory, StepSummary
+from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome, StepAction
 from symphony_mcp.memory.trajectory import (
     MAX_QUEUED_WRITES,
     TrajectoryStep,
@@ -31,43 +29,6 @@ from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ModelImage
-
-
-class StepAction(BaseModel):
-    """What one step did, for a reader without a model: the action, its target and its result."""
-
-    step: int
-    action: str
-    target: str | None = Field(description="what it acted on: a phrase, description, text, keys, app or window")
-    points: list[Point] = Field(description="where it acted, in the result's space")
-    ok: bool = Field(description="false: the action raised an error")
-    result: str = Field(description="what happened, or the error")
-
-
-class MemoryState(Placed):
-    """The trajectory as the memory holds it, without any model call."""
-
-    task: TaskInfo
-    steps: int
-    actions: list[StepAction] = Field(description="every step's action, target and result, oldest first")
-    summaries: list[StepSummary] = Field(description="step checks so far (from `reflect`)")
-    unchecked_steps: list[int] = Field(description="steps not yet checked by the memoryer model")
-    image_steps: list[int] = Field(description="steps whose screenshots are in memory (0 = start), oldest first")
-    milestones: list[int]
-    evicted_milestones: list[int]
-    facts: list[str]
-    loop: LoopReport
-    failed_actions: list[int] = Field(description="steps whose action raised an error or whose check failed")
-    latest_reflection: Reflection | None = None
-
-
-class ReflectOutcome(BaseModel):
-    step: int = Field(description="the latest step, which the reflection is about")
-    reflection: Reflection
-    checked: list[StepSummary] = Field(description="steps checked by this call")
-    hints: list[str] = Field(description="computed facts given to the audit (failed action, loop)")
-    loop: LoopReport
-    model_ms: float
 
 
 class Task:

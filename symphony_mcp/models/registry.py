@@ -21,6 +21,13 @@ class RoleStatus(BaseModel):
     usage: RoleUsage = Field(default_factory=RoleUsage)
 
 
+class ModelStatus(BaseModel):
+    """What model_status returns: each role's endpoint and usage, and the grounding family in use."""
+
+    roles: list[RoleStatus]
+    grounding_family: str
+
+
 class ModelRegistry:
     """Hands out role clients; settings are read on each call, so a role can be configured late."""
 

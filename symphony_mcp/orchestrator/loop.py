@@ -21,11 +21,15 @@ from mcp import Client
 from mcp.types import ImageContent, TextContent
 
 from symphony_mcp.config import OrchestratorSettings
+from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.results import ScreenshotInfo, WindowList
 from symphony_mcp.errors import ModelError, SymphonyError
 from symphony_mcp.memory.judgements import Reflection
+from symphony_mcp.memory.results import ReflectOutcome
 from symphony_mcp.models.client import ChatClient, Completion
 from symphony_mcp.models.messages import ModelImage, assistant, user
-from symphony_mcp.models.usage import RoleUsage, UsageLedger
+from symphony_mcp.models.registry import ModelStatus
+from symphony_mcp.models.usage import UsageLedger
 from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace, section
 from symphony_mcp.orchestrator.checker import Checker
 from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages, retry_feedback, system_prompt
@@ -127,14 +131,14 @@ class _Run:
         except ValueError as exc:
             raise RunError(str(exc)) from exc
         if self.reflection_on:  # the rest of the loop works without a memoryer model
-            roles = {r["role"]: r for r in (await self.call("model_status"))["roles"]}
-            self.reflection_on = bool(roles.get("memoryer", {}).get("configured"))
+            status = ModelStatus.model_validate(await self.call("model_status"))
+            self.reflection_on = any(r.role == "memoryer" and r.configured for r in status.roles)
             if not self.reflection_on:
                 log.warning("reflection is off: the server has no memoryer model (SYMPHONY_MODELS__MEMORYER__*)")
         await self.call("start_task", instruction=self.record.instruction, task_id=self.record.task_id)
         self.started_task = True
         if self.settings.reset:
-            self.windows_before = {w["id"] for w in (await self.call("list_windows"))["windows"]}
+            self.windows_before = {w.id for w in WindowList.model_validate(await self.call("list_windows")).windows}
 
     async def loop(self) -> None:
         for step in range(1, self.settings.max_steps + 1):
@@ -188,14 +192,14 @@ class _Run:
         result = await self.client.call_tool("screenshot", {})
         if result.is_error:
             raise RunError(f"cannot see the screen: {_error_text(result.content)}")
-        info = result.structured_content or {}
+        info = ScreenshotInfo.model_validate(result.structured_content or {})
         block = next((c for c in result.content if isinstance(c, ImageContent)), None)
         if block is None:
             raise RunError("the screenshot tool returned no image")
-        width, height = int(info["image_width"]), int(info["image_height"])
-        current.frame_id = info.get("frame_id")
+        width, height = info.image_width, info.image_height
+        current.frame_id = info.frame_id
         current.screenshot_size = (width, height)
-        self.record.screen_size = (int(info["screen_width"]), int(info["screen_height"]))
+        self.record.screen_size = (info.screen_width, info.screen_height)
         return ModelImage(
             data=base64.b64decode(block.data),
             format=block.mime_type.split("/")[-1],
@@ -213,9 +217,9 @@ class _Run:
         current.timings.reflect_ms = _since(started)
         if result.is_error:
             raise RunError(f"the reflection failed: {_error_text(result.content)}")
-        outcome = result.structured_content or {}
-        current.timings.model_ms += float(outcome.get("model_ms", 0.0))
-        current.reflection = Reflection.model_validate(outcome["reflection"])
+        outcome = ReflectOutcome.model_validate(result.structured_content or {})
+        current.timings.model_ms += outcome.model_ms
+        current.reflection = outcome.reflection
         return current.reflection
 
     async def plan(self, current: RunStep, context: StepContext) -> ParsedAction | None:
@@ -317,7 +321,7 @@ class _Run:
 
     async def annotate(self, current: RunStep, structured: dict[str, Any]) -> None:
         """Put the plan onto the trajectory step the action became (if it became one)."""
-        steps = [r["task_step"] for r in _records(structured) if isinstance(r.get("task_step"), int)]
+        steps = [r.task_step for r in _records(structured) if r.task_step is not None]
         if not steps:
             return
         self.trajectory_steps = current.trajectory_step = max(steps)
@@ -338,8 +342,8 @@ class _Run:
                 await self.call("end_task", status=status, note=record.message)
                 if self.settings.reset:
                     await self.reset()
-                usage = (await self.call("model_status"))["roles"]
-                record.usage = {r["role"]: RoleUsage.model_validate(r["usage"]) for r in usage if r["usage"]["calls"]}
+                roles = ModelStatus.model_validate(await self.call("model_status")).roles
+                record.usage = {r.role: r.usage for r in roles if r.usage.calls}
             except Exception as exc:  # the server may be gone (that may be why the run ended)
                 log.warning("could not close the task on the server: %s", exc)
         planner = self.owner.usage.snapshot().get(self.owner.planner.endpoint.role)
@@ -350,10 +354,10 @@ class _Run:
 
     async def reset(self) -> None:
         self.go(State.RESET, "close the windows the task opened")
-        now = (await self.call("list_windows"))["windows"]
+        now = WindowList.model_validate(await self.call("list_windows")).windows
         for window in now:
-            if window["id"] not in self.windows_before:
-                await self.client.call_tool("close_window", {"window_id": window["id"]})
+            if window.id not in self.windows_before:
+                await self.client.call_tool("close_window", {"window_id": window.id})
 
 
 def _written(completion: Completion) -> str:
@@ -362,13 +366,14 @@ def _written(completion: Completion) -> str:
     return f"{completion.text}\n```python\n{calls}\n```" if calls else completion.text
 
 
-def _records(structured: dict[str, Any]) -> list[dict[str, Any]]:
+def _records(structured: dict[str, Any]) -> list[ActionRecord]:
     """The action record(s) in a tool result: itself, or nested (open_app's `record`, a span's `selection`)."""
-    return [structured, *(v for v in structured.values() if isinstance(v, dict))]
+    candidates = [structured, *(v for v in structured.values() if isinstance(v, dict))]
+    return [ActionRecord.model_validate(c) for c in candidates if "action" in c and "screen_points" in c]
 
 
 def _screen_points(structured: dict[str, Any]) -> list[tuple[int, int]]:
-    return [(p["x"], p["y"]) for r in _records(structured) for p in r.get("screen_points", []) if isinstance(p, dict)]
+    return [(p.x, p.y) for r in _records(structured) for p in r.screen_points]
 
 
 def _error_text(content: list[Any]) -> str:

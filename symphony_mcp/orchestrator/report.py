@@ -25,7 +25,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
-from symphony_mcp.memory.layout import TASK_FILE, TRAJECTORY_FILE, step_screenshot
+from symphony_mcp.memory.layout import TASK_FILE, TRAJECTORY_FILE, TaskInfo, step_screenshot
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.models.usage import RoleUsage
 from symphony_mcp.orchestrator.records import RESULT_FILE, RUN_FILE, RunRecord, RunStep, StepTimings, Transition
@@ -215,13 +215,13 @@ def _task(directory: Path, page: str, output: Path) -> TaskView:
         view = TaskView(
             name=directory.name,
             page=page,
-            task_id=str(server.get("task_id") or directory.name),
-            instruction=str(server.get("instruction") or ""),
+            task_id=server.task_id if server else directory.name,
+            instruction=server.instruction if server else "",
             outcome="unfinished",
-            server_status=_str_or_none(server.get("status")),
+            server_status=server.status if server else None,
             steps_used=len(trajectory),
-            started=_when(server.get("started_at")),
-            duration=_duration(server.get("started_at"), server.get("ended_at")),
+            started=_when(server.started_at) if server else None,
+            duration=_duration(server.started_at, server.ended_at) if server else None,
             steps=[_trajectory_step_view(step, shots) for step in trajectory.values()],
             problems=problems,
         )
@@ -234,7 +234,7 @@ def _task(directory: Path, page: str, output: Path) -> TaskView:
             instruction=run.instruction,
             outcome=outcome,
             message=run.message,
-            server_status=_str_or_none(server.get("status")),
+            server_status=server.status if server else None,
             steps_used=len(run.steps),
             max_steps=run.max_steps,
             usage=sorted(run.usage.items()),
@@ -251,12 +251,12 @@ def _task(directory: Path, page: str, output: Path) -> TaskView:
     return view
 
 
-def _server_task(directory: Path) -> dict[str, Any]:
+def _server_task(directory: Path) -> TaskInfo | None:
+    """The server's task record, if it is there and readable (a report shows what it can)."""
     try:
-        data = json.loads((directory / TASK_FILE).read_text(encoding="utf-8"))
+        return TaskInfo.model_validate_json((directory / TASK_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
 
 
 def _result(directory: Path) -> str | None:
@@ -442,14 +442,14 @@ def _ms(value: float) -> str:
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
 
 
-def _when(timestamp: Any) -> str | None:
-    if not isinstance(timestamp, int | float):
+def _when(timestamp: float | None) -> str | None:
+    if timestamp is None:
         return None
     return datetime.datetime.fromtimestamp(timestamp).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def _duration(started: Any, ended: Any) -> str | None:
-    if not isinstance(started, int | float) or not isinstance(ended, int | float):
+def _duration(started: float | None, ended: float | None) -> str | None:
+    if started is None or ended is None:
         return None
     seconds = max(ended - started, 0.0)
     if seconds < 60:
@@ -457,10 +457,6 @@ def _duration(started: Any, ended: Any) -> str | None:
     minutes, seconds = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {seconds:02d} s"
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _first_line(exc: Exception) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.geometry import Point, Rect
-from symphony_mcp.models.registry import ModelRegistry, RoleStatus
+from symphony_mcp.models.registry import ModelRegistry, ModelStatus
 from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 
@@ -36,11 +36,6 @@ class LocateResult(Placed):
     image_size: tuple[int, int] = Field(description="size of the image the model saw")
     model_ms: float
     overhead_ms: float = Field(description="encoding, parsing and mapping time outside the model call")
-
-
-class ModelStatus(BaseModel):
-    roles: list[RoleStatus]
-    grounding_family: str
 
 
 def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry, desktop: DesktopController) -> None:

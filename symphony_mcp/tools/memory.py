@@ -11,9 +11,8 @@ from pydantic import Field
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.memory.layout import TaskInfo, TaskStatus, step_screenshot_path
-from symphony_mcp.memory.loops import LoopReport
 from symphony_mcp.memory.manager import TaskManager
-from symphony_mcp.memory.task import MemoryState, ReflectOutcome
+from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors, resource_errors
 

@@ -8,7 +8,8 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController, ScreenInfo, ScreenshotInfo
+from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.results import ScreenInfo, ScreenshotInfo
 from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
 
 SCREENSHOT_DESCRIPTION = """Capture the screen (or one monitor, or a region) as an image.

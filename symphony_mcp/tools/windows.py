@@ -7,8 +7,9 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController, OpenResult, WindowList
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.results import OpenResult, WindowList
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, FrameId, Space, caller_errors
 
 

@@ -1,0 +1,49 @@
+"""What the screen and window tools return: light schemas the server fills and the orchestrator reads."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from symphony_mcp.desktop.frames import Placed
+from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.types import MonitorInfo, WindowInfo
+
+
+class ScreenshotInfo(Placed):
+    """Metadata of one screenshot; it becomes the latest frame, so coordinates read off it work as they are."""
+
+    monitor: int = Field(description="monitor shown (0 = all monitors, or a region of them)")
+    screen_area: Rect = Field(description="screen area shown, in absolute screen pixels")
+    screen_width: int = Field(description="width of the whole screen (all monitors) in pixels")
+    screen_height: int
+    image_width: int
+    image_height: int
+    scale: float = Field(description="image pixels per screen pixel (1.0 = full resolution)")
+    format: str
+    bytes: int
+    cursor: Point | None = Field(None, description="pointer position in this image's pixels, if inside it")
+    screen_cursor: Point | None = Field(None, description="pointer position in absolute screen pixels")
+
+
+class ScreenInfo(Placed):
+    platform: str
+    display: str | None
+    monitors: list[MonitorInfo] = Field(description="0 is all monitors together, 1.. the physical ones")
+    default_monitor: int
+    screen_rect: Rect = Field(description="the whole screen in absolute screen pixels")
+    screenshot_size: tuple[int, int] = Field(description="image size a default screenshot has")
+    screenshot_scale: float
+    cursor: Point = Field(description="pointer position in the result's space")
+    screen_cursor: Point = Field(description="pointer position in absolute screen pixels")
+
+
+class WindowList(Placed):
+    windows: list[WindowInfo] = Field(description="top-level windows, rectangles in the result's space")
+
+
+class OpenResult(Placed):
+    target: str
+    pid: int
+    new_windows: list[WindowInfo] = Field(description="windows that appeared after launching")
+    record: ActionRecord
