@@ -40,12 +40,12 @@ from mcp.types import CallToolResult, ImageContent
 
 from symphony_mcp.config import DisplaySettings, ScreenshotSettings, Settings
 from symphony_mcp.desktop.capture import ScreenCapturer
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
+from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.server import build_server
 
 REPO = Path(__file__).resolve().parent.parent

@@ -64,8 +64,8 @@ from benchmarks.desktop_roundtrip import (
 from symphony_mcp.config import GroundingSettings, ModelEndpoint, ModelsSettings, Settings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.imaging.encoding import encode_bytes
+from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import fit_to_size, prepare_image
 from symphony_mcp.models.messages import ModelImage

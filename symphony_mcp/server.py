@@ -18,11 +18,11 @@ from starlette.types import ASGIApp
 from symphony_mcp import __version__
 from symphony_mcp.config import ServerSettings, Settings, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.http_auth import BearerTokenMiddleware
+from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows

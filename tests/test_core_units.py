@@ -12,13 +12,13 @@ from PIL import Image
 
 from symphony_mcp.cli import build_parser, settings_from_args
 from symphony_mcp.desktop.frames import CallerSpace, Placed
-from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect, fit_within
 from symphony_mcp.desktop.keys import normalize_key, normalize_keys
 from symphony_mcp.desktop.launcher import plan_launch
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.x11_typing import keysym_for
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
+from symphony_mcp.imaging.geometry import ImageMapping, Point, Rect, fit_within
 
 KNOWN = ["a", "b", "1", "enter", "ctrl", "shift", "alt", "win", "command", "pageup", "esc", "delete", "f5"]
 

@@ -11,8 +11,8 @@ from PIL import Image
 
 from symphony_mcp.config import GroundingFamilyName, ModelsSettings, load_settings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.errors import InvalidInputError, ModelAuthError, ModelNotConfiguredError
+from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.models.endpoints import resolve_endpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.vision.grounding.families import FAMILIES, family_for

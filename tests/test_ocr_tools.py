@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw
 
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.capture import ScreenCapturer
-from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.vision.ocr.engine import engine_spec
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline

@@ -11,7 +11,7 @@ import timeit
 
 import pytest
 
-from symphony_mcp.desktop.geometry import Point, Rect, union
+from symphony_mcp.imaging.geometry import Point, Rect, union
 from symphony_mcp.vision.ocr.matching import TokenDifference, find_phrase, normalize, rank
 from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord
 

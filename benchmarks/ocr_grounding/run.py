@@ -29,10 +29,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from benchmarks.ocr_grounding.screens import Screen, load_screen_set, write_screen_set
-from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.vision.ocr.matching import find_phrase
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
+
+from benchmarks.ocr_grounding.screens import Screen, load_screen_set, write_screen_set
 
 SIZES = ("1920x1080", "1280x720")
 TARGETS = {

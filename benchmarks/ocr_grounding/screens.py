@@ -41,12 +41,11 @@ from typing import Any, Protocol
 
 import numpy as np
 from PIL import Image, ImageDraw
-
 from symphony_mcp.browser.chromium import KIOSK_ARGS, chromium_executable
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.capture import ScreenCapturer
-from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.virtual_display import display_for
+from symphony_mcp.imaging.geometry import Rect
 
 APPS = Path(__file__).with_name("apps")
 DOCS = Path("/usr/share/doc/python3/html")

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from symphony_mcp.desktop.frames import new_frame_id
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.types import MonitorInfo
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
+from symphony_mcp.imaging.geometry import Point, Rect
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from PIL import Image
 from symphony_mcp.config import Settings
 from symphony_mcp.desktop.capture import Frame, select_monitor
 from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, new_frame_id
-from symphony_mcp.desktop.geometry import CoordinateSpace, ImageMapping, Point, Rect
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
 from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
@@ -29,6 +28,7 @@ from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.desktop.types import MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
+from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect
 
 log = logging.getLogger(__name__)
 _MAX_CLICKS = 10

@@ -19,8 +19,8 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel, Field
 
-from symphony_mcp.desktop.geometry import CoordinateSpace, ImageMapping, Point, Rect
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect
 
 FRAMES_KEPT = 64
 SCREEN_PREFIX = "screen_"  # result fields named screen_* are absolute screen pixels in every space

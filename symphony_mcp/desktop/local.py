@@ -16,11 +16,11 @@ from PIL import Image
 
 from symphony_mcp.config import InputSettings
 from symphony_mcp.desktop.capture import ScreenCapturer
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.launcher import launch, plan_launch
 from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
+from symphony_mcp.imaging.geometry import Point, Rect
 
 _IS_X11 = sys.platform.startswith("linux") or "bsd" in sys.platform
 _HOVER_SETTLE_SECONDS = 0.05

@@ -10,8 +10,8 @@ from typing import Protocol
 
 from PIL import Image
 
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.imaging.geometry import Point, Rect
 
 
 class Desktop(Protocol):

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.types import WindowInfo
+from symphony_mcp.imaging.geometry import Point, Rect
 
 
 class Grounding(BaseModel):

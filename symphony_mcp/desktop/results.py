@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.types import MonitorInfo, WindowInfo
+from symphony_mcp.imaging.geometry import Point, Rect
 
 
 class ScreenshotInfo(Placed):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.imaging.geometry import Rect
 
 MouseButton = Literal["left", "middle", "right"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
+from symphony_mcp.imaging.geometry import Rect
 
 
 class X11WindowManager:

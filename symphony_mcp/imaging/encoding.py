@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
 
-from symphony_mcp.desktop.geometry import fit_within
+from symphony_mcp.imaging.geometry import fit_within
 
 _PIL_FORMATS = {"jpeg": "JPEG", "png": "PNG", "webp": "WEBP"}
 _MIN_QUALITY = 40

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from symphony_mcp.desktop.geometry import Point, Rect
 from symphony_mcp.imaging.encoding import draw_cursor_marker
+from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.memory.judgements import Reflection, StepVerdict
 from symphony_mcp.memory.milestones import MilestoneMemory
 from symphony_mcp.models.client import ChatClient

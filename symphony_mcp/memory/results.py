@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.geometry import Point
+from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.layout import TaskInfo
 from symphony_mcp.memory.milestones import StepSummary

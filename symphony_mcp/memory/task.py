@@ -11,9 +11,9 @@ from PIL import Image
 
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.geometry import Rect
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
 from symphony_mcp.memory.layout import TASK_FILE, TaskInfo, TaskStatus, step_screenshot, step_screenshot_path
 from symphony_mcp.memory.loops import ActionSignature, LoopDetector, ScreenPrint

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from PIL import Image
 
-from symphony_mcp.desktop.geometry import fit_within
 from symphony_mcp.imaging.encoding import encode_bytes
+from symphony_mcp.imaging.geometry import fit_within
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.messages import ModelImage
 

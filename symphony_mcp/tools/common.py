@@ -11,8 +11,8 @@ from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ToolE
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from symphony_mcp.desktop.geometry import CoordinateSpace
 from symphony_mcp.errors import SymphonyError
+from symphony_mcp.imaging.geometry import CoordinateSpace
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")

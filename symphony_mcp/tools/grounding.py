@@ -9,7 +9,7 @@ from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.models.registry import ModelRegistry, ModelStatus
 from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
 from symphony_mcp.vision.grounding.grounder import VisionGrounder

@@ -10,10 +10,10 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.desktop.geometry import CoordinateSpace
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.imaging.geometry import CoordinateSpace
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, FrameId, Space, caller_errors
 from symphony_mcp.vision.annotate import draw_marks
 from symphony_mcp.vision.ocr.grounder import FoundText, OcrGrounder, SpanSelection, TextSearch

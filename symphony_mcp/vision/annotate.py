@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from PIL import Image, ImageDraw, ImageFont
 
-from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.imaging.geometry import Rect
 
 _BOX = (230, 20, 60)
 _LABEL_TEXT = (255, 255, 255)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from symphony_mcp.config import GroundingSettings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.desktop.geometry import ImageMapping, Point, Rect
 from symphony_mcp.desktop.records import Grounding
 from symphony_mcp.errors import InvalidInputError, ModelAnswerError
+from symphony_mcp.imaging.geometry import ImageMapping, Point, Rect
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.geometry import Point, Rect
+from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.models.images import Sizer
 
 

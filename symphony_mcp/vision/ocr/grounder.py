@@ -16,10 +16,10 @@ from symphony_mcp.config import OcrSettings
 from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.controller import DesktopController, Target
 from symphony_mcp.desktop.frames import CallerSpace, Placed
-from symphony_mcp.desktop.geometry import Point
 from symphony_mcp.desktop.records import ActionRecord, Grounding
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
 from symphony_mcp.vision.ocr.models import OcrResult
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline

@@ -37,7 +37,7 @@ from itertools import zip_longest
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
-from symphony_mcp.desktop.geometry import Point, Rect, union
+from symphony_mcp.imaging.geometry import Point, Rect, union
 from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord
 
 _PUNCTUATION = re.compile(r"[^\w\s]|_")

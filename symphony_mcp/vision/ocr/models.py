@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.geometry import Rect
+from symphony_mcp.imaging.geometry import Rect
 
 
 @dataclass(frozen=True)

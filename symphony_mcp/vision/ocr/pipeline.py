@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 import numpy as np
 from PIL import Image
 
-from symphony_mcp.desktop.geometry import Rect, union
+from symphony_mcp.imaging.geometry import Rect, union
 from symphony_mcp.vision.ocr.engine import EngineSpec, OcrEngine
 from symphony_mcp.vision.ocr.layout import Block, CutRules, split_blocks
 from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord, RecognizedWord
