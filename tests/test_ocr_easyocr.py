@@ -23,7 +23,7 @@ from symphony_mcp.vision.ocr.easyocr_engine import (
     easyocr_spec,
     shared_reader,
 )
-from symphony_mcp.vision.ocr.models import RecognizedWord
+from symphony_mcp.vision.ocr.types import RecognizedWord
 from tests.conftest import TkProbe
 
 if not all(importlib.util.find_spec(name) for name in ("easyocr", "easyocr_en_models")) and not os.environ.get("CI"):

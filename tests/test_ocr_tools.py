@@ -18,7 +18,7 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import SymphonyServer, build_server
-from symphony_mcp.vision.ocr.engine import engine_spec
+from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
 from tests.conftest import TkProbe, call_error, call_ok
 

@@ -13,7 +13,7 @@ import pytest
 
 from symphony_mcp.imaging.geometry import Point, Rect, union
 from symphony_mcp.vision.ocr.matching import TokenDifference, find_phrase, normalize, rank
-from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord
+from symphony_mcp.vision.ocr.types import OcrLine, OcrResult, OcrWord
 
 CHAR = 8  # px per character
 HEIGHT = 14  # px per line of text; lines 20 px apart continue each other, farther ones do not

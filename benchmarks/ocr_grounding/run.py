@@ -1,16 +1,17 @@
 """OCR grounding benchmark: latency, memory and grounding accuracy of each engine on real screens.
 
-    python -m benchmarks.ocr_grounding.run [--engines tesseract,rapidocr,easyocr] [--output PATH]
+    python -m benchmarks.ocr_grounding.run [--engines tesseract,easyocr] [--output PATH]
 
-The screen set (benchmarks/ocr_grounding/screens.py: Python docs in Chromium, a Tk form, xterms,
-with ground truth from the DOM, widget geometry and the terminal grid) is rendered once per size;
-each engine is then measured in a subprocess of its own, so peak memory is that engine's alone.
-Per engine and size:
+The screen set (benchmarks/ocr_grounding/screens.py: documentation and form pages in Chromium at several
+zooms, Tk, ttk and Qt windows, xterms with source files and man pages; ground truth from the DOM, widget
+geometry and the terminal grid) is rendered once per size; each engine is then measured in a subprocess of
+its own, so peak memory is that engine's alone. Per engine and size:
 - full frame: a frame with an empty cache (engine already loaded), median over the screens;
 - small change: the same screen after one line of text was edited, cache warm from the original;
 - repeated frame: the edited frame again;
 - accuracy: a target counts when the best match for its phrase has its click point inside one
-  of the phrase's true boxes (no hint of where to look is given).
+  of the phrase's true boxes (no hint of where to look is given), for the tuning and the held-out
+  screens apart, and per screen family and phrase class.
 """
 
 from __future__ import annotations
@@ -26,34 +27,55 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmarks.ocr_grounding.screens import Screen, load_screen_set, write_screen_set
+from benchmarks.ocr_grounding.truth import CLASSES
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.vision.ocr.matching import find_phrase
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
 
-from benchmarks.ocr_grounding.screens import Screen, load_screen_set, write_screen_set
-
 SIZES = ("1920x1080", "1280x720")
 TARGETS = {
-    "accuracy at 1080p": ">= 97%",
-    "full 1080p frame": "<= 1.0 s",
+    "accuracy (tuning and held-out)": ">= 97%",
+    "full 1080p frame": "<= 0.5 s",
     "small change": "<= 0.25 s",
     "repeated frame": "<= 0.02 s",
 }
+SPLITS = ("tuning", "held-out", "held-out-2")
+
+
+@dataclass
+class Outcome:
+    """One target on one screen: where it comes from, and whether it was grounded."""
+
+    screen: str
+    family: str
+    split: str
+    category: str
+    phrase: str
+    grounded: bool
 
 
 @dataclass
 class SizeResult:
     size: str
-    screens: int
+    screens: list[str]
+    families: list[str]
     full_s: list[float]
     change_s: list[float]
     repeat_s: list[float]
-    targets: int
-    grounded: int
-    misses: list[str]
+    outcomes: list[Outcome]
+
+    def accuracy(self, **match: str) -> str:
+        """Grounded share of the targets whose fields equal `match` (e.g. split="tuning", family="docs")."""
+        chosen = [o for o in self.outcomes if all(getattr(o, key) == value for key, value in match.items())]
+        if not chosen:
+            return "-"
+        grounded = sum(o.grounded for o in chosen)
+        return f"{100 * grounded / len(chosen):.1f}% ({grounded}/{len(chosen)})"
 
 
 @dataclass
@@ -64,18 +86,18 @@ class EngineResult:
     sizes: list[SizeResult]
 
 
-def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float, float, list[str]]:
-    """(full s, change s, repeat s, phrases not grounded) for one screen."""
+def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float, float, list[Outcome]]:
+    """(full s, change s, repeat s, an outcome per target) for one screen."""
     area = Rect(left=0, top=0, width=screen.image.width, height=screen.image.height)
     pipeline.clear()
     start = time.perf_counter()
     result = pipeline.read(screen.image, area)
     full = time.perf_counter() - start
-    missed = []
+    outcomes = []
     for target in screen.targets:
         matches = find_phrase(result, target.phrase)
-        if not (matches and target.hit(matches[0].center.x, matches[0].center.y)):
-            missed.append(target.phrase)
+        grounded = bool(matches and target.hit(matches[0].center.x, matches[0].center.y))
+        outcomes.append(Outcome(screen.name, screen.family, screen.split, target.category, target.phrase, grounded))
     changed = screen.change().image
     start = time.perf_counter()
     pipeline.read(changed, area)
@@ -83,11 +105,11 @@ def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float,
     start = time.perf_counter()
     pipeline.read(changed, area)
     repeat = time.perf_counter() - start
-    return full, change, repeat, missed
+    return full, change, repeat, outcomes
 
 
 def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
-    from symphony_mcp.vision.ocr.engine import engine_spec
+    from symphony_mcp.vision.ocr.engines import engine_spec
 
     pipeline = OcrPipeline(engine_spec(engine))
     start = time.perf_counter()
@@ -96,21 +118,22 @@ def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
     sizes = []
     for directory in screen_dirs:
         screens = load_screen_set(directory)
-        full, change, repeat, targets, misses = [], [], [], 0, []
+        size = SizeResult(directory.name, [], [], [], [], [], [])
         for screen in screens:
-            f, c, r, missed = measure_screen(pipeline, screen)
-            full.append(f)
-            change.append(c)
-            repeat.append(r)
-            targets += len(screen.targets)
-            misses += [f"{screen.name}: {phrase}" for phrase in missed]
+            full, change, repeat, outcomes = measure_screen(pipeline, screen)
+            size.screens.append(screen.name)
+            size.families.append(screen.family)
+            size.full_s.append(full)
+            size.change_s.append(change)
+            size.repeat_s.append(repeat)
+            size.outcomes += outcomes
+            missed = sum(not o.grounded for o in outcomes)
             print(
-                f"{engine} {directory.name} {screen.name}: full {f:.3f}s change {c:.3f}s repeat {r:.4f}s "
-                f"missed {len(missed)}/{len(screen.targets)}",
+                f"{engine} {directory.name} {screen.name}: full {full:.3f}s change {change:.3f}s repeat {repeat:.4f}s "
+                f"missed {missed}/{len(outcomes)}",
                 file=sys.stderr,
             )
-        grounded = targets - len(misses)
-        sizes.append(SizeResult(directory.name, len(screens), full, change, repeat, targets, grounded, misses))
+        sizes.append(size)
     pipeline.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return EngineResult(engine, load, peak, sizes)
@@ -134,6 +157,8 @@ def run_child(engine: str, screen_dirs: list[Path]) -> EngineResult:
             env={**os.environ, "OMP_THREAD_LIMIT": "1"},
         )
         data = json.loads(Path(out.name).read_text())
+    for size in data["sizes"]:
+        size["outcomes"] = [Outcome(**outcome) for outcome in size["outcomes"]]
     data["sizes"] = [SizeResult(**size) for size in data["sizes"]]
     return EngineResult(**data)
 
@@ -143,45 +168,86 @@ def median(values: list[float]) -> float:
 
 
 def report(results: list[EngineResult], command: str, screens_s: float) -> str:
+    first = results[0].sizes[0]
+    families = sorted(set(first.families))
     lines = [
         "# OCR grounding benchmark",
         "",
         f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}",
         f"- Command: `{command}`",
-        f"- Screens: Python docs pages in Chromium (4), a Tk form, two xterms; rendered in {screens_s:.0f} s",
+        f"- Screens: {len(first.screens)} per size in {len(families)} families ({', '.join(families)}), "
+        f"{len(first.outcomes)} targets per size; rendered in {screens_s:.0f} s (0 when given with --screens)",
+        *(
+            f"- {split} screens: {', '.join(sorted({o.screen for o in first.outcomes if o.split == split}))}"
+            for split in SPLITS[1:]
+        ),
         f"- Targets: {', '.join(f'{k} {v}' for k, v in TARGETS.items())}",
         "",
         "| engine | size | full frame median (s) | small change median (s) | repeated frame median (s) "
-        "| grounding accuracy | load (s) | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| accuracy, tuning | accuracy, held-out | accuracy, held-out-2 | accuracy, all | load (s) | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         for size in result.sizes:
-            accuracy = 100 * size.grounded / size.targets if size.targets else float("nan")
             lines.append(
                 f"| {result.engine} | {size.size} | {median(size.full_s):.3f} | {median(size.change_s):.3f} "
-                f"| {median(size.repeat_s):.4f} | {accuracy:.1f}% ({size.grounded}/{size.targets}) "
+                f"| {median(size.repeat_s):.4f} | {size.accuracy(split='tuning')} "
+                f"| {size.accuracy(split='held-out')} | {size.accuracy(split='held-out-2')} | {size.accuracy()} "
                 f"| {result.load_s:.1f} | {result.peak_rss_mb:.0f} |"
             )
+    lines += _breakdown(results, "Accuracy per screen family", "family", families)
+    lines += _breakdown(results, "Accuracy per phrase class", "category", list(CLASSES))
+    lines += ["", "Full frame median per family (s):", ""]
+    for result in results:
+        for size in result.sizes:
+            by_family = defaultdict(list)
+            for family, seconds in zip(size.families, size.full_s, strict=True):
+                by_family[family].append(seconds)
+            cells = ", ".join(f"{family} {median(by_family[family]):.2f}" for family in families)
+            lines.append(f"- {result.engine} {size.size}: {cells}")
     lines += ["", "Per screen (full / change / repeat seconds):", ""]
     for result in results:
         for size in result.sizes:
             cells = ", ".join(
-                f"{f:.2f}/{c:.2f}/{r:.3f}" for f, c, r in zip(size.full_s, size.change_s, size.repeat_s, strict=True)
+                f"{name} {f:.2f}/{c:.2f}/{r:.3f}"
+                for name, f, c, r in zip(size.screens, size.full_s, size.change_s, size.repeat_s, strict=True)
             )
             lines.append(f"- {result.engine} {size.size}: {cells}")
-    lines += ["", "Targets not grounded (first 15 per engine and size):", ""]
+    lines += ["", "Targets not grounded (first 25 per engine, size and split):", ""]
     for result in results:
         for size in result.sizes:
-            lines.append(f"- {result.engine} {size.size}: {'; '.join(size.misses[:15]) or 'none'}")
+            for split in SPLITS:
+                missed = [
+                    f"{o.screen}: {o.phrase} ({o.category})"
+                    for o in size.outcomes
+                    if o.split == split and not o.grounded
+                ]
+                lines.append(f"- {result.engine} {size.size} {split}: {'; '.join(missed[:25]) or 'none'}")
     return "\n".join(lines) + "\n"
+
+
+def _breakdown(results: list[EngineResult], title: str, field: str, keys: list[str]) -> list[str]:
+    """A table of accuracy per value of an outcome's `field`, per split, engine and size."""
+    columns = [(result.engine, size) for result in results for size in result.sizes]
+    header = " | ".join(f"{engine} {size.size} {split}" for engine, size in columns for split in SPLITS)
+    lines = ["", f"{title}:", "", f"| | {header} |", "|---|" + "---|" * (len(SPLITS) * len(columns))]
+    for key in keys:
+        cells = " | ".join(size.accuracy(**{field: key, "split": split}) for _, size in columns for split in SPLITS)
+        lines.append(f"| {key} | {cells} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--engines", default="tesseract,easyocr")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/ocr_grounding.md"))
+    parser.add_argument(
+        "--screens",
+        type=Path,
+        nargs="+",
+        help="screen sets written by `python -m benchmarks.ocr_grounding.screens` to measure instead of rendering",
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("screen_dirs", nargs="*", type=Path, help=argparse.SUPPRESS)
@@ -192,9 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as workdir:
         start = time.perf_counter()
-        dirs = [Path(workdir) / size for size in SIZES]
-        for size, directory in zip(SIZES, dirs, strict=True):
-            write_screen_set(directory, size)
+        dirs = args.screens or [Path(workdir) / size for size in SIZES]
+        if not args.screens:
+            for size, directory in zip(SIZES, dirs, strict=True):
+                write_screen_set(directory, size)
         screens_s = time.perf_counter() - start
         results = [run_child(engine, dirs) for engine in args.engines.split(",")]
     command = "python -m benchmarks.ocr_grounding.run " + " ".join(argv if argv is not None else sys.argv[1:])

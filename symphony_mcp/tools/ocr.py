@@ -17,7 +17,7 @@ from symphony_mcp.imaging.geometry import CoordinateSpace
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, FrameId, Space, caller_errors
 from symphony_mcp.vision.annotate import draw_marks
 from symphony_mcp.vision.ocr.grounder import FoundText, OcrGrounder, SpanSelection, TextSearch
-from symphony_mcp.vision.ocr.models import OcrResult
+from symphony_mcp.vision.ocr.types import OcrResult
 
 Region = Annotated[
     tuple[float, float, float, float] | None,

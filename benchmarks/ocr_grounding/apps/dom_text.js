@@ -13,6 +13,7 @@
   const kindOf = (el) => {
     if (el.closest(".sphinxsidebar, div.related, div.footer, nav")) return "nav";
     if (el.closest("h1, h2, h3, h4, h5, h6, caption")) return "heading";
+    if (el.closest("button, label, .chip, .check")) return "control";
     if (el.closest("code, pre, tt, kbd, .sig")) return "code";
     if (el.closest("a")) return "link";
     return "text";

@@ -28,7 +28,7 @@ from PIL import Image
 
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.vision.ocr.engine import EngineSpec
-from symphony_mcp.vision.ocr.models import RecognizedWord
+from symphony_mcp.vision.ocr.types import RecognizedWord
 
 if TYPE_CHECKING:
     from easyocr import Reader

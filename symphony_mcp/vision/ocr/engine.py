@@ -1,4 +1,4 @@
-"""The engine interface and the registry that builds engines by name, lazily, once per process."""
+"""The engine interface: what an OCR engine does, and how many instances may run at once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Protocol
 
 from PIL import Image
 
-from symphony_mcp.vision.ocr.models import RecognizedWord
+from symphony_mcp.vision.ocr.types import RecognizedWord
 
 
 class OcrEngine(Protocol):
@@ -29,16 +29,3 @@ class EngineSpec:
     name: str
     factory: Callable[[], OcrEngine]
     workers: int
-
-
-def engine_spec(name: str, language: str = "eng") -> EngineSpec:
-    """The spec of a named engine; its heavy imports happen only when an engine is built."""
-    if name == "tesseract":
-        from symphony_mcp.vision.ocr.tesseract_engine import tesseract_spec
-
-        return tesseract_spec(language)
-    if name == "easyocr":
-        from symphony_mcp.vision.ocr.easyocr_engine import easyocr_spec
-
-        return easyocr_spec()
-    raise ValueError(f"unknown OCR engine {name!r}: use tesseract or easyocr")

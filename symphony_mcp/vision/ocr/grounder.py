@@ -21,8 +21,8 @@ from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
-from symphony_mcp.vision.ocr.models import OcrResult
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline
+from symphony_mcp.vision.ocr.types import OcrResult
 
 CaretPosition = Literal["start", "end"]
 

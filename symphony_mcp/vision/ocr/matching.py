@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
 from symphony_mcp.imaging.geometry import Point, Rect, union
-from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord
+from symphony_mcp.vision.ocr.types import OcrLine, OcrResult, OcrWord
 
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
 _BAR_BEFORE_LETTER = re.compile(r"(?<!\S)\|(?=[^\W\d_])")

@@ -23,7 +23,7 @@ from PIL import Image
 from symphony_mcp.imaging.geometry import Rect, union
 from symphony_mcp.vision.ocr.engine import EngineSpec, OcrEngine
 from symphony_mcp.vision.ocr.layout import Block, CutRules, split_blocks
-from symphony_mcp.vision.ocr.models import OcrLine, OcrResult, OcrWord, RecognizedWord
+from symphony_mcp.vision.ocr.types import OcrLine, OcrResult, OcrWord, RecognizedWord
 
 BLOCK_PADDING = 4  # background kept around a block: engines misread glyphs that touch the edge
 LINE_GAP_HEIGHTS = 2.5  # a horizontal gap wider than this many text heights ends a line
@@ -222,7 +222,7 @@ _shared_lock = threading.Lock()
 
 def shared_pipeline(engine: str, language: str) -> OcrPipeline:
     """The process-wide pipeline of an engine: models load once per process, caches serve every session."""
-    from symphony_mcp.vision.ocr.engine import engine_spec
+    from symphony_mcp.vision.ocr.engines import engine_spec
 
     with _shared_lock:
         key = (engine, language)

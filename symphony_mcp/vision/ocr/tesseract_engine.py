@@ -14,8 +14,8 @@ from PIL import Image
 
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.vision.ocr.engine import EngineSpec
-from symphony_mcp.vision.ocr.models import RecognizedWord
 from symphony_mcp.vision.ocr.preprocess import text_pieces
+from symphony_mcp.vision.ocr.types import RecognizedWord
 
 _TESSDATA_CANDIDATES = (
     "/usr/share/tesseract-ocr/5/tessdata",
@@ -44,7 +44,10 @@ class TesseractEngine:
         try:
             from tesserocr import OEM, PSM, PyTessBaseAPI
         except ImportError as exc:
-            raise SymphonyError("the Tesseract engine needs tesserocr: pip install 'symphony-mcp[ocr]'") from exc
+            raise SymphonyError(
+                "the Tesseract engine needs tesserocr: run scripts/install.sh, or pip install tesserocr and "
+                "apt-get install tesseract-ocr-eng"
+            ) from exc
         # LSTM only: deterministic for identical pixels (no adaptive legacy classifier state).
         self._api: Any = PyTessBaseAPI(
             path=find_tessdata(language), lang=language, oem=OEM.LSTM_ONLY, psm=PSM.SINGLE_BLOCK
