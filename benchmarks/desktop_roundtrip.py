@@ -15,73 +15,59 @@ Prints a markdown report and writes it to --output. Run from the repository root
     python benchmarks/desktop_roundtrip.py
 """
 
+# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
+
 from __future__ import annotations
 
 import argparse
 import contextlib
 import datetime
-import hashlib
-import os
-import platform
 import shlex
-import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import anyio
-from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, ImageContent
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
+    sys.path.insert(0, str(REPO))
 
-from symphony_mcp.config import DisplaySettings, ScreenshotSettings, Settings
-from symphony_mcp.desktop.capture import ScreenCapturer
+import anyio
+from mcp import Client
+from mcp.types import ImageContent
+
+from benchmarks.common import (
+    INPUT_TARGET,
+    RESOLUTION,
+    Stats,
+    benchmark_desktop,
+    call_tool,
+    elapsed_ms,
+    interpreter,
+    log,
+    machine_facts,
+    publish_report,
+    stdio_server,
+    table,
+    timed,
+    verdict,
+)
+from symphony_mcp.config import ScreenshotSettings, Settings
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.runner import DesktopRunner
-from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
-from symphony_mcp.imaging.geometry import Point, Rect
+from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import build_server
 
-REPO = Path(__file__).resolve().parent.parent
-RESOLUTION = "1920x1080"
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "desktop_roundtrip.md"
 RATIO_TARGET = 1.3
 DEFAULT_ROUND_TRIP_TARGET_MS = 50.0
 DEFAULT_BYTES_TARGET = 1_000_000
-# Where input goes: the interactive bash prompt of the bottom-right xterm (see XTERMS).
-INPUT_TARGET = Point(x=1440, y=850)
 ASCII_TEXT = "hello world"
 UNICODE_TEXT = "héllo → 日本"
-XTERM_FONT = ("-fa", "DejaVu Sans Mono", "-fs", "10")
-# (geometry in characters, extra xterm options, shell command): a listing, source code, a prompt.
-XTERMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("116x62+0+0", (), "ls -la --color=always /usr/bin; exec sleep infinity"),
-    (
-        "116x34+965+0",
-        ("-bg", "white", "-fg", "black"),
-        f"cat {REPO / 'symphony_mcp/desktop/controller.py'}; exec sleep infinity",
-    ),
-    ("116x25+965+625", (), "python3 -c 'import this'; exec bash --norc"),
-)
-
-
-@dataclass(frozen=True)
-class Stats:
-    samples: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def p90(self) -> float:
-        return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
 
 
 @dataclass(frozen=True)
@@ -160,71 +146,7 @@ class Results:
     actions: list[ActionRow]
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def elapsed_ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000
-
-
-# --- the desktop ---------------------------------------------------------------------------------
-@contextlib.contextmanager
-def benchmark_desktop() -> Iterator[str]:
-    """Own Xvfb + openbox + text-filled xterms, drawn; DISPLAY points at it while the context is open."""
-    display = start_virtual_display(DisplaySettings(resolution=RESOLUTION))
-    previous = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = display.name
-    xterms: list[subprocess.Popen[bytes]] = []
-    try:
-        with contextlib.closing(ScreenCapturer()) as capturer:
-            area = capturer.monitor_rect(1)
-            empty = capturer.grab(area).tobytes()
-            for geometry, options, command in XTERMS:
-                xterms.append(
-                    subprocess.Popen(
-                        ["xterm", *XTERM_FONT, *options, "-geometry", geometry, "-e", "bash", "-c", command],
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
-            wait_until_drawn(capturer, area, empty)
-        yield display.name
-    finally:
-        for xterm in xterms:
-            xterm.terminate()
-            xterm.wait(timeout=5)
-        display.stop()
-        if previous is None:
-            os.environ.pop("DISPLAY", None)
-        else:
-            os.environ["DISPLAY"] = previous
-
-
-def wait_until_drawn(capturer: ScreenCapturer, area: Rect, empty: bytes, timeout: float = 15.0) -> None:
-    """Wait until the frame differs from the empty desktop and has stopped changing."""
-    deadline = time.monotonic() + timeout
-    previous = empty
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = capturer.grab(area).tobytes()
-        if current == previous != empty:
-            return
-        previous = current
-    raise RuntimeError(f"the xterms did not finish drawing within {timeout:g} s; are xterm and its fonts installed?")
-
-
 # --- measurements --------------------------------------------------------------------------------
-async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> tuple[float, CallToolResult]:
-    start = time.perf_counter()
-    result = await client.call_tool(name, arguments)
-    took = elapsed_ms(start)
-    if result.is_error:
-        raise RuntimeError(f"tool {name} failed: {result.content}")
-    return took, result
-
-
 def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int]:
     """In-process reference: (grab ms, grab + encode ms, encoded bytes)."""
     start = time.perf_counter()
@@ -293,12 +215,6 @@ async def bench_call(
     )
 
 
-def timed(operation: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    operation()
-    return elapsed_ms(start)
-
-
 async def bench_action(client: Client, case: ActionCase, args: argparse.Namespace) -> ActionRow:
     """Interleave the in-process operation and the tool call, like the screenshots."""
     in_process: list[float] = []
@@ -345,17 +261,6 @@ def action_cases(desktop: LocalDesktop) -> list[ActionCase]:
             {"text": UNICODE_TEXT},
         ),
     ]
-
-
-def stdio_server(display: str) -> StdioServerParameters:
-    """`symphony-mcp serve` on our display; the stdio client passes only HOME/PATH/... by itself."""
-    env = {"DISPLAY": display, "PATH": os.environ["PATH"]}
-    env |= {key: value for key, value in os.environ.items() if key.startswith("SYMPHONY_")}
-    return StdioServerParameters(
-        command=str(Path(sys.executable).parent / "symphony-mcp"),  # this environment's, not PATH's first
-        args=["serve", "--display", display, "--virtual-display", "never", "--log-level", "WARNING"],
-        env=env,
-    )
 
 
 async def measure_screenshots(
@@ -418,69 +323,6 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
 
 
 # --- the report ----------------------------------------------------------------------------------
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
-
-
-def interpreter() -> str:
-    """The Python that ran this, as typed from the working directory when it lives below it (e.g. .venv/bin/python)."""
-    executable = Path(sys.executable)
-    if executable.is_relative_to(Path.cwd()):
-        return str(executable.relative_to(Path.cwd()))
-    return str(executable)
-
-
-def publish_report(report: str, output: Path) -> None:
-    """Print the markdown report and write it to the results file."""
-    print(report)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(report)
-    log(f"wrote {output}")
-
-
-def machine_facts() -> list[str]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if "model name" in line
-        ),
-        platform.processor(),
-    )
-    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    packages = ", ".join(f"{name} {version(name)}" for name in ("mss", "pillow", "mcp", "pyautogui", "symphony-mcp"))
-    return [
-        f"- Machine: {os.cpu_count()} CPUs (nproc; {cpu}), {platform.system()} {platform.release()}, "
-        f"load average at start {load}",
-        f"- Python {platform.python_version()}; {packages}",
-        f"- Package source: {source_state()}",
-    ]
-
-
-def source_state() -> str:
-    """The commit benchmarked, and whether the package had uncommitted changes (it is installed editable)."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False).stdout
-
-    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
-    changed = git("status", "--porcelain", "--", "symphony_mcp").splitlines()
-    if not changed:
-        return f"git {commit}"
-    digest = hashlib.sha256()
-    for path in sorted((REPO / "symphony_mcp").rglob("*.py")):
-        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    return (
-        f"git {commit} plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/ "
-        f"(sha256 of its .py files, paths and contents: {digest.hexdigest()[:12]})"
-    )
-
-
 def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
     body = [
         [

@@ -1,6 +1,6 @@
 """Grounder overhead: what the general grounder (description -> point via a grounding VLM) costs besides the model.
 
-Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms (`desktop_roundtrip`'s desktop)
+Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms (`common.benchmark_desktop`)
 and a stand-in grounding model (`tests/model_server.py`: a real OpenAI-compatible chat-completions server
 over HTTP on 127.0.0.1) that answers at once with a fixed, valid point. Then, side by side in one run:
 
@@ -46,7 +46,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from PIL import Image
 
-from benchmarks.desktop_roundtrip import (
+from benchmarks.common import (
     RESOLUTION,
     Stats,
     benchmark_desktop,
@@ -83,7 +83,7 @@ IMAGE_FORMATS = (DEFAULT_FORMAT, "png", "webp")
 REFINE_ZOOM = 2.0  # the refinement case's second look: a crop of 1/REFINE_ZOOM of the frame each way
 MODEL_NAME = "stand-in-grounder"
 DESCRIPTION = "the empty gap between the two columns of terminal windows"
-# Bare root window between the left xterm (x 0..933) and the right ones (x 965..): see XTERMS.
+# Bare root window between the left xterm (x 0..933) and the right ones (x 965..): see common.XTERMS.
 TARGET = Point(x=950, y=540)
 TARGET_TOLERANCE_PX = 2  # the point the grounder returns vs TARGET (integer answers, thousandths: ~1 px)
 
@@ -400,7 +400,7 @@ class StdioResults:
 
 
 def grounded_server(display: str, url: str) -> StdioServerParameters:
-    """`desktop_roundtrip`'s stdio server (DISPLAY, PATH, SYMPHONY_*) with the stand-in grounder."""
+    """`common.stdio_server` (DISPLAY, PATH, SYMPHONY_*) with the stand-in grounder."""
     base = stdio_server(display)
     env = dict(base.env or {}) | {
         "SYMPHONY_MODELS__GROUNDER__BASE_URL": url,

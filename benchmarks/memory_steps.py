@@ -1,6 +1,6 @@
 """Trajectory recording cost per step as a task grows to 500 steps, side by side with a screenshot.
 
-On its own 1920x1080 Xvfb with text-filled xterms (see desktop_roundtrip.py), in this process,
+On its own 1920x1080 Xvfb with text-filled xterms (see common.py), in this process,
 two trajectories of --steps steps each are recorded through the package's `Task` (what the server
 does after every action of a running task):
 
@@ -28,8 +28,9 @@ from pathlib import Path
 
 import anyio
 
-from benchmarks.desktop_roundtrip import (
+from benchmarks.common import (
     INPUT_TARGET,
+    REPO,
     RESOLUTION,
     Stats,
     benchmark_desktop,
@@ -50,7 +51,6 @@ from symphony_mcp.memory.layout import TaskInfo
 from symphony_mcp.memory.task import Task
 from symphony_mcp.server import build_server
 
-REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "memory_steps.md"
 TARGET_MS = 20.0
 WINDOW = 100

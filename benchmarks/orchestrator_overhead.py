@@ -1,6 +1,6 @@
 """Orchestrator overhead: what the bundled OS-Symphony loop costs per step besides the model calls.
 
-Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms (`desktop_roundtrip`'s desktop)
+Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms (`common.benchmark_desktop`)
 and a stand-in model (`tests/model_server.py`: a real OpenAI-compatible chat-completions server over HTTP on
 127.0.0.1, in this process) that answers every request at once. Then runs whole tasks through `run_task`
 with its default connection (`symphony-mcp serve` spawned over stdio, as `symphony-mcp run` does), results
@@ -59,7 +59,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from benchmarks.desktop_roundtrip import (
+from benchmarks.common import (
     RESOLUTION,
     benchmark_desktop,
     interpreter,
@@ -90,7 +90,7 @@ SAVE_LENGTHS = (50, 100, 200, 500)  # record lengths for the run.json write (max
 
 
 def background_spots() -> list[tuple[int, int]]:
-    """Bare root window of the benchmark desktop (see `desktop_roundtrip.XTERMS`), spots >= 50 px apart
+    """Bare root window of the benchmark desktop (see `common.XTERMS`), spots >= 50 px apart
     (more than the loop check's 2% of the diagonal): the gap between the left and right xterms, the strip
     between the two right ones, and the strip right of them."""
     column = [(949, y) for y in range(30, 1051, 50)]

@@ -1,0 +1,204 @@
+"""What the benchmarks share: their desktop, timing, the stdio server they spawn, and the report's parts.
+
+`benchmark_desktop()` starts its own Xvfb at 1920x1080 (a free display number, never an existing display)
+with openbox and three text-filled xterms (XTERMS), the desktop every benchmark here measures on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from symphony_mcp.config import DisplaySettings
+from symphony_mcp.desktop.capture import ScreenCapturer
+from symphony_mcp.desktop.virtual_display import start_virtual_display
+from symphony_mcp.imaging.geometry import Point, Rect
+
+REPO = Path(__file__).resolve().parent.parent
+RESOLUTION = "1920x1080"
+# Where input goes: the interactive bash prompt of the bottom-right xterm (see XTERMS).
+INPUT_TARGET = Point(x=1440, y=850)
+XTERM_FONT = ("-fa", "DejaVu Sans Mono", "-fs", "10")
+# (geometry in characters, extra xterm options, shell command): a listing, source code, a prompt.
+XTERMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("116x62+0+0", (), "ls -la --color=always /usr/bin; exec sleep infinity"),
+    (
+        "116x34+965+0",
+        ("-bg", "white", "-fg", "black"),
+        f"cat {REPO / 'symphony_mcp/desktop/controller.py'}; exec sleep infinity",
+    ),
+    ("116x25+965+625", (), "python3 -c 'import this'; exec bash --norc"),
+)
+
+
+@dataclass(frozen=True)
+class Stats:
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def elapsed_ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+# --- the desktop ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def benchmark_desktop() -> Iterator[str]:
+    """Own Xvfb + openbox + text-filled xterms, drawn; DISPLAY points at it while the context is open."""
+    display = start_virtual_display(DisplaySettings(resolution=RESOLUTION))
+    previous = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = display.name
+    xterms: list[subprocess.Popen[bytes]] = []
+    try:
+        with contextlib.closing(ScreenCapturer()) as capturer:
+            area = capturer.monitor_rect(1)
+            empty = capturer.grab(area).tobytes()
+            for geometry, options, command in XTERMS:
+                xterms.append(
+                    subprocess.Popen(
+                        ["xterm", *XTERM_FONT, *options, "-geometry", geometry, "-e", "bash", "-c", command],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+            wait_until_drawn(capturer, area, empty)
+        yield display.name
+    finally:
+        for xterm in xterms:
+            xterm.terminate()
+            xterm.wait(timeout=5)
+        display.stop()
+        if previous is None:
+            os.environ.pop("DISPLAY", None)
+        else:
+            os.environ["DISPLAY"] = previous
+
+
+def wait_until_drawn(capturer: ScreenCapturer, area: Rect, empty: bytes, timeout: float = 15.0) -> None:
+    """Wait until the frame differs from the empty desktop and has stopped changing."""
+    deadline = time.monotonic() + timeout
+    previous = empty
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = capturer.grab(area).tobytes()
+        if current == previous != empty:
+            return
+        previous = current
+    raise RuntimeError(f"the xterms did not finish drawing within {timeout:g} s; are xterm and its fonts installed?")
+
+
+# --- measurements --------------------------------------------------------------------------------
+async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> tuple[float, CallToolResult]:
+    start = time.perf_counter()
+    result = await client.call_tool(name, arguments)
+    took = elapsed_ms(start)
+    if result.is_error:
+        raise RuntimeError(f"tool {name} failed: {result.content}")
+    return took, result
+
+
+def timed(operation: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    operation()
+    return elapsed_ms(start)
+
+
+def stdio_server(display: str) -> StdioServerParameters:
+    """`symphony-mcp serve` on our display; the stdio client passes only HOME/PATH/... by itself."""
+    env = {"DISPLAY": display, "PATH": os.environ["PATH"]}
+    env |= {key: value for key, value in os.environ.items() if key.startswith("SYMPHONY_")}
+    return StdioServerParameters(
+        command=str(Path(sys.executable).parent / "symphony-mcp"),  # this environment's, not PATH's first
+        args=["serve", "--display", display, "--virtual-display", "never", "--log-level", "WARNING"],
+        env=env,
+    )
+
+
+# --- the report ----------------------------------------------------------------------------------
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def interpreter() -> str:
+    """The Python that ran this, as typed from the working directory when it lives below it (e.g. .venv/bin/python)."""
+    executable = Path(sys.executable)
+    if executable.is_relative_to(Path.cwd()):
+        return str(executable.relative_to(Path.cwd()))
+    return str(executable)
+
+
+def publish_report(report: str, output: Path) -> None:
+    """Print the markdown report and write it to the results file."""
+    print(report)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(report)
+    log(f"wrote {output}")
+
+
+def machine_facts() -> list[str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor(),
+    )
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    packages = ", ".join(f"{name} {version(name)}" for name in ("mss", "pillow", "mcp", "pyautogui", "symphony-mcp"))
+    return [
+        f"- Machine: {os.cpu_count()} CPUs (nproc; {cpu}), {platform.system()} {platform.release()}, "
+        f"load average at start {load}",
+        f"- Python {platform.python_version()}; {packages}",
+        f"- Package source: {source_state()}",
+    ]
+
+
+def source_state() -> str:
+    """The commit benchmarked, and whether the package had uncommitted changes (it is installed editable)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False).stdout
+
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    changed = git("status", "--porcelain", "--", "symphony_mcp").splitlines()
+    if not changed:
+        return f"git {commit}"
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "symphony_mcp").rglob("*.py")):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return (
+        f"git {commit} plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/ "
+        f"(sha256 of its .py files, paths and contents: {digest.hexdigest()[:12]})"
+    )
