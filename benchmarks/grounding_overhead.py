@@ -1,7 +1,7 @@
 """Grounder overhead: what the general grounder (description -> point via a grounding VLM) costs besides the model.
 
 Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms (`common.benchmark_desktop`)
-and a stand-in grounding model (`tests/model_server.py`: a real OpenAI-compatible chat-completions server
+and a stand-in grounding model (`testkit/model_server.py`: a real OpenAI-compatible chat-completions server
 over HTTP on 127.0.0.1) that answers at once with a fixed, valid point. Then, side by side in one run:
 
 1. in process, on one captured 1080p frame: `VisionGrounder.ground` for every family in FAMILIES (each answered
@@ -19,7 +19,7 @@ Run from the repository root:
     python benchmarks/grounding_overhead.py
 """
 
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and tests imports
+# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.server import build_server
 from symphony_mcp.vision.grounding.families import FAMILIES, GroundingFamily
 from symphony_mcp.vision.grounding.grounder import Located, VisionGrounder, read_answer, refinement_crop
-from tests.model_server import StandInModel
+from testkit.model_server import StandInModel
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "grounding_overhead.md"
 OVERHEAD_TARGET_MS = 30.0
@@ -717,7 +717,7 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
         f"- Also: {packages}",
         f"- Display: own Xvfb {results.display} at {RESOLUTION}x24 with openbox and three text-filled xterms; "
         f"frame {results.frame_size[0]}x{results.frame_size[1]}",
-        f"- Stand-in model: `tests/model_server.py` (uvicorn + Starlette, OpenAI chat-completions wire) on "
+        f"- Stand-in model: `testkit/model_server.py` (uvicorn + Starlette, OpenAI chat-completions wire) on "
         f"127.0.0.1, answering at once with a fixed point ({TARGET.x}, {TARGET.y}) in each family's format",
         f"- Command, run from {'the repository root' if Path.cwd() == REPO else Path.cwd()}: `{command}`",
         f"- Repetitions: {args.repeats} per case, after {args.warmups} warm-up rounds; times in ms",

@@ -1,7 +1,7 @@
 """Orchestrator overhead: what the bundled OS-Symphony loop costs per step besides the model calls.
 
 Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms (`common.benchmark_desktop`)
-and a stand-in model (`tests/model_server.py`: a real OpenAI-compatible chat-completions server over HTTP on
+and a stand-in model (`testkit/model_server.py`: a real OpenAI-compatible chat-completions server over HTTP on
 127.0.0.1, in this process) that answers every request at once. Then runs whole tasks through `run_task`
 with its default connection (`symphony-mcp serve` spawned over stdio, as `symphony-mcp run` does), results
 in a temporary directory, `max_steps` 50:
@@ -28,7 +28,7 @@ also writes every step's numbers as JSON). Run from the repository root:
     .venv/bin/python benchmarks/orchestrator_overhead.py
 """
 
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and tests imports
+# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ from symphony_mcp.orchestrator.api import TaskOutcome, run_task
 from symphony_mcp.orchestrator.loop import RunEvent
 from symphony_mcp.orchestrator.records import RunRecord, State
 from symphony_mcp.orchestrator.results import save_record
-from tests.model_server import ModelRequest, StandInModel
+from testkit.model_server import ModelRequest, StandInModel
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "orchestrator_overhead.md"
 TARGET_MS = 150.0
@@ -715,7 +715,7 @@ def render_report(runs: list[RunResult], args: argparse.Namespace, command: str,
         f"`done()`; {args.runs} run(s) per scenario, scenarios interleaved and rotated per round, after one "
         f"{args.warmup_steps}-step warm-up run; server defaults otherwise (screenshots JPEG q80 1280x720, model "
         "images JPEG q90 at full size, planner history of 8 screenshots)",
-        "- Stand-in models: `tests/model_server.py` (uvicorn + Starlette, OpenAI chat-completions wire) on "
+        "- Stand-in models: `testkit/model_server.py` (uvicorn + Starlette, OpenAI chat-completions wire) on "
         "127.0.0.1 in this process, answering at once: planner in the required format, memoryer step check "
         "`success: true`, audit On-track, no milestone, no facts",
         "- Instrumented in this process only: `run_task`'s `save_record` and `ChatClient.complete` (the planner) "

@@ -20,7 +20,7 @@ from symphony_mcp.config import DisplaySettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.server import SymphonyServer, build_server
-from tests.model_server import StandInModel
+from testkit.model_server import StandInModel
 
 APPS = Path(__file__).parent / "apps"
 SCREEN = (1920, 1080)

@@ -19,8 +19,8 @@ from PIL import Image
 
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import SymphonyServer, build_server
+from testkit.model_server import ModelRequest, Reply, StandInModel
 from tests.conftest import SCREEN, TkProbe, call_error, call_ok
-from tests.model_server import ModelRequest, Reply, StandInModel
 
 pytestmark = pytest.mark.anyio
 

@@ -24,8 +24,8 @@ from symphony_mcp.memory.layout import TRAJECTORY_FILE
 from symphony_mcp.memory.milestones import MilestoneMemory
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.server import SymphonyServer, build_server
+from testkit.model_server import ModelRequest, StandInModel
 from tests.conftest import TkProbe, call_error, call_ok, wait_for
-from tests.model_server import ModelRequest, StandInModel
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""A stand-in model server for the tests: the OpenAI chat-completions wire protocol over real HTTP.
+"""A stand-in model server for the tests and benchmarks: the OpenAI chat-completions wire protocol over real HTTP.
 
 Each test scripts the answers. A script entry is an answer text, a `Reply` (status, headers, delay,
 raw body) or a function of the request that returns either, so answers can depend on what the
