@@ -1,21 +1,15 @@
-"""Orchestrator parts without a display: the action space from real tool schemas, safe parsing,
-the prompt's image budget, the state machine and the command checker."""
+"""The orchestrator's action space (orchestrator/action_space.py): built from the server's real tool schemas,
+answers parsed safely into validated calls."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from symphony_mcp.config import load_settings
-from symphony_mcp.models.messages import ModelImage
 from symphony_mcp.orchestrator.action_space import ActionError, ActionSpace, section
-from symphony_mcp.orchestrator.checker import CommandChecker
-from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages
-from symphony_mcp.orchestrator.records import State
-from symphony_mcp.orchestrator.state import StateMachine
 from symphony_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -111,36 +105,3 @@ async def test_native_calls_are_checked_like_written_ones(space: ActionSpace) ->
         space.parse_call("click", '{"description": "OK"}', final_step=True)
     definitions = space.tool_definitions(final_step=True)
     assert [d["function"]["name"] for d in definitions] == ["done", "fail"]
-
-
-def _image(tag: int) -> ModelImage:
-    return ModelImage(data=bytes([tag]), format="jpeg", width=10, height=10, content_width=10, content_height=10)
-
-
-def test_history_keeps_all_text_and_at_most_max_images_with_the_first() -> None:
-    history = [Turn(step=n, image=_image(n), answer=f"answer {n}") for n in range(1, 13)]
-    context = StepContext(step=13, max_steps=20, instruction="task", image=_image(13))
-    messages = build_messages("actions", context, history, max_images=4, keep_first=True)
-    shown = [m for m in messages if isinstance(m.content, list) and any(p.type == "image_url" for p in m.content)]
-    texts = [m.content if isinstance(m.content, str) else m.content[0].text for m in shown]  # type: ignore[union-attr]
-    assert texts[:3] == ["Step 1. Screenshot:", "Step 11. Screenshot:", "Step 12. Screenshot:"]
-    assert len(shown) == 4  # first + the two newest + the current one
-    assert [m.content for m in messages if m.role == "assistant"] == [f"answer {n}" for n in range(1, 13)]
-    assert "Task: task" in str(messages[-1].content) and str(messages).count("Task: task") == 1
-    without_first = build_messages("actions", context, history, max_images=4, keep_first=False)
-    assert "Step 1. (screenshot omitted)" in str(without_first)
-
-
-def test_state_machine_refuses_impossible_transitions() -> None:
-    machine = StateMachine([])
-    machine.go(State.OBSERVE, 1, "look")
-    with pytest.raises(RuntimeError, match="Observe -> Success is not a transition"):
-        machine.go(State.SUCCESS, 1, "skip ahead")
-
-
-async def test_command_checker(tmp_path: Path) -> None:
-    assert (await CommandChecker("true").check()).success
-    failed = await CommandChecker("echo not yet; exit 3").check()
-    assert not failed.success and "status 3: not yet" in failed.feedback
-    slow = await CommandChecker("sleep 5", timeout=0.2).check()
-    assert not slow.success and "did not finish within 0.2 s" in slow.feedback

@@ -1,0 +1,27 @@
+"""Image encoding under size and byte limits (imaging/encoding.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from PIL import Image
+
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
+
+
+def noisy_image(width: int, height: int) -> Image.Image:
+    return Image.frombytes("RGB", (width, height), random.Random(1).randbytes(width * height * 3))
+
+
+def test_encoding_honours_byte_budget_by_lowering_quality_then_size() -> None:
+    image = noisy_image(1920, 1080)  # incompressible: the worst case for the budget
+    encoded = encode_image(
+        image, EncodeOptions(format="jpeg", quality=95, max_width=1920, max_height=1080, max_bytes=300_000)
+    )
+    assert len(encoded.data) <= 300_000
+    assert encoded.width < 1920 and encoded.width / encoded.height == pytest.approx(16 / 9, rel=0.01)
+    png = encode_image(image.resize((400, 300)), EncodeOptions(format="png", max_bytes=10_000_000))
+    assert png.data.startswith(b"\x89PNG") and (png.width, png.height) == (400, 300)
+    webp = encode_image(image.resize((400, 300)), EncodeOptions(format="webp"))
+    assert webp.data[8:12] == b"WEBP"
