@@ -171,7 +171,7 @@ def test_a_box_read_as_several_words_is_cut_between_them(ink: str, paper: str) -
         x = box[2] + draw.textlength(" ", font=font)
     grey = np.asarray(image.convert("L"))
     box = (6, 8, int(truth[-1][1][2]) + 4, 39)
-    words = easyocr_engine._split_words(grey, box, "Wide margins will fill the page", 0.8)
+    words = easyocr_engine.split_words(grey, box, "Wide margins will fill the page", 0.8)
     assert [w.text for w in words] == [text for text, _ in truth]
     for word, (_, true_box) in zip(words, truth, strict=True):
         assert contains(edges(word), true_box) and abs(word.left - true_box[0]) <= 2, (word, true_box)
@@ -185,7 +185,7 @@ def test_spaces_read_around_brackets_are_dropped() -> None:
     draw = ImageDraw.Draw(image)
     ink = draw.textbbox((10, 8), "getenv(),", font=font)
     draw.text((10, 8), "getenv(),", fill=0, font=font)
-    words = easyocr_engine._split_words(np.asarray(image), (6, 4, 120, 28), "getenv ( ) ,", 0.5)
+    words = easyocr_engine.split_words(np.asarray(image), (6, 4, 120, 28), "getenv ( ) ,", 0.5)
     assert [w.text for w in words] == ["getenv(),"]
     assert contains(edges(words[0]), ink) and abs(words[0].left - ink[0]) <= 2
 
@@ -235,7 +235,7 @@ def test_one_reader_per_process() -> None:
     spec = easyocr_spec()
     built = spec.factory()
     assert (spec.name, spec.workers) == ("easyocr", 1) and isinstance(built, EasyOcrEngine)
-    assert built._reader is EasyOcrEngine()._reader is shared_reader()
+    assert built.reader is EasyOcrEngine().reader is shared_reader()
 
 
 def test_missing_install_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,8 +248,8 @@ def test_missing_install_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) 
 def test_only_the_torchvision_built_for_this_torch_is_patched() -> None:
     import torch
 
-    assert easyocr_engine._torchvision_built_for(torch.__version__)
-    assert not easyocr_engine._torchvision_built_for("1.0.0")
+    assert easyocr_engine.torchvision_built_for(torch.__version__)
+    assert not easyocr_engine.torchvision_built_for("1.0.0")
 
 
 @pytest.mark.timeout(300)

@@ -43,7 +43,7 @@ INSTALL_HINT = (
 # box containing them: 1718 with these options, 1565 with EasyOCR's defaults, 1621 with width_ths=0 alone.
 # width_ths: CRAFT finds word boxes; the default (0.5) merges a line's words into one box. 0.1 still joins boxes
 #   that touch, which CRAFT makes of one word at narrow letters ("availab" + "e"); the recogniser reads the real
-#   spaces inside such boxes, and _split_words cuts them.
+#   spaces inside such boxes, and split_words cuts them.
 # low_text 0.3 (default 0.4): keeps thin and small glyphs; text_threshold 0.6 (default 0.7): keeps lone digits
 #   in monospace ("7" in a Tk text widget); min_size 5 (default 20, the longer side in pixels): keeps short words
 #   ("a", "to", "of") at screen font sizes.
@@ -74,18 +74,18 @@ class EasyOcrEngine:
     """Words on an image from the shared EasyOCR Reader (GPU when torch sees one)."""
 
     def __init__(self) -> None:
-        self._reader = shared_reader()
+        self.reader = shared_reader()
 
     def recognize(self, image: Image.Image) -> list[RecognizedWord]:
         rgb = np.asarray(image.convert("RGB"))
         # EasyOCR would grey an RGB array with BGR weights, which washes out blue text such as links.
         grey = np.asarray(image.convert("L"))
-        horizontal, free = self._reader.detect(rgb, reformat=False, **_DETECT_OPTIONS)
-        results = self._reader.recognize(grey, horizontal[0], free[0], reformat=False)
+        horizontal, free = self.reader.detect(rgb, reformat=False, **_DETECT_OPTIONS)
+        results = self.reader.recognize(grey, horizontal[0], free[0], reformat=False)
         words: list[RecognizedWord] = []
         for quad, text, confidence in results:
             box = _bounding_box(quad, grey.shape)
-            words.extend(_split_words(grey, box, text, min(max(float(confidence), 0.0), 1.0)))
+            words.extend(split_words(grey, box, text, min(max(float(confidence), 0.0), 1.0)))
         return words
 
 
@@ -159,7 +159,7 @@ def _import_torchvision(torch: Any) -> None:
         missing = _MISSING_OP.search(str(exc))
         if missing is None or missing.group(1) not in _TORCHVISION_OP_SCHEMAS:
             raise _torchvision_error(torch, exc) from exc
-        if not _torchvision_built_for(torch.__version__):
+        if not torchvision_built_for(torch.__version__):
             raise _torchvision_error(torch, exc) from exc
     _forget_partial_import("torchvision")
     _define_missing_ops(torch)
@@ -169,7 +169,7 @@ def _import_torchvision(torch: Any) -> None:
         raise _torchvision_error(torch, exc) from exc
 
 
-def _torchvision_built_for(torch_version: str) -> bool:
+def torchvision_built_for(torch_version: str) -> bool:
     """Whether the installed torchvision declares the running torch: only then are its Python parts known to fit."""
     from importlib.metadata import requires
 
@@ -214,7 +214,7 @@ def _bounding_box(quad: Any, shape: tuple[int, ...]) -> tuple[int, int, int, int
     return max(int(left), 0), max(int(top), 0), min(int(right), width), min(int(bottom), height)
 
 
-def _split_words(
+def split_words(
     grey: np.ndarray, box: tuple[int, int, int, int], text: str, confidence: float
 ) -> list[RecognizedWord]:
     """One RecognizedWord per word of `text`, narrowed to its ink; a box read as several words is cut at blank columns.
