@@ -30,7 +30,7 @@ INK = 24  # channel distance from the local background that counts as a mark
 LINE_THICKNESS = 3  # marks at most this thick...
 LINE_LENGTH = 2.5  # ...and this many glyph heights long are rules
 OUTLINE_HEIGHT = 1.5  # marks this many glyph heights tall...
-OUTLINE_FILL = 0.2  # ...that fill this little of their box and enclose another mark are outlines
+OUTLINE_FILL = 0.35  # ...that fill this little of their box and enclose another mark are outlines
 DOT_SIZE = 0.5  # marks at most this many glyph heights wide and tall are dots
 PIECE_GAP = 3.0  # blank columns this many glyph heights wide separate pieces...
 MIN_PIECE_GAP = 16  # ...and at least this many px
@@ -141,31 +141,64 @@ def _clean(strength: NDArray[np.uint8]) -> tuple[NDArray[np.float32], float]:
         return out, 0.0
     boxes = np.array([(rows.start, cols.start, rows.stop, cols.stop) for rows, cols in ndimage.find_objects(labels)])
     areas = np.bincount(labels.ravel(), minlength=count + 1)[1:]
-    glyph = max(float(np.median(boxes[:, 2] - boxes[:, 0])), 3.0)
-    drop = _rules_and_outlines(boxes, areas, glyph) | _ellipses(boxes, glyph)
+    heights = boxes[:, 2] - boxes[:, 0]
+    # Glyphs fill a fair share of their box; outlines do not, and a row of outlined buttons has as many
+    # outlines as letters, so they are left out of the estimate, and so are dots and rules.
+    solid = (areas >= OUTLINE_FILL * heights * (boxes[:, 3] - boxes[:, 1])) & (heights > LINE_THICKNESS)
+    glyph = max(float(np.median(heights[solid] if solid.any() else heights)), 3.0)
+    drop = _rules(boxes, glyph) | _ellipses(boxes, glyph)
     peaks = np.asarray(ndimage.maximum(strength, labels, np.arange(1, count + 1)), dtype=np.float32)
     scale = np.concatenate([[0.0], np.where(drop, 0.0, 1.0 / np.maximum(peaks, 1.0))]).astype(np.float32)
     marked = labels > 0
     out[marked] = np.minimum(1.0, strength[marked] * scale[labels[marked]])
+    for mark in _outlines(boxes, areas, glyph):
+        # Only the outline's straight sides go: text drawn close enough to touch them stays.
+        top, left, bottom, right = boxes[mark]
+        window = out[top:bottom, left:right]
+        window[_long_runs(labels[top:bottom, left:right] == mark + 1, OUTLINE_HEIGHT * glyph)] = 0
     return out, glyph
 
 
 Boxes = NDArray[np.int64]  # one (top, left, bottom, right) row per mark
 
 
-def _rules_and_outlines(boxes: Boxes, areas: NDArray[np.int64], glyph: float) -> NDArray[np.bool_]:
-    """Thin long marks (rules, underlines, a field's edge), and hollow tall marks around another mark (the
-    outline of a button or a field)."""
+def _rules(boxes: Boxes, glyph: float) -> NDArray[np.bool_]:
+    """Thin long marks: rules, underlines, a field's edge."""
     heights, widths = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
-    drop = ((widths <= LINE_THICKNESS) & (heights >= LINE_LENGTH * glyph)) | (
+    long_thin = ((widths <= LINE_THICKNESS) & (heights >= LINE_LENGTH * glyph)) | (
         (heights <= LINE_THICKNESS) & (widths >= LINE_LENGTH * glyph)
     )
-    hollow = (heights >= OUTLINE_HEIGHT * glyph) & (areas < OUTLINE_FILL * heights * widths) & ~drop
-    for mark in np.flatnonzero(hollow):
+    return np.asarray(long_thin, dtype=bool)
+
+
+def _outlines(boxes: Boxes, areas: NDArray[np.int64], glyph: float) -> list[int]:
+    """Hollow tall marks around another mark: the outline of a button or a field."""
+    heights, widths = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+    found = []
+    for mark in np.flatnonzero((heights >= OUTLINE_HEIGHT * glyph) & (areas < OUTLINE_FILL * heights * widths)):
         inside = _within(boxes, boxes[mark]) & (areas >= 4)
         inside[mark] = False
-        drop[mark] = bool(inside.any())
-    return np.asarray(drop, dtype=bool)
+        if inside.any():
+            found.append(int(mark))
+    return found
+
+
+def _long_runs(mask: NDArray[np.bool_], length: float) -> NDArray[np.bool_]:
+    """Pixels of `mask` on a straight horizontal or vertical run at least `length` long."""
+    found = np.zeros(mask.shape, dtype=bool)
+    for axis in (0, 1):
+        total = _run_lengths(mask, axis) + np.flip(_run_lengths(np.flip(mask, axis), axis), axis) - 1
+        found |= mask & (total >= length)
+    return found
+
+
+def _run_lengths(mask: NDArray[np.bool_], axis: int) -> NDArray[np.int32]:
+    """Per pixel, how many mask pixels in a row end at it along `axis` (0 off the mask)."""
+    shape = [1, 1]
+    shape[axis] = mask.shape[axis]
+    position = np.arange(1, mask.shape[axis] + 1, dtype=np.int32).reshape(shape)
+    last_gap = np.maximum.accumulate(np.where(mask, 0, position), axis=axis)
+    return np.asarray(position - last_gap, dtype=np.int32)
 
 
 def _within(boxes: Boxes, outer: NDArray[np.int64]) -> NDArray[np.bool_]:
