@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 from mcp import Client
 from PIL import Image, ImageDraw
@@ -20,7 +21,7 @@ from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
-from tests.conftest import TkProbe, call_error, call_ok
+from tests.conftest import TkProbe, call_error, call_ok, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -131,6 +132,10 @@ async def test_incremental_ocr_equals_full_ocr(tk_probe: TkProbe, client: Client
         area = capturer.monitor_rect(1)
         before = pipeline.read(capturer.grab(area), area)
         await type_into_entry(client, tk_probe, "the screen changed here")
+        box = tk_probe.state()["widgets"]["entry"]
+        inside = Rect(left=box["left"] + 4, top=box["top"] + 4, width=box["width"] - 8, height=box["height"] - 8)
+        # Tk has the text before it draws it: wait until the entry shows it (a caret is only a column or two).
+        wait_for(lambda: inked_columns(capturer.grab(inside)) > 60)
         image = capturer.grab(area)
         incremental = pipeline.read(image, area)
         full = fresh.read(image, area)
@@ -143,6 +148,12 @@ async def test_incremental_ocr_equals_full_ocr(tk_probe: TkProbe, client: Client
         capturer.close()
         pipeline.close()
         fresh.close()
+
+
+def inked_columns(image: Image.Image) -> int:
+    """Columns of a light widget that hold dark pixels (drawn text)."""
+    dark = np.asarray(image.convert("L")) < 128
+    return int(dark.any(axis=0).sum())
 
 
 def test_incremental_ocr_of_an_edited_page_equals_full_ocr(engine: str) -> None:
