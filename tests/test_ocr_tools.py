@@ -60,6 +60,14 @@ async def type_into_entry(client: Client, probe: TkProbe, text: str) -> None:
     probe.wait(lambda s: s["focus"].endswith("entry"))
     await call_ok(client, "type", text=text, overwrite=True)
     probe.wait(lambda s: s["entry"] == text)
+    # Tk has the text before it draws it: wait until the entry shows it (a caret is only a column or two).
+    box = probe.state()["widgets"]["entry"]
+    inside = Rect(left=box["left"] + 4, top=box["top"] + 4, width=box["width"] - 8, height=box["height"] - 8)
+    capturer = ScreenCapturer()
+    try:
+        wait_for(lambda: inked_columns(capturer.grab(inside)) > 2 * len(text))
+    finally:
+        capturer.close()
 
 
 async def test_find_text_boxes_lie_on_the_widgets(client: Client, tk_probe: TkProbe) -> None:
@@ -132,10 +140,6 @@ async def test_incremental_ocr_equals_full_ocr(tk_probe: TkProbe, client: Client
         area = capturer.monitor_rect(1)
         before = pipeline.read(capturer.grab(area), area)
         await type_into_entry(client, tk_probe, "the screen changed here")
-        box = tk_probe.state()["widgets"]["entry"]
-        inside = Rect(left=box["left"] + 4, top=box["top"] + 4, width=box["width"] - 8, height=box["height"] - 8)
-        # Tk has the text before it draws it: wait until the entry shows it (a caret is only a column or two).
-        wait_for(lambda: inked_columns(capturer.grab(inside)) > 60)
         image = capturer.grab(area)
         incremental = pipeline.read(image, area)
         full = fresh.read(image, area)
