@@ -79,7 +79,8 @@ class _Ink:
     @classmethod
     def of(cls, gray: NDArray[np.uint8]) -> _Ink:
         ink = ink_map(gray)
-        return cls(ink, _run_lengths(ink, axis=1), _run_lengths(ink, axis=0))
+        # Runs down the columns are counted along the rows of the transposed copy: contiguous, ~3x faster.
+        return cls(ink, _run_lengths(ink), _run_lengths(np.ascontiguousarray(ink.T)).T)
 
     def text(self, block: Block) -> NDArray[np.bool_]:
         """The block's ink without rules: unbroken lines along most of a long block (borders, separators).
@@ -99,13 +100,11 @@ class _Ink:
         return text
 
 
-def _run_lengths(ink: NDArray[np.bool_], axis: int) -> NDArray[np.uint16]:
-    """Per pixel, how many ink pixels in a row end at it along `axis` (0 on blank pixels)."""
-    shape = [1, 1]
-    shape[axis] = ink.shape[axis]
-    position = np.arange(1, ink.shape[axis] + 1, dtype=np.uint16).reshape(shape)
+def _run_lengths(ink: NDArray[np.bool_]) -> NDArray[np.uint16]:
+    """Per pixel, how many ink pixels in a row end at it, counting rightwards (0 on blank pixels)."""
+    position = np.arange(1, ink.shape[1] + 1, dtype=np.uint16)[None, :]
     last_blank = np.where(ink, np.uint16(0), position)
-    np.maximum.accumulate(last_blank, axis=axis, out=last_blank)
+    np.maximum.accumulate(last_blank, axis=1, out=last_blank)
     np.subtract(position, last_blank, out=last_blank)
     return last_blank
 

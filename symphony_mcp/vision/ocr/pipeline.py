@@ -115,7 +115,9 @@ class OcrPipeline:
         keys = [_digest(crop) for crop, _ in crops]
         cached = [self._blocks.get(key) for key in keys]
         misses = [i for i, words in enumerate(cached) if words is None]
-        futures = {i: self._executor.submit(self._recognize_block, crops[i][0]) for i in misses}
+        # Largest first: the workers then finish close together instead of one waiting on a big block at the end.
+        by_size = sorted(misses, key=lambda i: -crops[i][0].width * crops[i][0].height)
+        futures = {i: self._executor.submit(self._recognize_block, crops[i][0]) for i in by_size}
         results: list[tuple[RecognizedWord, ...]] = []
         for i, ((_, (dx, dy)), key) in enumerate(zip(crops, keys, strict=True)):
             words = cached[i]

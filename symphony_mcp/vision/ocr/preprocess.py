@@ -68,15 +68,15 @@ def text_pieces(crop: Image.Image) -> list[Piece]:
 
 def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> NDArray[np.uint8]:
     """Per pixel, the largest channel distance to its local background (0 on backgrounds and their rims)."""
-    background, labels, colours = _backgrounds(grey)
-    values = colours[labels][background]
-    if values.size == 0 or values.min() == values.max():
-        # One background colour (most blocks): compare with the crop's most common border colour.
-        return _distance(rgb, _border_colour(rgb))
+    flat = _flat(grey)
+    border = _border_colour(rgb)
+    if _one_background(flat, grey, _grey(border)):
+        return _distance(rgb, border)
+    background, labels, colours = _backgrounds(flat, grey)
     _, (rows, cols) = ndimage.distance_transform_edt(~background, return_indices=True)
     strength = _distance(rgb, rgb[rows, cols])
     # A pixel near two backgrounds of different grey is the antialiased rim between them.
-    region_grey = np.where(background, colours[labels], 0).astype(np.int16)
+    region_grey = colours[labels].astype(np.int16)
     size = 2 * RIM_REACH + 1
     high = ndimage.maximum_filter(np.where(background, region_grey, -1), size=size)
     low = ndimage.minimum_filter(np.where(background, region_grey, 256), size=size)
@@ -85,9 +85,8 @@ def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> NDArray[np.uin
     return strength
 
 
-def _backgrounds(grey: NDArray[np.uint8]) -> tuple[NDArray[np.bool_], NDArray[np.int32], NDArray[np.uint8]]:
-    """(background mask, flat-region labels, grey of each region): flat regions that touch the crop's edge,
-    hold a flat square too big for a stroke, or share such a region's grey and are not tiny."""
+def _flat(grey: NDArray[np.uint8]) -> NDArray[np.bool_]:
+    """Pixels within FLAT_STEP of all four neighbours."""
     flat = np.ones(grey.shape, dtype=bool)
     across = _step(grey[:, 1:], grey[:, :-1]) <= FLAT_STEP
     down = _step(grey[1:, :], grey[:-1, :]) <= FLAT_STEP
@@ -95,6 +94,14 @@ def _backgrounds(grey: NDArray[np.uint8]) -> tuple[NDArray[np.bool_], NDArray[np
     flat[:, 1:] &= across
     flat[:-1, :] &= down
     flat[1:, :] &= down
+    return flat
+
+
+def _backgrounds(
+    flat: NDArray[np.bool_], grey: NDArray[np.uint8]
+) -> tuple[NDArray[np.bool_], NDArray[np.int32], NDArray[np.uint8]]:
+    """(background mask, flat-region labels, grey of each region): flat regions that touch the crop's edge,
+    hold a flat square too big for a stroke, or share such a region's grey and are not tiny."""
     labels, count = ndimage.label(flat)
     size = 2 * DEEP + 1
     core = ndimage.minimum_filter(flat.view(np.uint8), size=size, mode="constant", cval=0).astype(bool)
@@ -125,10 +132,35 @@ def _distance(rgb: NDArray[np.uint8], reference: NDArray[np.uint8]) -> NDArray[n
     return np.maximum(np.maximum(steps[0], steps[1]), steps[2])
 
 
+def _packed(rgb: NDArray[np.uint8]) -> NDArray[np.uint32]:
+    """Each pixel's colour as one number (cheaper to compare and count than triples)."""
+    wide = rgb.astype(np.uint32)
+    return np.asarray((wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2], dtype=np.uint32)
+
+
 def _border_colour(rgb: NDArray[np.uint8]) -> NDArray[np.uint8]:
-    border = np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]])
-    colours, counts = np.unique(border, axis=0, return_counts=True)
-    return np.asarray(colours[counts.argmax()], dtype=np.uint8)
+    """The most common colour on the crop's edge (the block's padding)."""
+    border = _packed(np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]]))
+    colours, counts = np.unique(border, return_counts=True)
+    colour = int(colours[counts.argmax()])
+    return np.array([colour >> 16, (colour >> 8) & 255, colour & 255], dtype=np.uint8)
+
+
+def _grey(colour: NDArray[np.uint8]) -> int:
+    """The colour's grey as PIL's convert("L") computes it (ITU-R 601-2 luma)."""
+    red, green, blue = (int(v) for v in colour)
+    return (red * 19595 + green * 38470 + blue * 7471 + 0x8000) >> 16
+
+
+def _one_background(flat: NDArray[np.bool_], grey: NDArray[np.uint8], border_grey: int) -> bool:
+    """Whether every candidate background (flat areas on the edge or too big for a stroke) has the border's
+    grey: then the slower search for local backgrounds would find just that one (most blocks)."""
+    core = ndimage.minimum_filter(flat.view(np.uint8), size=2 * DEEP + 1, mode="constant", cval=0).astype(bool)
+    edge = np.zeros(flat.shape, dtype=bool)
+    edge[[0, -1], :] = True
+    edge[:, [0, -1]] = True
+    candidates = grey[core | (edge & flat)].astype(np.int16)
+    return bool(np.all(np.abs(candidates - border_grey) <= FLAT_STEP))
 
 
 def _clean(strength: NDArray[np.uint8]) -> tuple[NDArray[np.float32], float]:
@@ -147,9 +179,10 @@ def _clean(strength: NDArray[np.uint8]) -> tuple[NDArray[np.float32], float]:
     solid = (areas >= OUTLINE_FILL * heights * (boxes[:, 3] - boxes[:, 1])) & (heights > LINE_THICKNESS)
     glyph = max(float(np.median(heights[solid] if solid.any() else heights)), 3.0)
     drop = _rules(boxes, glyph) | _ellipses(boxes, glyph)
-    peaks = np.asarray(ndimage.maximum(strength, labels, np.arange(1, count + 1)), dtype=np.float32)
-    scale = np.concatenate([[0.0], np.where(drop, 0.0, 1.0 / np.maximum(peaks, 1.0))]).astype(np.float32)
     marked = labels > 0
+    peaks = np.zeros(count + 1, dtype=np.float32)
+    np.maximum.at(peaks, labels[marked], strength[marked])
+    scale = np.where(np.concatenate([[True], drop]), 0.0, 1.0 / np.maximum(peaks, 1.0)).astype(np.float32)
     out[marked] = np.minimum(1.0, strength[marked] * scale[labels[marked]])
     for mark in _outlines(boxes, areas, glyph):
         # Only the outline's straight sides go: text drawn close enough to touch them stays.
