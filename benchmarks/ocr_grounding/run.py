@@ -65,6 +65,7 @@ class SizeResult:
     screens: list[str]
     families: list[str]
     full_s: list[float]
+    full_cpu_s: list[float]  # CPU time of all threads for the full frame: what idle cores would need
     change_s: list[float]
     repeat_s: list[float]
     outcomes: list[Outcome]
@@ -86,13 +87,15 @@ class EngineResult:
     sizes: list[SizeResult]
 
 
-def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float, float, list[Outcome]]:
-    """(full s, change s, repeat s, an outcome per target) for one screen."""
+def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float, float, float, list[Outcome]]:
+    """(full s, full CPU s, change s, repeat s, an outcome per target) for one screen."""
     area = Rect(left=0, top=0, width=screen.image.width, height=screen.image.height)
     pipeline.clear()
+    cpu = time.process_time()
     start = time.perf_counter()
     result = pipeline.read(screen.image, area)
     full = time.perf_counter() - start
+    full_cpu = time.process_time() - cpu
     outcomes = []
     for target in screen.targets:
         matches = find_phrase(result, target.phrase)
@@ -105,7 +108,7 @@ def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float,
     start = time.perf_counter()
     pipeline.read(changed, area)
     repeat = time.perf_counter() - start
-    return full, change, repeat, outcomes
+    return full, full_cpu, change, repeat, outcomes
 
 
 def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
@@ -118,18 +121,20 @@ def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
     sizes = []
     for directory in screen_dirs:
         screens = load_screen_set(directory)
-        size = SizeResult(directory.name, [], [], [], [], [], [])
+        size = SizeResult(directory.name, [], [], [], [], [], [], [])
         for screen in screens:
-            full, change, repeat, outcomes = measure_screen(pipeline, screen)
+            full, full_cpu, change, repeat, outcomes = measure_screen(pipeline, screen)
             size.screens.append(screen.name)
             size.families.append(screen.family)
             size.full_s.append(full)
+            size.full_cpu_s.append(full_cpu)
             size.change_s.append(change)
             size.repeat_s.append(repeat)
             size.outcomes += outcomes
             missed = sum(not o.grounded for o in outcomes)
             print(
-                f"{engine} {directory.name} {screen.name}: full {full:.3f}s change {change:.3f}s repeat {repeat:.4f}s "
+                f"{engine} {directory.name} {screen.name}: full {full:.3f}s ({full_cpu:.3f}s CPU) change {change:.3f}s "
+                f"repeat {repeat:.4f}s "
                 f"missed {missed}/{len(outcomes)}",
                 file=sys.stderr,
             )
@@ -167,7 +172,7 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def report(results: list[EngineResult], command: str, screens_s: float) -> str:
+def report(results: list[EngineResult], command: str, screens_s: float, load: tuple[float, float]) -> str:
     first = results[0].sizes[0]
     families = sorted(set(first.families))
     lines = [
@@ -176,6 +181,9 @@ def report(results: list[EngineResult], command: str, screens_s: float) -> str:
         f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}",
         f"- Command: `{command}`",
+        f"- Load average (1 min) at the start and end of the measurement: {load[0]:.1f}, {load[1]:.1f} "
+        "(on 2 cores, anything above ~0 means other processes took CPU from the wall times; CPU times do not "
+        "depend on that)",
         f"- Screens: {len(first.screens)} per size in {len(families)} families ({', '.join(families)}), "
         f"{len(first.outcomes)} targets per size; rendered in {screens_s:.0f} s (0 when given with --screens)",
         *(
@@ -184,27 +192,30 @@ def report(results: list[EngineResult], command: str, screens_s: float) -> str:
         ),
         f"- Targets: {', '.join(f'{k} {v}' for k, v in TARGETS.items())}",
         "",
-        "| engine | size | full frame median (s) | small change median (s) | repeated frame median (s) "
-        "| accuracy, tuning | accuracy, held-out | accuracy, held-out-2 | accuracy, all | load (s) | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| engine | size | full frame median (s) | full frame CPU median (s) | small change median (s) "
+        "| repeated frame median (s) | accuracy, tuning | accuracy, held-out | accuracy, held-out-2 | accuracy, all "
+        "| load (s) | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         for size in result.sizes:
             lines.append(
-                f"| {result.engine} | {size.size} | {median(size.full_s):.3f} | {median(size.change_s):.3f} "
+                f"| {result.engine} | {size.size} | {median(size.full_s):.3f} | {median(size.full_cpu_s):.3f} "
+                f"| {median(size.change_s):.3f} "
                 f"| {median(size.repeat_s):.4f} | {size.accuracy(split='tuning')} "
                 f"| {size.accuracy(split='held-out')} | {size.accuracy(split='held-out-2')} | {size.accuracy()} "
                 f"| {result.load_s:.1f} | {result.peak_rss_mb:.0f} |"
             )
     lines += _breakdown(results, "Accuracy per screen family", "family", families)
     lines += _breakdown(results, "Accuracy per phrase class", "category", list(CLASSES))
-    lines += ["", "Full frame median per family (s):", ""]
+    lines += ["", "Full frame median per family, wall / CPU (s):", ""]
     for result in results:
         for size in result.sizes:
-            by_family = defaultdict(list)
-            for family, seconds in zip(size.families, size.full_s, strict=True):
-                by_family[family].append(seconds)
-            cells = ", ".join(f"{family} {median(by_family[family]):.2f}" for family in families)
+            walls, cpus = defaultdict(list), defaultdict(list)
+            for family, wall, cpu in zip(size.families, size.full_s, size.full_cpu_s, strict=True):
+                walls[family].append(wall)
+                cpus[family].append(cpu)
+            cells = ", ".join(f"{f} {median(walls[f]):.2f} / {median(cpus[f]):.2f}" for f in families)
             lines.append(f"- {result.engine} {size.size}: {cells}")
     lines += ["", "Per screen (full / change / repeat seconds):", ""]
     for result in results:
@@ -263,9 +274,11 @@ def main(argv: list[str] | None = None) -> int:
             for size, directory in zip(SIZES, dirs, strict=True):
                 write_screen_set(directory, size)
         screens_s = time.perf_counter() - start
+        load_before = os.getloadavg()[0]
         results = [run_child(engine, dirs) for engine in args.engines.split(",")]
+        load = (load_before, os.getloadavg()[0])
     command = "python -m benchmarks.ocr_grounding.run " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(results, command.strip(), screens_s)
+    text = report(results, command.strip(), screens_s, load)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
     print(text)

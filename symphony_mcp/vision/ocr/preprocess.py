@@ -53,7 +53,7 @@ def text_pieces(crop: Image.Image) -> list[Piece]:
     """The crop's text as black-on-white pieces, left to right; none when it holds no marks."""
     rgb = np.asarray(crop.convert("RGB"))
     grey = np.asarray(crop.convert("L"))
-    ink, glyph = _clean(_strength(rgb, grey))
+    ink, glyph = _clean(*_strength(rgb, grey))
     pieces = []
     for start, end in _column_runs(ink, max(MIN_PIECE_GAP, PIECE_GAP * glyph)):
         left = max(0, start - PIECE_PADDING)
@@ -66,12 +66,14 @@ def text_pieces(crop: Image.Image) -> list[Piece]:
     return pieces
 
 
-def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> NDArray[np.uint8]:
-    """Per pixel, the largest channel distance to its local background (0 on backgrounds and their rims)."""
+def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> tuple[NDArray[np.uint8], NDArray[np.bool_]]:
+    """Per pixel, the largest channel distance to its local background (0 on backgrounds and their rims), and
+    whether the pixel is darker than that background."""
     flat = _flat(grey)
     border = _border_colour(rgb)
-    if _one_background(flat, grey, _grey(border)):
-        return _distance(rgb, border)
+    border_grey = _grey(border)
+    if _one_background(flat, grey, border_grey):
+        return _distance(rgb, border), grey < border_grey
     background, labels, colours = _backgrounds(flat, grey)
     _, (rows, cols) = ndimage.distance_transform_edt(~background, return_indices=True)
     strength = _distance(rgb, rgb[rows, cols])
@@ -82,7 +84,7 @@ def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> NDArray[np.uin
     low = ndimage.minimum_filter(np.where(background, region_grey, 256), size=size)
     rim = (high >= 0) & (low <= 255) & (high - low > RIM_SPREAD) & ~background
     strength[rim] = 0
-    return strength
+    return strength, grey < grey[rows, cols]
 
 
 def _flat(grey: NDArray[np.uint8]) -> NDArray[np.bool_]:
@@ -163,10 +165,12 @@ def _one_background(flat: NDArray[np.bool_], grey: NDArray[np.uint8], border_gre
     return bool(np.all(np.abs(candidates - border_grey) <= FLAT_STEP))
 
 
-def _clean(strength: NDArray[np.uint8]) -> tuple[NDArray[np.float32], float]:
+def _clean(strength: NDArray[np.uint8], darker: NDArray[np.bool_]) -> tuple[NDArray[np.float32], float]:
     """Marks (8-connected pixels at least INK from their background) without rules, box outlines and
     ellipses, each stretched so its strongest pixel is full black (1.0); faint pixels outside marks keep their
-    share. Also the median height of the marks: about a lowercase letter's (x-height and ascenders)."""
+    share. A mark keeps only the pixels on its main side of the background (darker or lighter): embossed text
+    (a disabled label's light shadow) would read as two overlapping copies. Also the median height of the
+    marks: about a lowercase letter's (x-height and ascenders)."""
     out = strength.astype(np.float32) / np.float32(max(int(strength.max()), INK))
     labels, count = ndimage.label(strength >= INK, structure=np.ones((3, 3)))
     if count == 0:
@@ -178,12 +182,16 @@ def _clean(strength: NDArray[np.uint8]) -> tuple[NDArray[np.float32], float]:
     # outlines as letters, so they are left out of the estimate, and so are dots and rules.
     solid = (areas >= OUTLINE_FILL * heights * (boxes[:, 3] - boxes[:, 1])) & (heights > LINE_THICKNESS)
     glyph = max(float(np.median(heights[solid] if solid.any() else heights)), 3.0)
-    drop = _rules(boxes, glyph) | _ellipses(boxes, glyph)
+    drop = np.concatenate([[True], _rules(boxes, glyph) | _ellipses(boxes, glyph)])
     marked = labels > 0
+    weight = strength.astype(np.float64)
+    dark = np.bincount(labels.ravel(), weights=(weight * darker).ravel(), minlength=count + 1)
+    light = np.bincount(labels.ravel(), weights=(weight * ~darker).ravel(), minlength=count + 1)
+    kept = marked & (darker == (dark >= light)[labels]) & ~drop[labels]
     peaks = np.zeros(count + 1, dtype=np.float32)
-    np.maximum.at(peaks, labels[marked], strength[marked])
-    scale = np.where(np.concatenate([[True], drop]), 0.0, 1.0 / np.maximum(peaks, 1.0)).astype(np.float32)
-    out[marked] = np.minimum(1.0, strength[marked] * scale[labels[marked]])
+    np.maximum.at(peaks, labels[kept], strength[kept])
+    out[marked] = 0.0
+    out[kept] = np.minimum(1.0, strength[kept] / np.maximum(peaks[labels[kept]], 1.0))
     for mark in _outlines(boxes, areas, glyph):
         # Only the outline's straight sides go: text drawn close enough to touch them stays.
         top, left, bottom, right = boxes[mark]
