@@ -7,7 +7,7 @@ three text-filled xterms, then, side by side in one run:
    (plus the same server built in this process behind the in-memory MCP client, to split the server's
    own overhead from the transport's);
 2. near no-op tool calls (`action_history` limit 1, `screen_info`), in memory and over stdio;
-3. `click` and `type_text` over stdio vs the same operation in this process (LocalDesktop / pyautogui).
+3. `click` and `type` over stdio vs the same operation in this process (LocalDesktop / pyautogui).
 
 The stdio server gets DISPLAY, PATH and any SYMPHONY_* variables; nothing else of the environment.
 Prints a markdown report and writes it to --output. Run from the repository root:
@@ -249,15 +249,15 @@ def action_cases(desktop: LocalDesktop) -> list[ActionCase]:
         ),
         ActionCase("`click`", lambda: desktop.click(INPUT_TARGET, "left", 1, []), "click", at),
         ActionCase(
-            f"`type_text` {ASCII_TEXT!r} ({len(ASCII_TEXT)} chars)",
+            f"`type` {ASCII_TEXT!r} ({len(ASCII_TEXT)} chars)",
             lambda: desktop.type_text(ASCII_TEXT),
-            "type_text",
+            "type",
             {"text": ASCII_TEXT},
         ),
         ActionCase(
-            f"`type_text` {UNICODE_TEXT!r} ({len(UNICODE_TEXT)} chars)",
+            f"`type` {UNICODE_TEXT!r} ({len(UNICODE_TEXT)} chars)",
             lambda: desktop.type_text(UNICODE_TEXT),
-            "type_text",
+            "type",
             {"text": UNICODE_TEXT},
         ),
     ]
