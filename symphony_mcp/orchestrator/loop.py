@@ -164,7 +164,6 @@ class _Run:
             instruction=self.record.instruction,
             image=image,
             reflection=reflection,
-            tutorials=list(self.record.tutorials),
             tool_results=self.tool_results,
             feedback=self.feedback,
         )
@@ -311,10 +310,7 @@ class _Run:
         return False
 
     def fold(self, tool: str, structured: dict[str, Any]) -> None:
-        """Tool-agent results come back folded: a tutorial joins the task's context, a summary is shown once."""
-        tutorial = structured.get("tutorial")
-        if isinstance(tutorial, str) and tutorial.strip():
-            self.record.tutorials.append(tutorial.strip())
+        """A result that is not an action record but has a summary (a tool agent's, folded) is shown once."""
         summary = structured.get("summary") if "action" not in structured else None
         if isinstance(summary, str) and summary.strip():
             self.tool_results.append(f"{tool}: {summary.strip()}")

@@ -2,7 +2,7 @@
 
 The history keeps every earlier answer as text but at most `max_images` screenshots (the current
 one included; the task's first one kept when asked), so the prompt stays within the model's image
-limit however long the task runs. The task, the reflection, tutorials and feedback appear only in
+limit however long the task runs. The task, the reflection, tool results and feedback appear only in
 the current step's message, never accumulated.
 """
 
@@ -14,8 +14,8 @@ from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.models.messages import ChatMessage, ModelImage, assistant, system, user
 
 SYSTEM_PROMPT = """You operate a computer through its screen to complete the user's task, one action per step.
-Each step you get the task, the current screenshot, a reflection on the trajectory so far, any tutorials
-and tool results, and your earlier answers.
+Each step you get the task, the current screenshot, a reflection on the trajectory so far, any tool
+results, and your earlier answers.
 
 {actions}
 
@@ -88,7 +88,6 @@ class StepContext:
     instruction: str
     image: ModelImage
     reflection: Reflection | None = None
-    tutorials: list[str] = field(default_factory=list)
     tool_results: list[str] = field(default_factory=list)  # folded results, shown once
     feedback: list[str] = field(default_factory=list)
 
@@ -129,8 +128,6 @@ def _current(context: StepContext) -> list[str | ModelImage]:
         lines.append("This is the last step: answer done() or fail(reason=...) only.")
     if context.reflection is not None:
         lines.append(reflection_text(context.reflection))
-    if context.tutorials:
-        lines.append("Tutorials found for this task:\n" + "\n\n".join(context.tutorials))
     lines += [f"Tool result: {result}" for result in context.tool_results]
     lines += context.feedback
     return ["\n\n".join(lines), "Current screenshot:", context.image]

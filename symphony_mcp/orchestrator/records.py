@@ -91,4 +91,3 @@ class RunRecord(BaseModel):
     steps: list[RunStep] = Field(default_factory=list)
     transitions: list[Transition] = Field(default_factory=list)
     usage: dict[str, RoleUsage] = Field(default_factory=dict, description="per model role")
-    tutorials: list[str] = Field(default_factory=list)

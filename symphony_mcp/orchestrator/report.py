@@ -106,7 +106,6 @@ class TaskView:
     started: str | None = None
     duration: str | None = None
     transitions: list[Transition] = field(default_factory=list)
-    tutorials: list[str] = field(default_factory=list)
     steps: list[StepView] = field(default_factory=list)
     final_screen: Shot | None = None
     problems: list[str] = field(default_factory=list)
@@ -241,7 +240,6 @@ def _task(directory: Path, page: str, output: Path) -> TaskView:
             started=_when(run.started_at),
             duration=_duration(run.started_at, run.ended_at),
             transitions=run.transitions,
-            tutorials=run.tutorials,
             steps=_run_step_views(run, trajectory, shots),
             problems=problems,
         )
