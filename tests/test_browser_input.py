@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from playwright.async_api import Page, async_playwright
 
-from symphony_mcp.browser.chromium import KIOSK_ARGS, chromium_executable
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.chromium import KIOSK_ARGS, chromium_executable
 from tests.conftest import call_ok, wait_for_active_window
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,6 @@ import pytest
 from mcp import Client
 from playwright.async_api import Page, async_playwright
 
-from symphony_mcp.browser.chromium import QUIET_ARGS, chromium_executable
 from symphony_mcp.config import load_settings
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.trajectory import read_trajectory
@@ -34,6 +33,7 @@ from symphony_mcp.orchestrator.records import (
 )
 from symphony_mcp.orchestrator.report import report_command, write_report
 from symphony_mcp.server import build_server
+from testkit.chromium import QUIET_ARGS, chromium_executable
 from tests.conftest import SCREEN, TkProbe, call_ok, wait_for
 
 pytestmark = pytest.mark.anyio

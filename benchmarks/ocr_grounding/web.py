@@ -15,8 +15,8 @@ from typing import Any
 
 from benchmarks.ocr_grounding.forms import form_page
 from benchmarks.ocr_grounding.truth import Reading, Source, box_rect, rotate_words, segment_from_dom
-from symphony_mcp.browser.chromium import KIOSK_ARGS, chromium_executable
 from symphony_mcp.imaging.geometry import Rect
+from testkit.chromium import KIOSK_ARGS, chromium_executable
 
 APPS = Path(__file__).with_name("apps")
 DOCS = Path("/usr/share/doc/python3/html")

@@ -1,1 +1,0 @@
-"""Browser facts shared by everything that drives Chromium."""
