@@ -91,13 +91,15 @@ class DesktopController:
             raise InvalidInputError("frame_id only applies to space='screenshot'")
         if monitor is not None and frame_id is not None:
             raise InvalidInputError("give monitor or frame_id, not both: a frame already shows one area")
-        monitors = await self.runner.run(lambda d: d.monitors())
-        screen = monitors[0].screen_rect
         reference = None if monitor is not None else self.frames.reference(frame_id)
-        if reference is None:
-            index = self.settings.display.monitor if monitor is None else monitor
-            reference = new_frame_id(), self._default_mapping(select_monitor(monitors, index))
-            self.frames.remember(*reference)
+        screen = None
+        if reference is None or space == "screen":  # the common case needs no trip to the desktop thread
+            monitors = await self.runner.run(lambda d: d.monitors())
+            screen = monitors[0].screen_rect
+            if reference is None:
+                index = self.settings.display.monitor if monitor is None else monitor
+                reference = new_frame_id(), self._default_mapping(select_monitor(monitors, index))
+                self.frames.remember(*reference)
         used, mapping = reference
         named = used if space == "screenshot" else None
         return CallerSpace(space=space, frame_id=named, mapping=mapping, screen=screen)

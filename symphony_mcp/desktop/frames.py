@@ -50,7 +50,7 @@ class CallerSpace:
     space: CoordinateSpace
     frame_id: str | None  # None only with space='screen'
     mapping: ImageMapping  # the frame's mapping (with space='screen': the reference frame's, for its area)
-    screen: Rect  # the whole screen, which screen-space points must lie on
+    screen: Rect | None = None  # the whole screen, which screen-space points must lie on (given with space='screen')
 
     @property
     def area(self) -> Rect:
@@ -60,6 +60,7 @@ class CallerSpace:
     def to_screen(self, x: float, y: float) -> Point:
         """The screen pixel a caller's point names; points outside the image (or screen) are refused."""
         if self.space == "screen":
+            assert self.screen is not None, "a screen-space CallerSpace carries the screen"
             if not self.screen.contains(round(x), round(y)):
                 raise InvalidInputError(
                     f"screen point ({x:g}, {y:g}) is off screen; the screen spans {self.screen.describe()}"
@@ -74,6 +75,7 @@ class CallerSpace:
         if not width > 0 or not height > 0:
             raise InvalidInputError(f"region width and height must be positive, got {width:g}x{height:g}")
         if self.space == "screen":
+            assert self.screen is not None, "a screen-space CallerSpace carries the screen"
             rect = Rect(left=round(left), top=round(top), width=max(1, round(width)), height=max(1, round(height)))
             if rect.intersect(self.screen) is None:
                 raise InvalidInputError(
