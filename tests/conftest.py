@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 
 from symphony_mcp.config import DisplaySettings, load_settings
+from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.server import SymphonyServer, build_server
@@ -72,6 +73,44 @@ def wait_for_active_window(title: str, timeout: float = 10.0) -> None:
         manager.close()
 
 
+def wait_for_window_manager(timeout: float = 60.0) -> None:
+    """Block until the window manager has handled every event sent before this call (an EWMH round trip).
+
+    Typing characters the keymap lacks rebinds spare keycodes, and each rebinding makes openbox re-grab its keys:
+    beside two busy loops it was measured 11.5 s behind after one test's typing, so the next test's window was not
+    managed within that test's 10 s wait, or was clicked while openbox was still framing it. The request is sent
+    again each second: one sent before openbox listens on a fresh display is never answered.
+    """
+    from Xlib import X, display, protocol
+
+    connection = display.Display()
+    try:
+        root = connection.screen().root
+        window = root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        extents = connection.intern_atom("_NET_FRAME_EXTENTS")
+        request = protocol.event.ClientMessage(
+            window=window, client_type=connection.intern_atom("_NET_REQUEST_FRAME_EXTENTS"), data=(32, [0] * 5)
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            root.send_event(request, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+            connection.flush()
+            with contextlib.suppress(AssertionError):
+                wait_for(lambda: window.get_full_property(extents, X.AnyPropertyType) is not None, timeout=1.0)
+                return
+        raise AssertionError(f"the window manager did not answer within {timeout} s")
+    finally:
+        connection.close()
+
+
+@pytest.fixture(autouse=True)
+def settled_window_manager(request: pytest.FixtureRequest) -> None:
+    """A test on the display starts once the window manager has caught up with what earlier tests did."""
+    if "xdisplay" in request.fixturenames:
+        request.getfixturevalue("xdisplay")
+        wait_for_window_manager()
+
+
 class TkProbe:
     """A running tests/apps/tk_probe.py window and its reported state."""
 
@@ -105,19 +144,33 @@ def tk_probe(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[TkProbe]:
 
 @contextlib.contextmanager
 def running_probe(directory: Path, geometry: str = "900x700+200+150") -> Iterator[TkProbe]:
-    """The Tk probe at `geometry`, ready like a person would wait for it: laid out, and the active window."""
+    """The Tk probe at `geometry`, ready like a person would wait for it: laid out, framed and made active by the
+    window manager, and Tk has seen both (it reports the framed position and has the focus). Under load the window
+    was active while Tk still reported its unframed position, so a click at a widget's centre landed 20 px off."""
     state_file = directory / "tk_state.json"
     process = subprocess.Popen(
         [sys.executable, str(APPS / "tk_probe.py"), str(state_file), "Symphony Probe", geometry]
     )
     probe = TkProbe(state_file, process)
+    manager = X11WindowManager()
     try:
         probe.wait(lambda s: s.get("widgets", {}).get("swatch", {}).get("width", 0) > 1)
-        wait_for_active_window("Symphony Probe")
+        probe.wait(lambda s: _settled(s, manager.active()))
         yield probe
     finally:
+        manager.close()
         process.terminate()
         process.wait(timeout=5)
+
+
+def _settled(state: dict[str, Any], active: WindowInfo | None) -> bool:
+    return (
+        active is not None
+        and active.title == "Symphony Probe"
+        and active.rect is not None
+        and state.get("window") == active.rect.model_dump()
+        and state.get("focus") not in (None, "None")
+    )
 
 
 @pytest.fixture

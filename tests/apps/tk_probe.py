@@ -55,6 +55,7 @@ def save() -> None:
     state["text_top"] = text.yview()[0]
     state["text_left"] = text.xview()[0]
     state["focus"] = str(root.focus_get())
+    state["window"] = widget_box(root)  # where Tk sees itself: the window manager's framing moves it
     state["widgets"] = {
         name: widget_box(w)
         for name, w in (("button", button), ("entry", entry), ("canvas", canvas), ("text", text), ("swatch", swatch))
