@@ -21,6 +21,7 @@ from symphony_mcp.tools.common import (
     X,
     Y,
     caller_errors,
+    in_latest_space,
 )
 from symphony_mcp.vision.grounding.targets import TargetRequest, TargetResolver
 
@@ -150,7 +151,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     async def hotkey(keys: Keys) -> ActionRecord:
         """Press a key or key combination: keys go down in order and come up in reverse (e.g. ctrl+s).
         The record's coordinates are the latest screenshot's pixels."""
-        return await _latest(desktop, await desktop.hotkey(keys))
+        return await in_latest_space(desktop, await desktop.hotkey(keys))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -160,27 +161,27 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     ) -> ActionRecord:
         """Hold some keys while pressing others in sequence (e.g. alt held, tab pressed twice). The record's
         coordinates are the latest screenshot's pixels."""
-        return await _latest(desktop, await desktop.hold_and_press(hold_keys, press_keys))
+        return await in_latest_space(desktop, await desktop.hold_and_press(hold_keys, press_keys))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def key_down(key: Annotated[str, Field(description="key to press and keep down")]) -> ActionRecord:
         """Press a key and keep it down until key_up (for holds that span other actions). The record's coordinates
         are the latest screenshot's pixels."""
-        return await _latest(desktop, await desktop.key_transition(key, down=True))
+        return await in_latest_space(desktop, await desktop.key_transition(key, down=True))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def key_up(key: Annotated[str, Field(description="key to release")]) -> ActionRecord:
         """Release a key pressed with key_down. The record's coordinates are the latest screenshot's pixels."""
-        return await _latest(desktop, await desktop.key_transition(key, down=False))
+        return await in_latest_space(desktop, await desktop.key_transition(key, down=False))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def wait(seconds: Annotated[float, Field(description="seconds to wait")]) -> ActionRecord:
         """Wait for the UI (loading, animations) before looking again. The record's coordinates are the latest
         screenshot's pixels."""
-        return await _latest(desktop, await desktop.wait(seconds))
+        return await in_latest_space(desktop, await desktop.wait(seconds))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
@@ -198,8 +199,3 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
 
 class ActionHistory(Placed):
     records: list[ActionRecord] = Field(description="oldest first; coordinates in this result's space")
-
-
-async def _latest(desktop: DesktopController, record: ActionRecord) -> ActionRecord:
-    """A record of an action without coordinates of its own, in the latest screenshot's space (pointer, window)."""
-    return (await desktop.caller_space()).express(record)

@@ -11,12 +11,14 @@ from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ToolE
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.imaging.geometry import CoordinateSpace
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 # Input reaches whatever app has focus: it can change or delete things.
@@ -65,3 +67,8 @@ def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaita
 
 caller_errors = _surfacing(ToolError)
 resource_errors = _surfacing(ResourceError)
+
+
+async def in_latest_space(desktop: DesktopController, result: T) -> T:
+    """A result of a call that takes no coordinates, in the latest screenshot's space (pointer, windows, records)."""
+    return (await desktop.caller_space()).express(result)

@@ -14,7 +14,7 @@ from symphony_mcp.memory.layout import TaskInfo, TaskStatus, step_screenshot_pat
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
-from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors, resource_errors
+from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors, in_latest_space, resource_errors
 
 # Writes only the server's own trajectory files; changes nothing on the desktop.
 RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
@@ -62,9 +62,7 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
         The step's coordinates are the latest screenshot's pixels."""
         if thought is None and plan is None and tool_output is None:
             raise InvalidInputError("give at least one of thought, plan or tool_output")
-        return (await desktop.caller_space()).express(
-            await tasks.task().annotate(step, thought, plan, tool_output)
-        )
+        return await in_latest_space(desktop, await tasks.task().annotate(step, thought, plan, tool_output))
 
     @server.tool(annotations=REFLECT)
     @caller_errors

@@ -10,7 +10,15 @@ from pydantic import Field
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.results import OpenResult, WindowList
-from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, FrameId, Space, caller_errors
+from symphony_mcp.tools.common import (
+    DESTRUCTIVE_INPUT,
+    HARMLESS_CHANGE,
+    READ_ONLY,
+    FrameId,
+    Space,
+    caller_errors,
+    in_latest_space,
+)
 
 
 def register(server: MCPServer, desktop: DesktopController) -> None:
@@ -29,7 +37,7 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> ActionRecord:
         """Raise and focus a window so keyboard input goes to it. The record's coordinates are the latest
         screenshot's pixels."""
-        return (await desktop.caller_space()).express(await desktop.focus_window(window_id))
+        return await in_latest_space(desktop, await desktop.focus_window(window_id))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -38,7 +46,7 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> ActionRecord:
         """Close a window as its close button would; the application may ask first (e.g. to save). The record's
         coordinates are the latest screenshot's pixels."""
-        return (await desktop.caller_space()).express(await desktop.close_window(window_id))
+        return await in_latest_space(desktop, await desktop.close_window(window_id))
 
     @server.tool(annotations=HARMLESS_CHANGE.model_copy(update={"idempotentHint": False}))
     @caller_errors
@@ -50,4 +58,4 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> OpenResult:
         """Open an application or a file (with its default application) and report the windows it opened.
         Window rectangles and the record are in the latest screenshot's pixels."""
-        return (await desktop.caller_space()).express(await desktop.open(target, wait_seconds))
+        return await in_latest_space(desktop, await desktop.open(target, wait_seconds))
