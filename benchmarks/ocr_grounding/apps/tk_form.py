@@ -183,7 +183,26 @@ def _boxed_line(
     return line(kind, text, edges, top, top + height, clear=height >= full_height)
 
 
-class OrderForm:
+class StatusEdits:
+    """The benchmark's stdin protocol: `edit TEXT` replaces the status line's text and reports again; anything
+    else closes the window. The app provides root, status and report()."""
+
+    root: tk.Tk
+    status: Any
+
+    def report(self, edited: bool = False) -> None:
+        raise NotImplementedError
+
+    def on_stdin(self, *_: object) -> None:
+        command = sys.stdin.readline()
+        if not command.startswith("edit "):
+            self.root.destroy()
+            return
+        self.status.configure(text=command.removeprefix("edit ").rstrip("\n"))
+        self.report(edited=True)
+
+
+class OrderForm(StatusEdits):
     """The window, its widgets, and the JSON report of where their text is."""
 
     def __init__(self, root: tk.Tk) -> None:
@@ -302,14 +321,6 @@ class OrderForm:
             entry = line("list", item, edges, y0 + box[1], y0 + box[1] + box[3], box[1] + box[3] <= bottom)
             lines.append({**entry, "right": right})
         return lines
-
-    def on_stdin(self, *_: object) -> None:
-        command = sys.stdin.readline()
-        if not command.startswith("edit "):
-            self.root.destroy()
-            return
-        self.status.configure(text=command.removeprefix("edit ").rstrip("\n"))
-        self.report(edited=True)
 
 
 def fail(*exc_info: Any) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
 
-from tk_form import bbox_lines, fail, line
+from tk_form import StatusEdits, bbox_lines, fail, line
 
 TITLE = "Connection settings"
 FONTS = (("DejaVu Sans", -13), ("Liberation Sans", -12), ("Nimbus Sans", -15))
@@ -75,7 +75,7 @@ def anchored(
     return line(kind, text, edges, y0, y0 + height)
 
 
-class Dialogs:
+class Dialogs(StatusEdits):
     def __init__(self, root: tk.Tk, theme: str, variant: int) -> None:
         self.root = root
         style = ttk.Style(root)
@@ -203,14 +203,6 @@ class Dialogs:
             ),
             flush=True,
         )
-
-    def on_stdin(self, *_: object) -> None:
-        command = sys.stdin.readline()
-        if not command.startswith("edit "):
-            self.root.destroy()
-            return
-        self.status.configure(text=command.removeprefix("edit ").rstrip("\n"))
-        self.report(edited=True)
 
 
 def _tab_at(notebook: ttk.Notebook, x: int, y: int) -> int | None:
