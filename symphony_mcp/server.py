@@ -13,6 +13,7 @@ import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import Tool
 from starlette.types import ASGIApp
 
 from symphony_mcp import __version__
@@ -26,6 +27,7 @@ from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
+from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
@@ -45,6 +47,13 @@ precisely; `find_text` and `ocr` read it. `list_windows`, `focus_window` and `op
 applications. Every action returns a record of what was done; `action_history` lists them.
 For long tasks, `start_task` records every action as a trajectory step; `reflect` audits it
 (On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
+
+
+class ConciseMCPServer(MCPServer):
+    """Lists each tool with concise schemas (tools/listing.py): 154 KB of tools/list became ~100 KB."""
+
+    async def list_tools(self) -> list[Tool]:
+        return [concise_tool(tool) for tool in await super().list_tools()]
 
 
 @dataclass
@@ -81,7 +90,7 @@ def build_server(settings: Settings) -> SymphonyServer:
             tasks.close()
             await models.aclose()
 
-    server = MCPServer(
+    server = ConciseMCPServer(
         "symphony-mcp",
         title="symphony-mcp",
         version=__version__,

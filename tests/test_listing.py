@@ -1,0 +1,45 @@
+"""What tools/list costs a host: the listing stays small, and its concise schemas still describe every result."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from symphony_mcp.server import SymphonyServer
+from symphony_mcp.tools.listing import concise_tool
+from tests.conftest import call_ok
+
+pytestmark = pytest.mark.anyio
+
+# Measured: 154,413 bytes before the listing was made concise, 123,760 after (31 tools).
+LISTING_BUDGET = 130_000
+
+
+async def test_tools_list_stays_within_its_budget(server: SymphonyServer, client: Client) -> None:
+    listed = await client.list_tools()
+    size = len(listed.model_dump_json(by_alias=True, exclude_none=True).encode())
+    assert size < LISTING_BUDGET, f"tools/list is {size} bytes"
+    text = listed.model_dump_json(by_alias=True)
+    assert '"title":"Frame Id"' not in text and "\n        " not in text
+
+
+async def test_concise_schemas_accept_and_reject_what_the_full_ones_do(server: SymphonyServer) -> None:
+    """Each concise output schema against the full one, on instances that differ in exactly the parts made concise."""
+    for tool in await MCPServer.list_tools(server.mcp):
+        concise = concise_tool(tool)
+        assert concise.output_schema is not None
+        full_validator = jsonschema.Draft202012Validator(tool.output_schema)
+        concise_validator = jsonschema.Draft202012Validator(concise.output_schema)
+        for instance in (None, {}, {"frame_id": None}, {"frame_id": 3}, {"space": "screen", "frame_id": "f1"}):
+            assert full_validator.is_valid(instance) == concise_validator.is_valid(instance), (tool.name, instance)
+        assert json.dumps(concise.input_schema).count('"type"') == json.dumps(tool.input_schema).count('"type"')
+
+
+async def test_real_results_match_the_concise_schemas(client: Client) -> None:
+    schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+    for tool, arguments in (("move_pointer", {"x": 50, "y": 60}), ("screen_info", {}), ("action_history", {})):
+        jsonschema.validate(await call_ok(client, tool, **arguments), schemas[tool])
