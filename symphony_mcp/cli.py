@@ -46,6 +46,12 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "enabled_tools": ("orchestrator", "enabled_tools"),
     "reset": ("orchestrator", "reset"),
     "function_calling": ("orchestrator", "function_calling"),
+    "policy_enabled_tools": ("policy", "enabled_tools"),
+    "policy_enabled_groups": ("policy", "enabled_groups"),
+    "policy_disabled_tools": ("policy", "disabled_tools"),
+    "policy_disabled_groups": ("policy", "disabled_groups"),
+    "policy_read_only": ("policy", "read_only"),
+    "policy_open_app_allow": ("policy", "open_app_allow"),
 }
 EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
 
@@ -74,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-bytes", type=int)
     _grounder_flags(serve)
     serve.add_argument("--trajectory-dir", type=Path, help="where task trajectories are written")
+    _policy_flags(serve)
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
     run = commands.add_parser("run", help="run a task with the bundled OS-Symphony orchestrator")
@@ -110,6 +117,22 @@ def _grounder_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
     parser.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
     parser.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
+
+
+def _policy_flags(parser: argparse.ArgumentParser) -> None:
+    """The README's "Policies"; lists are comma-separated, names and groups as tools/list shows them."""
+    group = parser.add_argument_group("policy")
+    for field, what in (
+        ("enabled_tools", "offer only these tools (and those of --enabled-groups)"),
+        ("enabled_groups", "offer only these groups' tools, e.g. read-only,ocr"),
+        ("disabled_tools", "turn these tools off"),
+        ("disabled_groups", "turn these groups off, e.g. destructive"),
+        ("open_app_allow", "programs open_app may start and directories whose files it may open"),
+    ):
+        group.add_argument(f"--{field.replace('_', '-')}", dest=f"policy_{field}", metavar="LIST", help=what)
+    group.add_argument(
+        "--read-only", dest="policy_read_only", action="store_const", const=True, help="offer read-only tools only"
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

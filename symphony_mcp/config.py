@@ -234,6 +234,42 @@ class ServerSettings(BaseModel):
     action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
 
 
+class PolicySettings(BaseModel):
+    """What clients may do on this desktop (README "Policies"): which tools are offered and what open_app starts.
+
+    Tool groups come from the tools themselves: the module a tool lives in (actions, windows, screen, ocr,
+    grounding, memory) and its annotations (read-only, destructive, open-world), so a new tool joins its
+    groups without any setting changing.
+    """
+
+    enabled_tools: list[str] | None = Field(
+        None, description="offer only these tools (and those of enabled_groups); default: every tool"
+    )
+    enabled_groups: list[str] | None = Field(
+        None, description="offer only the tools of these groups (and enabled_tools); default: every tool"
+    )
+    disabled_tools: list[str] = Field(default_factory=list, description="tools turned off; wins over enabled_*")
+    disabled_groups: list[str] = Field(
+        default_factory=list, description="groups turned off, e.g. ['destructive']; wins over enabled_*"
+    )
+    read_only: bool = Field(False, description="offer only tools annotated read-only: look, never act")
+    open_app_allow: list[str] | None = Field(
+        None,
+        description="what open_app may start: program names (resolved on PATH) or absolute program paths, and "
+        "directories whose files it may open with their default application; default: anything",
+    )
+
+    @field_validator(
+        "enabled_tools", "enabled_groups", "disabled_tools", "disabled_groups", "open_app_allow", mode="before"
+    )
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        """Lists also come as comma-separated text (environment variables, flags)."""
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+
 class Settings(BaseSettings):
     """All settings of one server process."""
 
@@ -250,6 +286,7 @@ class Settings(BaseSettings):
     grounding: GroundingSettings = Field(default_factory=GroundingSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     orchestrator: OrchestratorSettings = Field(default_factory=OrchestratorSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -43,3 +43,7 @@ class ModelUnavailableError(ModelError):
 
 class ModelAnswerError(ModelError):
     """The model answered, but not in a form that can be used (also after being re-asked)."""
+
+
+class PolicyError(SymphonyError, PermissionError):
+    """The user's policy (settings group `policy`) does not allow this; nothing was done."""

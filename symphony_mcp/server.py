@@ -26,8 +26,10 @@ from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
+from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
 from symphony_mcp.tools.listing import concise_tool
+from symphony_mcp.tools.policy import PolicyServer
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
@@ -49,7 +51,7 @@ For long tasks, `start_task` records every action as a trajectory step; `reflect
 (On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
 
 
-class ConciseMCPServer(MCPServer):
+class ConciseMCPServer(PolicyServer):
     """Lists each tool with concise schemas (tools/listing.py): 154 KB of tools/list became ~100 KB."""
 
     async def list_tools(self) -> list[Tool]:
@@ -58,7 +60,7 @@ class ConciseMCPServer(MCPServer):
 
 @dataclass
 class SymphonyServer:
-    mcp: MCPServer
+    mcp: PolicyServer
     desktop: DesktopController
     runner: DesktopRunner
     ocr: OcrGrounder
@@ -73,7 +75,8 @@ class SymphonyServer:
 
 def build_server(settings: Settings) -> SymphonyServer:
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
-    runner = DesktopRunner(lambda: LocalDesktop(settings.input, layout))
+    programs = ProgramAllowList(None if (allow := settings.policy.open_app_allow) is None else tuple(allow))
+    runner = DesktopRunner(lambda: LocalDesktop(settings.input, layout, programs))
     controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
     text_grounder = OcrGrounder(controller, settings.ocr)
     models = ModelRegistry(settings.models)
@@ -91,6 +94,7 @@ def build_server(settings: Settings) -> SymphonyServer:
             await models.aclose()
 
     server = ConciseMCPServer(
+        settings.policy,
         "symphony-mcp",
         title="symphony-mcp",
         version=__version__,
@@ -105,6 +109,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     ocr.register(server, text_grounder, controller)
     grounding.register(server, grounder, models, controller)
     memory.register(server, tasks, controller)
+    server.policy.check_names()
     return SymphonyServer(
         mcp=server, desktop=controller, runner=runner, ocr=text_grounder, grounder=grounder, models=models, tasks=tasks
     )

@@ -21,6 +21,7 @@ from symphony_mcp.desktop.launcher import launch, plan_launch
 from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
 from symphony_mcp.imaging.geometry import Point, Rect
+from symphony_mcp.policy.programs import ProgramAllowList
 
 _IS_X11 = sys.platform.startswith("linux") or "bsd" in sys.platform
 _HOVER_SETTLE_SECONDS = 0.05
@@ -46,13 +47,19 @@ def _import_pyautogui() -> Any:
 class LocalDesktop:
     """Drives the screen this process can see. One instance per thread."""
 
-    def __init__(self, pacing: InputSettings | None = None, layout: Sequence[Rect] = ()) -> None:
+    def __init__(
+        self,
+        pacing: InputSettings | None = None,
+        layout: Sequence[Rect] = (),
+        programs: ProgramAllowList | None = None,
+    ) -> None:
         self._gui = _import_pyautogui()
         self._capturer = ScreenCapturer(layout)
         pacing = pacing or InputSettings()
         self._type_interval = pacing.type_interval
         self._click_interval = pacing.click_interval
         self._known_keys = list(self._gui.KEYBOARD_KEYS)
+        self._programs = programs or ProgramAllowList()
         self._typer: Any = None
         self._window_manager: Any = None
 
@@ -193,7 +200,9 @@ class LocalDesktop:
         return closed
 
     def open(self, target: str) -> int:
-        return launch(plan_launch(target), dict(os.environ))
+        plan = plan_launch(target)
+        self._programs.check(plan.kind, plan.argv)
+        return launch(plan, dict(os.environ))
 
     def close(self) -> None:
         self._capturer.close()

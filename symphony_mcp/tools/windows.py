@@ -48,7 +48,8 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         coordinates are the latest screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.close_window(window_id))
 
-    @server.tool(annotations=HARMLESS_CHANGE.model_copy(update={"idempotentHint": False}))
+    # It runs programs as the server's user (any on PATH unless policy.open_app_allow says otherwise).
+    @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def open_app(
         target: Annotated[
