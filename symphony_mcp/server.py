@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool
 from starlette.types import ASGIApp
@@ -27,6 +28,7 @@ from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
+from symphony_mcp.stdio_replies import AnsweringReadStream
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
@@ -51,11 +53,19 @@ For long tasks, `start_task` records every action as a trajectory step; `reflect
 (On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
 
 
-class ConciseMCPServer(PolicyServer):
-    """Lists each tool with concise schemas (tools/listing.py): 154 KB of tools/list became ~100 KB."""
+class SymphonyMCP(PolicyServer):
+    """The server with the user's policy, listing tools with concise schemas and answering unreadable stdio lines."""
 
     async def list_tools(self) -> list[Tool]:
+        """tools/list with concise schemas (tools/listing.py): 154 KB became 124 KB."""
         return [concise_tool(tool) for tool in await super().list_tools()]
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, with a JSON-RPC error for each line it cannot parse (stdio_replies.py)."""
+        lowlevel = self._lowlevel_server
+        async with stdio_server() as (read_stream, write_stream):
+            answering = AnsweringReadStream(read_stream, write_stream)
+            await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
 
 @dataclass
@@ -93,7 +103,7 @@ def build_server(settings: Settings) -> SymphonyServer:
             tasks.close()
             await models.aclose()
 
-    server = ConciseMCPServer(
+    server = SymphonyMCP(
         settings.policy,
         "symphony-mcp",
         title="symphony-mcp",
