@@ -1,0 +1,151 @@
+"""A throw-away tree to run the server under fuzz in, and the files it created outside its trajectory folder.
+
+The server runs over stdio with HOME, its working directory, TMPDIR and the trajectory folder inside the tree,
+on a virtual display of its own. open_app runs commands as the server's user (root here): the server's
+allow-list (policy.open_app_allow) names two harmless programs, and PATH holds only those and what the server
+needs to start its display, so neither alone stands between a random target and the machine. The server runs
+with a group id nobody else uses, so every file it or its children create anywhere carries that group: a scan
+finds them whatever else the machine writes meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp import StdioServerParameters
+
+# Programs the server needs on PATH to start its own display (Xvfb, openbox), and harmless ones open_app may
+# start. No shell, no xterm (`xterm -e /abs/path` runs any program), no xdg-open (opens any file in any app).
+SERVER_PROGRAMS = ("Xvfb", "openbox")
+HARMLESS_PROGRAMS = ("xmessage", "true")
+# Shared places a stray file would most likely land in, scanned in depth at the end of a run.
+SHARED_AREAS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path.home())
+RESOLUTION = "1024x768"
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    gid: int = field(default_factory=lambda: random.randint(40_000, 59_999))
+    baseline: frozenset[Path] = frozenset()
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def cwd(self) -> Path:
+        return self.root / "cwd"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def trajectories(self) -> Path:
+        return self.root / "trajectories"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    def prepare(self) -> Sandbox:
+        for directory in (self.home, self.cwd, self.tmp, self.trajectories, self.bin):
+            directory.mkdir(parents=True, exist_ok=True)
+        for program in (*SERVER_PROGRAMS, *HARMLESS_PROGRAMS):
+            found = shutil.which(program)
+            if found is None:
+                raise RuntimeError(f"{program} is not installed; the fuzz sandbox needs it")
+            (self.bin / program).symlink_to(found)
+        return self
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.home),
+            "TMPDIR": str(self.tmp),
+            "PATH": str(self.bin),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",  # the venv's caches are not the server's doing
+            # Waits are bounded by the server's setting; a short one keeps the run's calls short.
+            "SYMPHONY_INPUT__MAX_WAIT_SECONDS": "2",
+            "SYMPHONY_POLICY__OPEN_APP_ALLOW": '["xmessage", "true"]',
+            "SYMPHONY_OCR__WARM_UP": "false",
+        }
+
+    def server_params(self, *args: str) -> StdioServerParameters:
+        """`symphony-mcp serve` over stdio, as this tree's user: own group id, own display, own folders."""
+        script = Path(sys.executable).parent / "symphony-mcp"
+        serve = [str(script)] if script.exists() else [sys.executable, "-m", "symphony_mcp.cli"]
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise RuntimeError("setpriv (util-linux) is needed to give the server its own group id")
+        return StdioServerParameters(
+            command=setpriv,
+            args=[
+                f"--regid={self.gid}",
+                "--clear-groups",
+                "--",
+                *serve,
+                "serve",
+                "--virtual-display",
+                "always",
+                "--resolution",
+                RESOLUTION,
+                "--trajectory-dir",
+                str(self.trajectories),
+                *args,
+            ],
+            env=self.env(),
+            cwd=self.cwd,
+        )
+
+    def owned(self, areas: Iterable[Path], deep: bool) -> set[Path]:
+        """Files and directories carrying the server's group id in `areas` (their top level unless `deep`)."""
+        found: set[Path] = set()
+        for area in areas:
+            for path in _walk(area) if deep else _top(area):
+                try:
+                    if path.lstat().st_gid == self.gid:
+                        found.add(path)
+                except OSError:
+                    continue
+        return found
+
+    def mark_baseline(self) -> None:
+        """What the server made while starting (its display's lock and socket, the window manager's files)."""
+        self.baseline = frozenset(
+            self.owned([self.root], deep=True) | self.owned([Path("/tmp"), Path("/tmp/.X11-unix")], deep=False)
+        )
+
+    def stray_files(self, deep: bool = False) -> list[Path]:
+        """Files the server created since the baseline outside its trajectory folder: in its own tree always,
+        in the shared areas at their top level, or in depth when `deep` (seconds on a busy machine)."""
+        areas = [self.root, *(SHARED_AREAS if deep else (Path("/tmp"), Path("/tmp/.X11-unix")))]
+        found = self.owned([self.root], deep=True) | self.owned(areas[1:], deep=deep)
+        return sorted(p for p in found - self.baseline if not p.is_relative_to(self.trajectories))
+
+
+def _top(area: Path) -> Iterator[Path]:
+    try:
+        yield from area.iterdir()
+    except OSError:
+        return
+
+
+def _walk(area: Path) -> Iterator[Path]:
+    for directory, dirs, files in os.walk(area, onerror=lambda _: None):
+        base = Path(directory)
+        yield base
+        for name in (*dirs, *files):
+            yield base / name
+
+
+def make_sandbox() -> Sandbox:
+    return Sandbox(Path(tempfile.mkdtemp(prefix="symphony-fuzz-"))).prepare()

@@ -1,0 +1,64 @@
+"""Property-based fuzzing of every tool the server lists, through the real MCP client (issue 12).
+
+The tools come from `tools/list`, so a tool added later is fuzzed from its first day; nothing here names one.
+The server runs as a subprocess over stdio on its own virtual display, in a throw-away tree (HOME, working
+directory, TMPDIR, trajectory folder), with a group id of its own and PATH holding only Xvfb, openbox and two
+harmless programs for open_app (testkit/fuzz/sandbox.py). Invariants after every call (testkit/fuzz/harness.py):
+a result or a clear error within the bound, never a crash; the server alive; no key or button left held beyond
+what key_down asked for; no file outside the trajectory folder. Fixed seed, bounded counts; the long run is
+benchmarks/fuzz_tools.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from testkit.fuzz.harness import Harness
+from testkit.fuzz.runner import Session, connected, fuzz_each_tool, fuzz_resources, fuzz_sequences, tool_names
+from testkit.fuzz.sandbox import Sandbox, make_sandbox
+
+# Draws per tool and per resource template, and random sequences of tools: ~45 s on 2 loaded cores together.
+EXAMPLES_PER_TOOL = 20
+EXAMPLES_PER_TEMPLATE = 20
+SEQUENCES = 30
+RAW_EXAMPLES_PER_TOOL = 8
+
+
+@pytest.fixture
+def sandbox() -> Iterator[Sandbox]:
+    made = make_sandbox()
+    yield made
+    shutil.rmtree(made.root, ignore_errors=True)
+
+
+def assert_every_tool_called(session: Session) -> None:
+    assert session.tools, "the server lists no tools"
+    assert set(tool_names(session)) <= set(session.harness.stats.by_tool)
+
+
+def assert_no_stray_files(sandbox: Sandbox, harness: Harness) -> None:
+    """In depth, once the server has stopped: what it left anywhere it could write, outside its trajectories."""
+    assert sandbox.stray_files(deep=True) == [], harness.stats.outcomes
+
+
+def test_every_listed_tool_survives_fuzzed_calls(sandbox: Sandbox) -> None:
+    with connected(sandbox) as session:
+        fuzz_each_tool(session, EXAMPLES_PER_TOOL)
+        fuzz_resources(session, EXAMPLES_PER_TEMPLATE)
+        fuzz_sequences(session, SEQUENCES)
+        assert_every_tool_called(session)
+        assert session.templates, "the server lists no resource templates"
+        assert "resources/read" in session.harness.stats.by_tool
+    assert_no_stray_files(sandbox, session.harness)
+
+
+def test_raw_nan_infinity_and_lone_surrogates_get_answers(sandbox: Sandbox) -> None:
+    """What the MCP client cannot send (it writes NaN and Infinity as null, refuses lone surrogates), as raw
+    JSON-RPC lines to every listed tool."""
+    with connected(sandbox, raw=True) as session:
+        fuzz_each_tool(session, RAW_EXAMPLES_PER_TOOL)
+        assert_every_tool_called(session)
+    assert_no_stray_files(sandbox, session.harness)
