@@ -9,7 +9,7 @@ does after every action of a running task):
   same: the worst case for the pHash index, where every earlier step is a hash candidate.
 
 Per step it times the capture of the screen after the action, `Task.record` (screen print, loop
-check, queueing the PNG and the line for the writer thread), the loop check alone, and, in the same
+check, writing the step's line, queueing its PNG for the writer thread), the loop check alone, and, in the same
 loop, a default `screenshot` (grab + JPEG) for comparison. Medians per window of 100 steps.
 
     python -m benchmarks.memory_steps
@@ -195,7 +195,8 @@ def render_report(results: dict[str, Samples], steps: int, command: str, facts: 
         f"- Command: `{command}`",
         f"- {steps} steps per scenario; medians per window of {WINDOW} steps; times in ms",
         "- capture: grab of the screen after the action (full resolution, the desktop thread); record: "
-        "`Task.record` (pHash + 320 px grey print, loop check, queueing PNG and line for the writer thread); "
+        "`Task.record` (pHash + 320 px grey print, loop check, writing the line, queueing the PNG for the writer "
+        "thread); "
         "screenshot: the `screenshot` tool's work (grab + JPEG 1280x720) in the same loop",
         "",
         *summary_section(results),

@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import Tool
+from mcp.types import CallToolResult, InputRequiredResult, Tool
 from starlette.types import ASGIApp
 
 from symphony_mcp import __version__
@@ -32,6 +32,7 @@ from symphony_mcp.stdio_replies import AnsweringReadStream
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
+from symphony_mcp.tools.progress import with_heartbeat
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
@@ -59,6 +60,14 @@ class SymphonyMCP(PolicyServer):
     async def list_tools(self) -> list[Tool]:
         """tools/list with concise schemas (tools/listing.py): 154 KB became 124 KB."""
         return [concise_tool(tool) for tool in await super().list_tools()]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Every call reports progress while it runs past a second (tools/progress.py), so clients keep waiting."""
+        if context is None:
+            return await super().call_tool(name, arguments, context)
+        return await with_heartbeat(context, name, lambda: super(SymphonyMCP, self).call_tool(name, arguments, context))
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop, with a JSON-RPC error for each line it cannot parse (stdio_replies.py)."""

@@ -198,7 +198,9 @@ async def test_windows_list_focus_and_open(client: Client, tk_probe: TkProbe, tm
     assert probe["app"] == "Tk" and probe["rect"]["width"] == 600  # 900 screen pixels in a 2/3-scale screenshot
     # `cat` reads its terminal in line mode from the start, so ctrl+d ends it whenever it arrives
     # (an interactive shell dropped a ctrl+d typed before its prompt was up, and the xterm stayed open).
-    opened = await call_ok(client, "open_app", target="xterm -T OpenedByTool -geometry 40x5+50+50 -e cat")
+    opened = await call_ok(
+        client, "open_app", target="xterm -T OpenedByTool -geometry 40x5+50+50 -e cat", wait_seconds=30
+    )
     assert [w["title"] for w in opened["new_windows"]] == ["OpenedByTool"]
     assert opened["record"]["action"] == "open"
     xterm_id = opened["new_windows"][0]["id"]

@@ -104,7 +104,7 @@ async def test_editor_task_completes_through_format_retry_reflection_and_checker
 
     script = Script(
         {
-            1: ["I will open the editor now.", act(f"open_app(target={editor(out)!r})")],
+            1: ["I will open the editor now.", act(f"open_app(target={editor(out)!r}, wait_seconds=30)")],
             2: [act('hotkey(keys=["ctrl", "s"])', "Save (too early).")],
             3: [act("done()", "It looks done.")],
             4: [act(f"type(text={text!r})")],

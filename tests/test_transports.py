@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.server_process import base_env, serve_command
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -69,12 +68,6 @@ READ_ONLY_TOOLS = {
 }
 
 
-def serve_command() -> list[str]:
-    """This environment's console script (not whatever `symphony-mcp` is first on PATH)."""
-    executable = Path(sys.executable).parent / "symphony-mcp"
-    return [str(executable)] if executable.exists() else [sys.executable, "-m", "symphony_mcp.cli"]
-
-
 def stdio_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     command, *prefix = serve_command()
     return StdioServerParameters(command=command, args=[*prefix, "serve", *args], env=env)
@@ -84,11 +77,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def base_env(**extra: str) -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV")
-    return {**{k: os.environ[k] for k in keep if k in os.environ}, **extra}
 
 
 async def check_tools_and_errors(client: Client) -> None:

@@ -8,6 +8,7 @@ unaware of MCP.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -18,7 +19,15 @@ from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.layout import TASK_FILE, TRAJECTORY_FILE, TaskInfo, TaskStatus, check_task_id, new_task_id
+from symphony_mcp.memory.layout import (
+    TASK_FILE,
+    TRAJECTORY_FILE,
+    TaskInfo,
+    TaskStatus,
+    check_task_id,
+    new_task_id,
+    step_screenshot_path,
+)
 from symphony_mcp.memory.results import ReflectOutcome
 from symphony_mcp.memory.task import Task
 from symphony_mcp.models.registry import ModelRegistry
@@ -95,6 +104,20 @@ class TaskManager:
         if not (directory / TASK_FILE).exists():
             raise InvalidInputError(f"no task {task_id!r} in {self.root}; list_tasks shows the ids")
         return directory
+
+    async def screenshot(self, task_id: str, step: int) -> Path:
+        """A step's screenshot file. It is written after the step's line: while the task runs here,
+        this waits for the writer; a step recorded just before a server died can lack it for good."""
+        path = step_screenshot_path(self.directory(task_id), step)
+        running = next((t for t in self._running.values() if t.info.task_id == task_id), None)
+        if not path.exists() and running is not None:
+            await asyncio.to_thread(running.writer.flush)
+        if not path.exists():
+            raise InvalidInputError(
+                f"task {task_id!r} has no screenshot for step {step}: no such step, or the server stopped "
+                "before writing it (a step's line is written first, its screenshot just after)"
+            )
+        return path
 
     async def reflect(self) -> ReflectOutcome:
         task = self.task()

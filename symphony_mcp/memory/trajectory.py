@@ -1,9 +1,14 @@
 """A task's trajectory on disk, written as it happens: `traj.jsonl` (one line per step) and `step_N.png`.
 
-The layout follows OSWorld's result directories. One writer thread does every write of a task in
-order, off the action's path: a step's screenshot is PNG-encoded and renamed into place, then its
-line is appended and flushed. So every line on disk has its whole screenshot, and a killed process
-loses at most the step in flight. An annotation of the latest step rewrites only that line.
+The layout follows OSWorld's result directories. A step's line is appended and flushed to the OS on
+the recording call, before the action's answer leaves: a killed server (even `kill -9`, which keeps
+the page cache) loses at most the step in flight. Lines are not fsync'ed per step: that guards only
+against an OS crash or power loss and costs 0.2-1 ms a step here (more on slow disks); the file is
+fsync'ed once when the task ends. Screenshots follow on one writer thread (PNG encoding takes
+~40 ms), written to a temporary name and renamed, so a screenshot on disk is whole, but a line can
+name a screenshot that is not there yet, or never will be if the server died first: readers treat
+a missing screenshot as missing, not as an error. An annotation of the latest step rewrites only
+that line; of an older step, the whole file atomically.
 """
 
 from __future__ import annotations
@@ -46,14 +51,20 @@ class TrajectoryStep(BaseModel):
 
 
 class TrajectoryWriter:
-    """Writes one task directory; the only writer of that directory."""
+    """Writes one task directory; the only writer of that directory.
+
+    Lines are written on the caller's thread under a lock, straight to the file descriptor (one
+    `pwrite`: microseconds, nothing buffered in the process); screenshots go to the writer thread.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._path = directory / TRAJECTORY_FILE
-        self._file = self._path.open("ab")
+        self._fd = _open_lines(self._path)
+        self._end = os.lseek(self._fd, 0, os.SEEK_END)
         self._offsets: list[int] = []  # where each step's line starts
+        self._lines = threading.Lock()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trajectory-writer")
         self._pending: list[Future[None]] = []
         self._lock = threading.Lock()
@@ -62,22 +73,41 @@ class TrajectoryWriter:
         self._submit(lambda: _write_png(self.directory / name, image))
 
     def append(self, step: TrajectoryStep, image: Image.Image | None) -> None:
-        """Queue the step's screenshot (if any), then its line."""
-
-        def write() -> None:
-            if image is not None and step.screenshot_file:
-                _write_png(self.directory / step.screenshot_file, image)
-            self._file.seek(0, os.SEEK_END)
-            self._offsets.append(self._file.tell())
-            self._file.write(_line(step))
-            self._file.flush()
-
-        self._submit(write)
+        """Write the step's line now (it is with the OS when this returns); queue its screenshot, if any."""
+        line = _line(step)
+        with self._lines:
+            _write_at(self._fd, line, self._end)
+            self._offsets.append(self._end)
+            self._end += len(line)
+        if image is not None and step.screenshot_file:
+            self.save_image(step.screenshot_file, image)
 
     def update(self, step: TrajectoryStep, steps: list[TrajectoryStep]) -> None:
-        """Queue a rewrite of one step's line: in place when it is the last one, else the whole file atomically."""
-        snapshot = list(steps)
-        self._submit(lambda: self._rewrite(step, snapshot))
+        """Rewrite one step's line now: in place when it is the last one, else the whole file atomically.
+
+        In place, the new line is written over the old one before the file is cut to its end, so a
+        kill in between leaves the new line whole, followed at worst by the old line's tail, which
+        reads as a torn last line.
+        """
+        index = step.step_num - 1
+        with self._lines:
+            if index == len(self._offsets) - 1:
+                line = _line(step)
+                _write_at(self._fd, line, self._offsets[index])
+                self._end = self._offsets[index] + len(line)
+                os.ftruncate(self._fd, self._end)
+                return
+            tmp = self._path.with_suffix(".jsonl.tmp")
+            offsets = []
+            with tmp.open("wb") as out:
+                for each in steps:
+                    offsets.append(out.tell())
+                    out.write(_line(each))
+                end = out.tell()
+            os.replace(tmp, self._path)
+            os.close(self._fd)
+            self._fd = _open_lines(self._path)
+            self._offsets, self._end = offsets, end
 
     @property
     def backlog(self) -> int:
@@ -85,7 +115,7 @@ class TrajectoryWriter:
             return sum(not f.done() for f in self._pending)
 
     def wait_for_room(self) -> None:
-        """Block until fewer than MAX_QUEUED_WRITES writes are queued (steps faster than PNG encoding)."""
+        """Block until fewer than MAX_QUEUED_WRITES screenshots are queued (steps faster than PNG encoding)."""
         while True:
             with self._lock:
                 pending = [f for f in self._pending if not f.done()]
@@ -94,18 +124,23 @@ class TrajectoryWriter:
             pending[0].exception()  # waits for the oldest
 
     def flush(self) -> None:
-        """Wait until everything queued is on disk; raise the first write error."""
+        """Wait until every queued screenshot is on disk; raise the first write error."""
         with self._lock:
             pending, self._pending = self._pending, []
         for future in pending:
             future.result()
 
     def close(self) -> None:
+        """Write the queued screenshots, then fsync the lines: a finished task survives a power loss too."""
         try:
             self.flush()
         finally:
             self._thread.shutdown(wait=True)
-            self._file.close()
+            with self._lines:
+                try:
+                    os.fsync(self._fd)
+                finally:
+                    os.close(self._fd)
 
     def _submit(self, job: Callable[[], None]) -> None:
         future = self._thread.submit(job)
@@ -113,29 +148,12 @@ class TrajectoryWriter:
         with self._lock:
             self._pending = [f for f in self._pending if not f.done()] + [future]
 
-    def _rewrite(self, step: TrajectoryStep, steps: list[TrajectoryStep]) -> None:
-        # Jobs run in order, so the step's own append has run and `steps` holds exactly the written steps.
-        index = step.step_num - 1
-        if index == len(self._offsets) - 1:
-            self._file.truncate(self._offsets[index])
-            self._file.seek(0, os.SEEK_END)
-            self._file.write(_line(step))
-            self._file.flush()
-            return
-        tmp = self._path.with_suffix(".jsonl.tmp")
-        offsets = []
-        with tmp.open("wb") as out:
-            for each in steps:
-                offsets.append(out.tell())
-                out.write(_line(each))
-        self._file.close()
-        os.replace(tmp, self._path)
-        self._file = self._path.open("ab")
-        self._offsets = offsets
-
 
 def read_trajectory(directory: Path) -> list[TrajectoryStep]:
-    """The steps on disk; a torn last line (the step in flight at a crash) is ignored."""
+    """The steps on disk; a torn last line (the step in flight at a crash) is ignored.
+
+    A step's `screenshot_file` may be missing on disk: it is written after the line.
+    """
     path = directory / TRAJECTORY_FILE
     if not path.exists():
         return []
@@ -167,6 +185,18 @@ def _log_failure(future: Future[None]) -> None:
 
 def _line(step: TrajectoryStep) -> bytes:
     return step.model_dump_json().encode("utf-8") + b"\n"
+
+
+def _open_lines(path: Path) -> int:
+    # Not O_APPEND: Linux's pwrite ignores the offset on such files, and annotations write in place.
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def _write_png(path: Path, image: Image.Image) -> None:

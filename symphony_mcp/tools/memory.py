@@ -10,7 +10,7 @@ from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.layout import TaskInfo, TaskStatus, step_screenshot_path
+from symphony_mcp.memory.layout import TaskInfo, TaskStatus
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
@@ -111,7 +111,4 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
     async def step_screenshot(task_id: str, step: str) -> bytes:
         if not step.isdigit():
             raise InvalidInputError(f"step must be a number, got {step!r}")
-        path = step_screenshot_path(tasks.directory(task_id), int(step))
-        if not path.exists():
-            raise InvalidInputError(f"task {task_id!r} has no screenshot for step {step}")
-        return path.read_bytes()
+        return (await tasks.screenshot(task_id, int(step))).read_bytes()

@@ -55,7 +55,10 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         target: Annotated[
             str, Field(description="a command ('xterm', 'gedit notes.txt'), an installed app's name, or a file path")
         ],
-        wait_seconds: Annotated[float, Field(description="wait up to this long for its window")] = 10.0,
+        # Short by default: clients time calls out (openai-agents after 5 s); slow apps need a longer wait.
+        wait_seconds: Annotated[
+            float, Field(description="wait up to this long for its window; if none came yet, see list_windows")
+        ] = 4.0,
     ) -> OpenResult:
         """Open an application or a file (with its default application) and report the windows it opened.
         Window rectangles and the record are in the latest screenshot's pixels."""
