@@ -52,6 +52,11 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "policy_disabled_groups": ("policy", "disabled_groups"),
     "policy_read_only": ("policy", "read_only"),
     "policy_open_app_allow": ("policy", "open_app_allow"),
+    "policy_confirm_tools": ("policy", "confirm_tools"),
+    "policy_confirm_groups": ("policy", "confirm_groups"),
+    "policy_timeout_seconds": ("policy", "timeout_seconds"),
+    "policy_audit": ("policy", "audit"),
+    "policy_audit_file": ("policy", "audit_file"),
 }
 EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
 
@@ -128,11 +133,16 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
         ("disabled_tools", "turn these tools off"),
         ("disabled_groups", "turn these groups off, e.g. destructive"),
         ("open_app_allow", "programs open_app may start and directories whose files it may open"),
+        ("confirm_tools", "ask the user (MCP elicitation) before every call of these tools"),
+        ("confirm_groups", "ask the user before every call of these groups' tools, e.g. destructive"),
     ):
         group.add_argument(f"--{field.replace('_', '-')}", dest=f"policy_{field}", metavar="LIST", help=what)
     group.add_argument(
         "--read-only", dest="policy_read_only", action="store_const", const=True, help="offer read-only tools only"
     )
+    group.add_argument("--timeout-seconds", dest="policy_timeout_seconds", type=float, help="time bound of a call")
+    group.add_argument("--audit-file", dest="policy_audit_file", type=Path, help="the audit log (JSONL)")
+    group.add_argument("--no-audit", dest="policy_audit", action="store_const", const=False, help="no audit log")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

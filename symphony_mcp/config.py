@@ -9,7 +9,7 @@ import os
 import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
@@ -259,8 +259,32 @@ class PolicySettings(BaseModel):
         "directories whose files it may open with their default application; default: anything",
     )
 
+    confirm_tools: list[str] = Field(
+        default_factory=list, description="tools whose every call the user must confirm (MCP elicitation)"
+    )
+    confirm_groups: list[str] = Field(
+        default_factory=list, description="groups whose every call the user must confirm, e.g. ['destructive']"
+    )
+    timeout_seconds: float = Field(120, gt=0, le=86_400, description="time bound of every tool call")
+    timeouts: dict[str, Annotated[float, Field(gt=0, le=86_400)]] = Field(
+        default_factory=dict, description="time bounds of single tools, e.g. {reflect = 600}"
+    )
+    audit: bool = Field(True, description="write every tool call to the audit log")
+    audit_file: Path = Field(
+        default_factory=lambda: _default_trajectory_dir().parent / "audit.jsonl", description="the audit log (JSONL)"
+    )
+    audit_max_bytes: int = Field(10_000_000, ge=10_000, description="start a new audit file beyond this size")
+    audit_files: int = Field(3, ge=1, le=100, description="audit files kept: the current one and older ones .1, .2")
+
     @field_validator(
-        "enabled_tools", "enabled_groups", "disabled_tools", "disabled_groups", "open_app_allow", mode="before"
+        "enabled_tools",
+        "enabled_groups",
+        "disabled_tools",
+        "disabled_groups",
+        "open_app_allow",
+        "confirm_tools",
+        "confirm_groups",
+        mode="before",
     )
     @classmethod
     def _split_commas(cls, value: object) -> object:

@@ -24,7 +24,7 @@ from anyio.abc import Process
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
-ENV_KEPT = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV")
+ENV_KEPT = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV", "XDG_STATE_HOME")
 
 
 def serve_command() -> list[str]:

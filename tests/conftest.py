@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,8 @@ SCREEN = (1920, 1080)
 # before any fixture starts a program; each program inherits it.
 FONTS_CONF = Path(__file__).parent / "fonts" / "fonts.conf"
 os.environ["FONTCONFIG_FILE"] = str(FONTS_CONF)
+# Trajectories and the audit log go to a fresh state directory, never the user's own (~/.local/state).
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="symphony-tests-state-")
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:

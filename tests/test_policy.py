@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -17,6 +19,7 @@ from symphony_mcp.errors import PolicyError
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.server import SymphonyServer, build_server
 from tests.conftest import call_error, call_ok
+from tests.test_transports import http_server
 
 pytestmark = pytest.mark.anyio
 
@@ -174,5 +177,168 @@ async def test_open_app_allow_list_over_mcp(xdisplay: object, tmp_path: Path, mo
             refused = [r for r in history if r["action"] == "open" and not r["ok"]]
             assert len(refused) == 2 and "may not" in refused[0]["error"]
             assert not marker.exists()
+    finally:
+        server.close()
+
+
+async def test_time_bounds_stop_a_call_and_the_server_keeps_serving(xdisplay: object) -> None:
+    async with served(timeouts={"wait": 0.3}) as (_, client):
+        message = await call_error(client, "wait", seconds=5)
+        assert "time bound of 0.3 s" in message and "policy.timeouts.wait" in message
+        await call_ok(client, "wait", seconds=0)
+    async with served(timeout_seconds=0.3) as (_, client):
+        message = await call_error(client, "wait", seconds=5)
+        assert "policy.timeout_seconds (SYMPHONY_POLICY__TIMEOUT_SECONDS" in message
+        await call_ok(client, "screen_info")
+
+
+def buttons_down() -> int:
+    from Xlib import X, display
+
+    connection = display.Display()
+    try:
+        mask: int = connection.screen().root.query_pointer().mask
+        return mask & (X.Button1Mask | X.Button2Mask | X.Button3Mask)
+    finally:
+        connection.close()
+
+
+async def test_a_time_bound_never_leaves_an_action_half_done(xdisplay: object) -> None:
+    """The bound falls in the middle of a 2 s drag: the drag still ends (button up) and is recorded."""
+    async with served(timeouts={"drag_and_drop": 0.3}) as (_, client):
+        before = (await call_ok(client, "action_history"))["records"]
+        drag = {"start_x": 300, "start_y": 300, "end_x": 700, "end_y": 500, "space": "screen", "duration": 2.0}
+        result = await client.call_tool("drag_and_drop", drag)
+        assert not result.is_error or "time bound" in result.content[0].text  # type: ignore[union-attr]
+        info = await call_ok(client, "screen_info", space="screen")  # queued behind the drag on the desktop thread
+        assert (info["cursor"]["x"], info["cursor"]["y"]) == (700, 500)
+        assert buttons_down() == 0
+        records = (await call_ok(client, "action_history"))["records"][len(before) :]
+        assert [(r["action"], r["ok"]) for r in records] == [("drag_and_drop", True)]
+
+
+class Host:
+    """An elicitation callback that answers as a person would, and remembers what it was asked."""
+
+    def __init__(self, action: str, allow: bool = True) -> None:
+        self.action = action
+        self.allow = allow
+        self.asked: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult
+
+        self.asked.append(params.message)
+        return ElicitResult(action=self.action, content={"allow": self.allow} if self.action == "accept" else None)
+
+
+async def history_length(client: Client) -> int:
+    return len((await call_ok(client, "action_history"))["records"])
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28 (input-required rounds) and the handshake era
+async def test_destructive_actions_wait_for_the_users_confirmation(xdisplay: object, mode: str) -> None:
+    server = build_server(load_settings(policy={"confirm_groups": ["destructive"]}))
+    try:
+        yes, no = Host("accept"), Host("decline")
+        async with Client(server.mcp, mode=mode, elicitation_callback=yes) as client:
+            assert client.protocol_version == {"auto": "2026-07-28", "legacy": "2025-11-25"}[mode]
+            done = await history_length(client)
+            await call_ok(client, "hotkey", keys=["shift"])
+            assert len(yes.asked) == 1 and "'hotkey'" in yes.asked[0] and "shift" in yes.asked[0]
+            assert await history_length(client) == done + 1
+            await call_ok(client, "move_pointer", x=5, y=5)  # not destructive: nobody is asked
+            assert len(yes.asked) == 1
+        async with Client(server.mcp, mode=mode, elicitation_callback=no) as client:
+            done = await history_length(client)
+            message = await call_error(client, "hotkey", keys=["shift"])
+            assert "declined" in message and "nothing was done" in message and len(no.asked) == 1
+            assert await history_length(client) == done
+        async with Client(server.mcp, mode=mode, elicitation_callback=Host("accept", allow=False)) as client:
+            assert "did not allow" in await call_error(client, "hotkey", keys=["shift"])
+            assert await history_length(client) == done
+        async with Client(server.mcp, mode=mode) as client:  # a host that cannot ask
+            message = await call_error(client, "hotkey", keys=["shift"])
+            assert "cannot ask" in message and "SYMPHONY_POLICY__CONFIRM_TOOLS" in message
+            assert await history_length(client) == done
+    finally:
+        server.close()
+
+
+def audit_entries(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_audit_log_records_every_call_capped_and_without_screenshots(xdisplay: object, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    policy = {"audit_file": str(audit), "disabled_tools": ["key_down"], "timeouts": {"wait": 0.3}}
+    async with served(**policy) as (_, client):
+        shot = await client.call_tool("screenshot", {})
+        image = shot.content[0].data  # type: ignore[union-attr]
+        await call_error(client, "locate", description="the Save button " * 50)  # no model: a tool error
+        await call_error(client, "key_down", key="a")
+        await call_error(client, "wait", seconds=5)
+        await call_error(client, "click", x="left", y=1)
+    entries = audit_entries(audit)
+    assert [(e["tool"], e["outcome"]) for e in entries] == [
+        ("screenshot", "ok"),
+        ("locate", "error"),
+        ("key_down", "refused"),
+        ("wait", "timeout"),
+        ("click", "error"),
+    ]
+    for entry in entries:
+        assert set(entry) >= {"time", "session", "tool", "arguments", "outcome", "duration_ms"}
+        assert entry["session"] == "default" and entry["time"].endswith("+00:00")
+    assert entries[1]["arguments"]["description"].endswith("... (800 characters)")
+    assert len(entries[1]["arguments"]["description"]) < 250 and "grounder" in entries[1]["error"]
+    assert "policy.disabled_tools" in entries[2]["error"] and entries[3]["arguments"] == {"seconds": 5}
+    text = audit.read_text(encoding="utf-8")
+    assert image[:64] not in text and len(text) < 5_000  # results (the screenshot) are never written
+    assert audit.stat().st_mode & 0o777 == 0o600
+
+
+def test_audit_log_rotates_within_its_size_cap(tmp_path: Path) -> None:
+    from symphony_mcp.policy.audit import AuditLog
+
+    audit = AuditLog(tmp_path / "audit.jsonl", max_bytes=2_000, files=3)
+    for n in range(200):
+        audit.write(session="default", tool="type", arguments={"text": f"entry {n}"}, outcome="ok", started=0.0)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"]
+    assert all((tmp_path / name).stat().st_size <= 2_000 for name in files)
+    newest = audit_entries(tmp_path / "audit.jsonl")
+    assert newest[-1]["arguments"]["text"] == "entry 199"
+    assert audit_entries(tmp_path / "audit.jsonl.1")[-1]["arguments"]["text"] == f"entry {199 - len(newest)}"
+
+
+async def test_audit_log_names_the_http_session_of_each_call(xdisplay: Any, tmp_path: Path) -> None:
+    """Two clients of one HTTP server: each call's entry carries its own client's session."""
+    audit = tmp_path / "audit.jsonl"
+    async with (
+        http_server("--audit-file", str(audit), display=xdisplay.name) as url,
+        Client(url, mode="legacy") as first,
+        Client(url, mode="legacy") as second,
+    ):
+        await call_ok(first, "model_status")
+        await call_ok(second, "list_windows")
+        await call_ok(first, "list_tasks")
+        await call_error(second, "wait", seconds=-1)
+    entries = [e for e in audit_entries(audit) if e["tool"] in {"model_status", "list_windows", "list_tasks", "wait"}]
+    sessions = [e["session"] for e in entries]
+    assert [e["tool"] for e in entries] == ["model_status", "list_windows", "list_tasks", "wait"]
+    assert sessions[0] == sessions[2] != sessions[1] == sessions[3]
+    assert all(s.startswith("http-") for s in sessions) and entries[3]["outcome"] == "error"
+
+
+def test_the_readme_policy_example_starts_a_server(tmp_path: Path) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    (example,) = [block for block in re.findall(r"```toml\n(.*?)```", readme, flags=re.S) if "[policy]" in block]
+    config = tmp_path / "symphony.toml"
+    config.write_text(example.replace("~/.local/state", str(tmp_path)), encoding="utf-8")
+    server = build_server(load_settings(config))
+    try:
+        assert server.mcp.policy.settings.confirm_groups == ["destructive"]
+        assert server.mcp.audit is not None and server.mcp.audit.path == tmp_path / "symphony-mcp" / "audit.jsonl"
     finally:
         server.close()

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from PIL import Image
 
 from symphony_mcp.config import Settings
@@ -210,7 +211,25 @@ class DesktopController:
         targets: Sequence[Target] = (),
         settle: bool = True,
     ) -> ActionRecord:
-        """Run one action on the desktop thread, let the UI settle, and record what happened (in screen pixels)."""
+        """Run one action on the desktop thread, let the UI settle, and record what happened (in screen pixels).
+
+        Shielded from cancellation (a tool's time bound, a cancelled request): the desktop thread finishes
+        an action once started whatever its caller does, so the caller waits for it and records it; a
+        cancellation takes effect after, between actions, with no key or button left pressed.
+        """
+        with anyio.CancelScope(shield=True):
+            record = await self._perform_shielded(action, arguments, operation, summary, targets, settle)
+        return record
+
+    async def _perform_shielded(
+        self,
+        action: str,
+        arguments: dict[str, Any],
+        operation: Callable[[Desktop], object],
+        summary: str,
+        targets: Sequence[Target],
+        settle: bool,
+    ) -> ActionRecord:
         started = time.time()
         error: str | None = None
         try:

@@ -79,6 +79,16 @@ class ToolPolicy:
             f"{setting_name('enabled_groups')} are on, and it is in neither"
         )
 
+    def needs_confirmation(self, facts: ToolFacts) -> bool:
+        s = self.settings
+        return facts.name in s.confirm_tools or bool(facts.groups & set(s.confirm_groups))
+
+    def time_bound(self, name: str) -> tuple[float, str]:
+        """A tool's time bound in seconds, and the setting it comes from."""
+        if name in self.settings.timeouts:
+            return self.settings.timeouts[name], f"policy.timeouts.{name} (SYMPHONY_POLICY__TIMEOUTS)"
+        return self.settings.timeout_seconds, setting_name("timeout_seconds")
+
     def check_names(self) -> None:
         """Refuse to start on a name that matches nothing: a typo would otherwise leave a tool on."""
         groups = sorted({g for facts in self.tools.values() for g in facts.groups})
@@ -88,10 +98,13 @@ class ToolPolicy:
             ("disabled_tools", s.disabled_tools, self.tools),
             ("enabled_groups", s.enabled_groups or [], groups),
             ("disabled_groups", s.disabled_groups, groups),
+            ("confirm_tools", s.confirm_tools, self.tools),
+            ("confirm_groups", s.confirm_groups, groups),
+            ("timeouts", list(s.timeouts), self.tools),
         ):
             unknown = [n for n in names if n not in known]
             if unknown:
                 raise ValueError(
                     f"{setting_name(field_name)} names {unknown[0][:100]!r}, which is not one of this server's "
-                    f"{'tools' if field_name.endswith('tools') else 'groups'}: {', '.join(sorted(known))}"
+                    f"{'groups' if field_name.endswith('groups') else 'tools'}: {', '.join(sorted(known))}"
                 )
