@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install symphony-mcp and what it needs on Debian/Ubuntu into ./.venv.
 #   scripts/install.sh          the server (system packages + the package)
-#   scripts/install.sh --dev    also the test and lint tools, Chromium, and Node.js for the MCP Inspector test
+#   scripts/install.sh --dev    also the test and lint tools, Chromium, Node.js for the MCP Inspector test, and
+#                               the other MCP clients the compatibility matrix drives (.venv-clients, npm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,5 +38,22 @@ if [[ $dev -eq 1 ]]; then
   .venv/bin/python -m pip install -q -e '.[dev,easyocr]' -c scripts/constraints-cpu.txt
 else
   .venv/bin/python -m pip install -q .
+fi
+if [[ $dev -eq 1 ]]; then
+  # Other MCP clients for the compatibility matrix (tests/test_client_matrix.py): the Python SDK 1.x and
+  # pydantic-ai in their own venv (this project runs on mcp 2.x), the TypeScript SDK from npm. Each is
+  # installed again only when its pinned list changes (a stamp beside it holds the list's checksum).
+  clients=tests/clients
+  stamp=$(cat "$clients/requirements.txt" "$clients/constraints.txt" | sha256sum | cut -d' ' -f1)
+  if [[ "$(cat .venv-clients/.installed 2>/dev/null)" != "$stamp" ]]; then
+    [[ -x .venv-clients/bin/python ]] || python3 -m venv .venv-clients
+    .venv-clients/bin/python -m pip install -q -r "$clients/requirements.txt" -c "$clients/constraints.txt"
+    echo "$stamp" > .venv-clients/.installed
+  fi
+  stamp=$(sha256sum "$clients/ts/package-lock.json" | cut -d' ' -f1)
+  if [[ "$(cat "$clients/ts/node_modules/.installed" 2>/dev/null)" != "$stamp" ]]; then
+    (cd "$clients/ts" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$stamp" > "$clients/ts/node_modules/.installed"
+  fi
 fi
 echo "installed: $(.venv/bin/symphony-mcp --version)"
