@@ -58,7 +58,7 @@ class SymphonyMCP(PolicyServer):
     """The server with the user's policy, listing tools with concise schemas and answering unreadable stdio lines."""
 
     async def list_tools(self) -> list[Tool]:
-        """tools/list with concise schemas (tools/listing.py): 154 KB became 124 KB."""
+        """tools/list with concise schemas (tools/listing.py; sizes in benchmarks/results/tools_list_size.md)."""
         return [concise_tool(tool) for tool in await super().list_tools()]
 
     async def call_tool(

@@ -14,15 +14,17 @@ from symphony_mcp.errors import InvalidInputError
 CoordinateSpace = Literal["screenshot", "screen"]
 
 
+# Cores work in screen pixels; results name the space their points and rectangles are given in. The docstrings
+# are short because each is repeated in the output schema of every tool whose result holds one.
 class Point(BaseModel):
-    """A pixel position; cores work in screen pixels, results name the space they are given in."""
+    """A pixel position."""
 
     x: int
     y: int
 
 
 class Rect(BaseModel):
-    """An axis-aligned pixel rectangle; cores work in screen pixels, results name the space they are given in."""
+    """An axis-aligned pixel rectangle."""
 
     left: int
     top: int
