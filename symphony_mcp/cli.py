@@ -219,18 +219,21 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
 def _serve(settings: Settings) -> int:
     from symphony_mcp.desktop.virtual_display import display_for
     from symphony_mcp.server import build_server, check_http_security, run
+    from symphony_mcp.stop_signals import exit_now
 
     try:
         if settings.server.transport == "http":
             check_http_security(settings.server)
         with display_for(settings.display) as display:
             logging.getLogger(__name__).info("serving on display %s over %s", display, settings.server.transport)
-            run(build_server(settings), settings)
+            stopped_by = run(build_server(settings), settings)
     except (SymphonyError, ValueError) as exc:
         print(f"symphony-mcp: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # during start-up, before run() handles the signal
+        return 0
+    if stopped_by is not None and settings.server.transport == "stdio":
+        exit_now(0)  # everything is closed; only the SDK's stdin reader, blocked until stdin closes, remains
     return 0
 
 

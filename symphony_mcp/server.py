@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -16,6 +17,9 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult, Tool
 from starlette.types import ASGIApp
+
+if TYPE_CHECKING:
+    import uvicorn
 
 from symphony_mcp import __version__
 from symphony_mcp.config import ServerSettings, Settings, parse_geometry
@@ -29,6 +33,7 @@ from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_se
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.stdio_replies import AnsweringReadStream
+from symphony_mcp.stop_signals import cancellable_stdin, serve_until_signalled
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
@@ -38,6 +43,7 @@ from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
+GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
 `click` / `type` / `hotkey` / `scroll` / `drag_and_drop`, then `screenshot` again to verify.
@@ -70,9 +76,10 @@ class SymphonyMCP(PolicyServer):
         return await with_heartbeat(context, name, lambda: super(SymphonyMCP, self).call_tool(name, arguments, context))
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop, with a JSON-RPC error for each line it cannot parse (stdio_replies.py)."""
+        """The SDK's stdio loop, with a JSON-RPC error for each line it cannot parse (stdio_replies.py) and
+        a stdin whose pending read a stop signal can cancel (stop_signals.py)."""
         lowlevel = self._lowlevel_server
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=cancellable_stdin()) as (read_stream, write_stream):
             answering = AnsweringReadStream(read_stream, write_stream)
             await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
@@ -183,20 +190,46 @@ def http_app(server: SymphonyServer, settings: ServerSettings) -> ASGIApp:
     return app
 
 
-async def serve_http(server: SymphonyServer, settings: ServerSettings, log_level: str) -> None:
+def http_server(server: SymphonyServer, settings: ServerSettings, log_level: str) -> uvicorn.Server:
     import uvicorn
 
+    class Server(uvicorn.Server):
+        # run() owns SIGTERM/SIGINT: uvicorn's handlers would re-raise the signal after its shutdown,
+        # which ends the process before the tasks are closed and the display stopped.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
     config = uvicorn.Config(
-        http_app(server, settings), host=settings.host.strip("[]"), port=settings.port, log_level=log_level.lower()
+        http_app(server, settings),
+        host=settings.host.strip("[]"),
+        port=settings.port,
+        log_level=log_level.lower(),
+        timeout_graceful_shutdown=GRACEFUL_HTTP_SECONDS,
     )
-    await uvicorn.Server(config).serve()
+    return Server(config)
 
 
-def run(server: SymphonyServer, settings: Settings) -> None:
-    try:
+def run(server: SymphonyServer, settings: Settings) -> str | None:
+    """Serve until the client leaves (stdio: stdin closes) or SIGTERM/SIGINT; then end running tasks
+    as abandoned, saying why, and close. Returns the stopping signal's name, if one stopped it."""
+
+    async def serve() -> str | None:
+        def on_signal(name: str) -> None:
+            server.tasks.close(f"the server stopped ({name})")
+
         if settings.server.transport == "http":
-            anyio.run(serve_http, server, settings.server, settings.log_level)
-        else:
-            anyio.run(server.mcp.run_stdio_async)
+            http = http_server(server, settings.server, settings.log_level)
+            return await serve_until_signalled(http.serve, lambda: setattr(http, "should_exit", True), on_signal)
+        scope = anyio.CancelScope()
+
+        async def serve_stdio() -> None:
+            with scope:
+                await server.mcp.run_stdio_async()
+
+        return await serve_until_signalled(serve_stdio, scope.cancel, on_signal)
+
+    try:
+        return anyio.run(serve)
     finally:
         server.close()

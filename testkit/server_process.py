@@ -65,11 +65,7 @@ class ServerProcess(AbstractAsyncContextManager[TransportStreams]):
 
     def children(self) -> set[int]:
         """The pids of the processes the server started (e.g. its Xvfb and window manager)."""
-        found: set[int] = set()
-        for task in Path(f"/proc/{self.pid}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                found |= {int(pid) for pid in (task / "children").read_text().split()}
-        return found
+        return children(self.pid)
 
     async def __aenter__(self) -> TransportStreams:
         self._streams = self._connect()
@@ -143,6 +139,15 @@ async def _stop(process: Process) -> None:
     with contextlib.suppress(OSError, anyio.ClosedResourceError):
         if process.stdout is not None:
             await process.stdout.aclose()
+
+
+def children(pid: int) -> set[int]:
+    """The pids of a process's children (e.g. a server's Xvfb and window manager)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
 
 
 def pid_alive(pid: int) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -18,8 +19,9 @@ from mcp import Client, MCPError
 
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.report import write_report
-from testkit.server_process import ServerProcess
-from tests.conftest import call_ok
+from testkit.server_process import ServerProcess, base_env, children, serve_command, wait_gone
+from tests.conftest import call_ok, wait_for
+from tests.test_transports import free_port, port_open
 
 pytestmark = pytest.mark.anyio
 
@@ -54,6 +56,11 @@ async def test_answered_steps_survive_kill_9(tmp_path: Path) -> None:
         assert [s["step_num"] for s in json.loads(steps.contents[0].text)] == answered  # type: ignore[union-attr]
         with pytest.raises(MCPError, match=r"no screenshot for step 5: .*the server stopped before writing it"):
             await client.read_resource("trajectory://sequential/steps/5/screenshot")
+        # The restarted server ended the task the killed one left running, and says why.
+        (listed,) = (await call_ok(client, "list_tasks"))["result"]
+    assert listed["status"] == "abandoned" and listed["steps"] == 5
+    assert f"pid {server.pid}" in listed["note"] and "killed or crashed" in listed["note"]
+    assert json.loads((runs / "sequential" / "task.json").read_text())["status"] == "abandoned"
     page = write_report(runs).read_text(encoding="utf-8")
     assert "sequential" in page
 
@@ -77,3 +84,43 @@ async def test_concurrent_answered_steps_survive_kill_9(tmp_path: Path) -> None:
     on_disk = read_trajectory(runs / "concurrent")
     assert sorted(s.step_num for s in on_disk) == [1, 2, 3, 4, 5]
     assert sorted(s.record.screen_points[0].x for s in on_disk) == [100 + 60 * i for i in range(5)]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_stop_signal_ends_the_task_and_exits_0_with_stdin_open(tmp_path: Path, stop: signal.Signals) -> None:
+    runs = tmp_path / "runs"
+    server = crashable(runs)
+    async with Client(server) as client:
+        await call_ok(client, "start_task", instruction="Click once", task_id="stopped")
+        await click(client, 0)
+        display = server.children()
+        os.kill(server.pid, stop)
+        assert await server.wait(15) == 0  # the client is still connected: its stdin stays open
+    info = json.loads((runs / "stopped" / "task.json").read_text())
+    assert info["status"] == "abandoned" and info["note"] == f"the server stopped ({stop.name})"
+    assert [s.step_num for s in read_trajectory(runs / "stopped")] == [1]
+    assert (runs / "stopped" / "step_1.png").exists()  # the writer was flushed
+    assert display and wait_gone(display) == set()  # its Xvfb and openbox were stopped
+
+
+async def test_sigterm_stops_an_http_server_cleanly(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    port = free_port()
+    command = [*serve_command(), "serve", *DISPLAY_ARGS, "--trajectory-dir", str(runs)]
+    process = subprocess.Popen([*command, "--transport", "http", "--port", str(port)], env=base_env())
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        wait_for(lambda: port_open(port) or process.poll() is not None, timeout=30)
+        async with Client(url) as client:
+            await call_ok(client, "start_task", instruction="Click once", task_id="http")
+            await click(client, 0)
+            display = children(process.pid)
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=15) == 0  # with the client's session still open
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    info = json.loads((runs / "http" / "task.json").read_text())
+    assert info["status"] == "abandoned" and info["note"] == "the server stopped (SIGTERM)"
+    assert display and wait_gone(display) == set()

@@ -146,7 +146,7 @@ async def http_server(*args: str, display: str) -> AsyncIterator[str]:
         stderr=subprocess.PIPE,
     )
     try:
-        wait_for(lambda: _port_open(port) or process.poll() is not None, timeout=20)
+        wait_for(lambda: port_open(port) or process.poll() is not None, timeout=20)
         assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
@@ -154,7 +154,7 @@ async def http_server(*args: str, display: str) -> AsyncIterator[str]:
         process.wait(timeout=10)
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 

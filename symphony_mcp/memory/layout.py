@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.memory.owner import TaskOwner
 
 TRAJECTORY_FILE = "traj.jsonl"
 TASK_FILE = "task.json"
@@ -32,6 +33,9 @@ class TaskInfo(BaseModel):
     status: TaskStatus = "running"
     note: str | None = None
     steps: int = 0
+    owner: TaskOwner | None = Field(
+        None, description="the server process recording it; a running task whose owner is gone is marked abandoned"
+    )
     active_here: bool = Field(False, description="the running task of the caller's session")
 
 

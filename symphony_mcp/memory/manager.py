@@ -28,8 +28,10 @@ from symphony_mcp.memory.layout import (
     new_task_id,
     step_screenshot_path,
 )
+from symphony_mcp.memory.owner import this_process
 from symphony_mcp.memory.results import ReflectOutcome
 from symphony_mcp.memory.task import Task
+from symphony_mcp.memory.trajectory import read_trajectory, write_json_atomically
 from symphony_mcp.models.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class TaskManager:
         self.settings = settings
         self._running: dict[str, Task] = {}
         desktop.add_action_listener(self._record)
+        self.list()  # ends the tasks earlier servers left running when they were killed
 
     @property
     def root(self) -> Path:
@@ -65,7 +68,13 @@ class TaskManager:
             raise InvalidInputError(f"a trajectory for task {task_id!r} already exists in {directory}; give another id")
         first = await self.desktop.capture()
         screen = await self.desktop.screen_rect()
-        info = TaskInfo(task_id=task_id, instruction=instruction, directory=str(directory), started_at=time.time())
+        info = TaskInfo(
+            task_id=task_id,
+            instruction=instruction,
+            directory=str(directory),
+            started_at=time.time(),
+            owner=this_process(),
+        )
         task = Task(info, self.settings, screen, first)
         self._running[session] = task
         return self._shown(task.info)
@@ -85,14 +94,16 @@ class TaskManager:
         return task
 
     def list(self) -> list[TaskInfo]:
-        """Tasks on disk (running ones first as they are now), newest first."""
+        """Tasks on disk (running ones first as they are now), newest first; orphans are ended on the way."""
         running = {t.info.task_id: t for t in self._running.values()}
         found = [self._shown(t.info) for t in running.values()]
         for path in self.root.glob(f"*/{TASK_FILE}") if self.root.exists() else []:
             if path.parent.name in running:
                 continue
             try:
-                found.append(TaskInfo.model_validate(json.loads(path.read_text(encoding="utf-8"))))
+                found.append(
+                    _end_if_orphaned(TaskInfo.model_validate(json.loads(path.read_text(encoding="utf-8"))), path)
+                )
             except (OSError, ValueError) as exc:
                 log.warning("skipping unreadable task file %s: %s", path, exc)
         return sorted(found, key=lambda info: info.started_at, reverse=True)
@@ -124,11 +135,11 @@ class TaskManager:
         task.require_steps()
         return await task.reflect(self.models.client("memoryer"))
 
-    def close(self) -> None:
+    def close(self, note: str = "the server stopped") -> None:
         """End every running task as abandoned (server shutdown); what was recorded stays on disk."""
         for session, task in list(self._running.items()):
-            task.close("abandoned", "the server stopped")
             del self._running[session]
+            task.close("abandoned", note)
 
     def _shown(self, info: TaskInfo) -> TaskInfo:
         mine = self._running.get(current_session.get())
@@ -140,3 +151,32 @@ class TaskManager:
             return
         frame = await self.desktop.capture()
         await task.record(record, frame)
+
+
+def _end_if_orphaned(info: TaskInfo, path: Path) -> TaskInfo:
+    """A task still "running" on disk whose server is gone (killed, crashed): end it as abandoned, saying so."""
+    if info.status != "running" or info.owner is None or not info.owner.gone():
+        return info
+    lines = path.parent / TRAJECTORY_FILE
+    ended = lines.stat().st_mtime if lines.exists() else info.started_at
+    owner = info.owner
+    info = info.model_copy(
+        update={
+            "status": "abandoned",
+            "ended_at": ended,
+            "steps": _steps_on_disk(path.parent, info.steps),
+            "note": f"the server recording it (pid {owner.pid} on {owner.host}) stopped without ending it: "
+            "it was killed or crashed; its steps up to then are kept",
+        }
+    )
+    write_json_atomically(path, info.model_dump(exclude={"active_here"}))
+    log.info("task %s: its server (pid %d) is gone; marked abandoned", info.task_id, owner.pid)
+    return info
+
+
+def _steps_on_disk(directory: Path, known: int) -> int:
+    try:
+        return len(read_trajectory(directory))
+    except (OSError, ValueError) as exc:
+        log.warning("cannot count the steps in %s: %s", directory, exc)
+        return known

@@ -61,7 +61,7 @@ class TrajectoryWriter:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._path = directory / TRAJECTORY_FILE
-        self._fd = _open_lines(self._path)
+        self._fd: int | None = _open_lines(self._path)
         self._end = os.lseek(self._fd, 0, os.SEEK_END)
         self._offsets: list[int] = []  # where each step's line starts
         self._lines = threading.Lock()
@@ -76,7 +76,7 @@ class TrajectoryWriter:
         """Write the step's line now (it is with the OS when this returns); queue its screenshot, if any."""
         line = _line(step)
         with self._lines:
-            _write_at(self._fd, line, self._end)
+            _write_at(self._open_fd(), line, self._end)
             self._offsets.append(self._end)
             self._end += len(line)
         if image is not None and step.screenshot_file:
@@ -91,11 +91,12 @@ class TrajectoryWriter:
         """
         index = step.step_num - 1
         with self._lines:
+            fd = self._open_fd()
             if index == len(self._offsets) - 1:
                 line = _line(step)
-                _write_at(self._fd, line, self._offsets[index])
+                _write_at(fd, line, self._offsets[index])
                 self._end = self._offsets[index] + len(line)
-                os.ftruncate(self._fd, self._end)
+                os.ftruncate(fd, self._end)
                 return
             tmp = self._path.with_suffix(".jsonl.tmp")
             offsets = []
@@ -105,7 +106,7 @@ class TrajectoryWriter:
                     out.write(_line(each))
                 end = out.tell()
             os.replace(tmp, self._path)
-            os.close(self._fd)
+            os.close(fd)
             self._fd = _open_lines(self._path)
             self._offsets, self._end = offsets, end
 
@@ -137,10 +138,18 @@ class TrajectoryWriter:
         finally:
             self._thread.shutdown(wait=True)
             with self._lines:
-                try:
-                    os.fsync(self._fd)
-                finally:
-                    os.close(self._fd)
+                fd, self._fd = self._fd, None
+                if fd is not None:
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+
+    def _open_fd(self) -> int:
+        # A step can still be recording when its task is closed (shutdown); its fd number may be reused by then.
+        if self._fd is None:
+            raise RuntimeError(f"the trajectory in {self.directory} is closed")
+        return self._fd
 
     def _submit(self, job: Callable[[], None]) -> None:
         future = self._thread.submit(job)
