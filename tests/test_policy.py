@@ -237,8 +237,9 @@ async def history_length(client: Client) -> int:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28 (input-required rounds) and the handshake era
-async def test_destructive_actions_wait_for_the_users_confirmation(xdisplay: object, mode: str) -> None:
-    server = build_server(load_settings(policy={"confirm_groups": ["destructive"]}))
+async def test_destructive_actions_wait_for_the_users_confirmation(xdisplay: object, mode: str, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    server = build_server(load_settings(policy={"confirm_groups": ["destructive"], "audit_file": str(audit)}))
     try:
         yes, no = Host("accept"), Host("decline")
         async with Client(server.mcp, mode=mode, elicitation_callback=yes) as client:
@@ -263,6 +264,9 @@ async def test_destructive_actions_wait_for_the_users_confirmation(xdisplay: obj
             assert await history_length(client) == done
     finally:
         server.close()
+    outcomes = [e["outcome"] for e in audit_entries(audit) if e["tool"] == "hotkey"]
+    asked = ["asked"] if mode == "auto" else []  # the input-required round is a call of its own
+    assert outcomes == [*asked, "ok", *asked, "declined", *asked, "declined", "unconfirmed"]
 
 
 def audit_entries(path: Path) -> list[dict[str, Any]]:
@@ -340,5 +344,40 @@ def test_the_readme_policy_example_starts_a_server(tmp_path: Path) -> None:
     try:
         assert server.mcp.policy.settings.confirm_groups == ["destructive"]
         assert server.mcp.audit is not None and server.mcp.audit.path == tmp_path / "symphony-mcp" / "audit.jsonl"
+    finally:
+        server.close()
+
+
+async def test_a_confirmation_holds_only_for_the_arguments_it_was_given() -> None:
+    """At 2026-07-28 the answer returns with the retried call: a retry with other arguments never runs, also
+    when they differ only beyond what the question shows (texts are cut at 200 characters)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+
+    server = build_server(load_settings(policy={"confirm_groups": ["destructive"], "audit": False}))
+    done: list[str] = []
+
+    async def act(text: str) -> str:  # no annotations: destructive by the MCP default
+        done.append(text)
+        return "acted"
+
+    server.mcp.add_tool(act)
+    try:
+        async with Client(server.mcp, elicitation_callback=Host("accept")) as client:
+            shown, other = {"text": "a" * 250 + "shown"}, {"text": "a" * 250 + "other"}
+            asked = await client.session.call_tool("act", shown, allow_input_required=True)
+            assert isinstance(asked, InputRequiredResult) and asked.input_requests
+            yes = {key: ElicitResult(action="accept", content={"allow": True}) for key in asked.input_requests}
+            state = asked.request_state
+            with pytest.raises(MCPError, match="requestState"):  # the SDK binds the state to the arguments
+                await client.session.call_tool(
+                    "act", other, input_responses=yes, request_state=state, allow_input_required=True
+                )
+            retried = await client.session.call_tool("act", other, input_responses=yes, allow_input_required=True)
+            assert isinstance(retried, InputRequiredResult) and done == []  # an answer alone is asked again
+            same = await client.session.call_tool(
+                "act", shown, input_responses=yes, request_state=state, allow_input_required=True
+            )
+            assert isinstance(same, CallToolResult) and not same.is_error and done == [shown["text"]]
     finally:
         server.close()
