@@ -44,10 +44,14 @@ async def test_answered_steps_survive_kill_9(tmp_path: Path) -> None:
     async with Client(server) as client:
         await call_ok(client, "start_task", instruction="Click five times", task_id="sequential")
         answered = [await click(client, i) for i in range(5)]
+        display = server.children()
         os.kill(server.pid, signal.SIGKILL)  # right after the last answer: no shutdown, no flush
         await server.wait(10)
     assert answered == [1, 2, 3, 4, 5]
     assert [s.step_num for s in read_trajectory(runs / "sequential")] == answered
+    # The Xvfb and openbox it started die with it.
+    assert {Path(f"/proc/{pid}/comm").read_text().strip() for pid in display} == {"Xvfb", "openbox"}
+    assert wait_gone(display) == set()
 
     # A kill between a step's line and its screenshot: the readers say so instead of failing.
     (runs / "sequential" / "step_5.png").unlink(missing_ok=True)

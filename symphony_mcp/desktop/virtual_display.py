@@ -1,4 +1,15 @@
-"""A virtual X display (Xvfb plus an optional window manager) owned by the server process."""
+"""A virtual X display (Xvfb plus an optional window manager) owned by the server process.
+
+Their lives are tied to the server's: they get SIGTERM when it dies, even by SIGKILL, through the
+kernel's parent-death signal (PR_SET_PDEATHSIG), set by util-linux's `setpriv` just before it
+execs them. `setpriv` rather than a `preexec_fn` because nothing but C code then runs between
+fork and exec (Python code there can deadlock when other threads hold locks); rather than a
+watchdog process, which would itself need tying to the server. The signal fires when the *thread*
+that started them ends, so they are tied only when started from the main thread, which lives as
+long as the process; from another thread they are stopped only by `stop()`. SIGTERM lets Xvfb
+remove its lock file and socket. A server killed in the instant between fork and setpriv's prctl
+would still leave them; that window is only at start-up.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,8 +63,10 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
         )
     width, height = settings.size
     read_fd, write_fd = os.pipe()
+    tie = _tied_to_this_process()
     xvfb = subprocess.Popen(
         [
+            *tie,
             "Xvfb",
             "-displayfd",
             str(write_fd),
@@ -78,7 +92,7 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
     if settings.window_manager:
         if shutil.which(settings.window_manager):
             window_manager = subprocess.Popen(
-                [settings.window_manager],
+                [*tie, settings.window_manager],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -91,6 +105,18 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
             )
     log.info("started virtual display %s (%dx%d)", name, width, height)
     return VirtualDisplay(name=name, xvfb=xvfb, window_manager=window_manager)
+
+
+def _tied_to_this_process() -> list[str]:
+    """The command prefix that gives a child SIGTERM when this process dies (see the module's docstring)."""
+    if threading.current_thread() is not threading.main_thread():
+        log.info("virtual display started off the main thread: it will not be stopped if the server is killed")
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        log.warning("setpriv (util-linux) not found: the virtual display will outlive a killed server")
+        return []
+    return [setpriv, "--pdeathsig", "TERM", "--"]
 
 
 def _read_display_number(read_fd: int, xvfb: subprocess.Popen[bytes], timeout: float) -> int:
