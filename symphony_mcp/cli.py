@@ -140,8 +140,10 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--read-only", dest="policy_read_only", action="store_const", const=True, help="offer read-only tools only"
     )
-    group.add_argument("--timeout-seconds", dest="policy_timeout_seconds", type=float, help="time bound of a call")
-    group.add_argument("--audit-file", dest="policy_audit_file", type=Path, help="the audit log (JSONL)")
+    group.add_argument(
+        "--timeout-seconds", dest="policy_timeout_seconds", type=float, metavar="SECONDS", help="time bound of a call"
+    )
+    group.add_argument("--audit-file", dest="policy_audit_file", type=Path, metavar="PATH", help="the audit log")
     group.add_argument("--no-audit", dest="policy_audit", action="store_const", const=False, help="no audit log")
 
 

@@ -18,7 +18,7 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.errors import PolicyError
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.server import SymphonyServer, build_server
-from tests.conftest import call_error, call_ok
+from tests.conftest import call_error, call_ok, wait_for
 from tests.test_transports import http_server
 
 pytestmark = pytest.mark.anyio
@@ -381,3 +381,19 @@ async def test_a_confirmation_holds_only_for_the_arguments_it_was_given() -> Non
             assert isinstance(same, CallToolResult) and not same.is_error and done == [shown["text"]]
     finally:
         server.close()
+
+
+async def test_a_call_the_client_gives_up_on_is_audited_as_cancelled(xdisplay: object, tmp_path: Path) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    audit = tmp_path / "audit.jsonl"
+    async with served(audit_file=str(audit)) as (_, client):
+        with pytest.raises(MCPError, match="Timed out"):
+            await client.call_tool("wait", {"seconds": 5}, read_timeout_seconds=0.3)
+        await call_ok(client, "model_status")  # the server keeps serving
+
+        def cancelled() -> list[dict[str, Any]]:
+            return [e for e in audit_entries(audit) if e["tool"] == "wait"] if audit.exists() else []
+
+        (entry,) = wait_for(cancelled)
+    assert entry["outcome"] == "error" and entry["error"] == "cancelled before it finished"

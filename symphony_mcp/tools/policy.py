@@ -115,6 +115,9 @@ class PolicyServer(MCPServer):
             if isinstance(stop, PolicyStop):
                 outcome = stop.outcome
             raise
+        except BaseException:  # the request was cancelled (or the server is stopping)
+            error = "cancelled before it finished"
+            raise
         finally:
             _call.reset(token)
             if self.audit is not None:
