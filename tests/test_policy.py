@@ -397,3 +397,18 @@ async def test_a_call_the_client_gives_up_on_is_audited_as_cancelled(xdisplay: o
 
         (entry,) = wait_for(cancelled)
     assert entry["outcome"] == "error" and entry["error"] == "cancelled before it finished"
+
+
+async def test_confirmation_over_streamable_http(xdisplay: Any) -> None:
+    """The real wire: 2026-07-28 carries the question in an input-required result and the answer in the retry;
+    2025-11-25 sends it as a request on the call's stream."""
+    async with http_server("--confirm-tools", "hotkey", "--no-audit", display=xdisplay.name) as url:
+        yes, no = Host("accept"), Host("decline")
+        async with Client(url, elicitation_callback=yes) as client:
+            assert client.protocol_version == "2026-07-28"
+            await call_ok(client, "hotkey", keys=["shift"])
+            assert len(yes.asked) == 1 and "'hotkey'" in yes.asked[0]
+        async with Client(url, mode="legacy", elicitation_callback=no) as client:
+            assert "declined" in await call_error(client, "hotkey", keys=["shift"]) and len(no.asked) == 1
+        async with Client(url) as client:
+            assert "cannot ask" in await call_error(client, "hotkey", keys=["shift"])
