@@ -150,6 +150,15 @@ def children(pid: int) -> set[int]:
     return found
 
 
+def names(pids: set[int]) -> list[str]:
+    """The sorted command names of live processes (e.g. ["Xvfb", "openbox"])."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            found.append(Path(f"/proc/{pid}/comm").read_text().strip())
+    return sorted(found)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process (not a zombie) has this pid."""
     try:

@@ -19,7 +19,7 @@ from mcp import Client, MCPError
 
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.report import write_report
-from testkit.server_process import ServerProcess, base_env, children, serve_command, wait_gone
+from testkit.server_process import ServerProcess, base_env, children, names, serve_command, wait_gone
 from tests.conftest import call_ok, wait_for
 from tests.test_transports import free_port, port_open
 
@@ -50,7 +50,7 @@ async def test_answered_steps_survive_kill_9(tmp_path: Path) -> None:
     assert answered == [1, 2, 3, 4, 5]
     assert [s.step_num for s in read_trajectory(runs / "sequential")] == answered
     # The Xvfb and openbox it started die with it.
-    assert {Path(f"/proc/{pid}/comm").read_text().strip() for pid in display} == {"Xvfb", "openbox"}
+    assert names(display) == ["Xvfb", "openbox"]
     assert wait_gone(display) == set()
 
     # A kill between a step's line and its screenshot: the readers say so instead of failing.

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from testkit.server_process import base_env, serve_command
+from testkit.server_process import ServerProcess, base_env, names, serve_command, wait_gone
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -108,23 +108,20 @@ async def test_stdio_server(xdisplay: VirtualDisplay) -> None:
         await check_tools_and_errors(client)
 
 
-def xvfb_pids() -> set[int]:
-    out = subprocess.run(["pgrep", "-x", "Xvfb"], capture_output=True, text=True).stdout
-    return {int(pid) for pid in out.split()}
-
-
 async def test_stdio_server_starts_and_stops_its_own_display() -> None:
-    before = xvfb_pids()
-    params = stdio_params("--resolution", "1280x720", env=base_env())  # no DISPLAY: a virtual one is started
-    async with Client(params) as client:
+    # Its own children, not every Xvfb on the machine: other test runs may start and stop theirs meanwhile.
+    server = ServerProcess("--resolution", "1280x720", env=base_env())  # no DISPLAY: a virtual one is started
+    async with Client(server) as client:
         info = (await client.call_tool("screen_info", {})).structured_content
         assert info is not None
         assert info["screen_rect"]["width"] == 1280 and info["screen_rect"]["height"] == 720
         assert info["display"] not in (None, os.environ.get("DISPLAY"))
-        assert len(xvfb_pids() - before) == 1
+        display = server.children()
+        assert names(display) == ["Xvfb", "openbox"]
         windows = await client.call_tool("list_windows", {})
         assert not windows.is_error  # openbox is running there
-    wait_for(lambda: xvfb_pids() - before == set(), timeout=10)
+    assert server.returncode == 0
+    assert wait_gone(display) == set()
 
 
 async def test_no_display_gives_clear_errors_and_server_keeps_serving() -> None:
