@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from symphony_mcp import __version__
 from symphony_mcp.config import GroundingFamilyName, Settings, load_settings
-from symphony_mcp.errors import SymphonyError
+from symphony_mcp.errors import SymphonyError, clip_message
+from symphony_mcp.limits import MAX_ERROR_MESSAGE
 
 # flag -> path of the setting (group, [role,] field); a command's parser defines the flags it takes
 _FLAGS: dict[str, tuple[str, ...]] = {
@@ -175,9 +176,21 @@ def main(argv: list[str] | None = None) -> int:
     # Logs go to stderr: stdout carries the stdio transport. A run shows its live view there instead.
     level = settings.log_level if args.command == "serve" or args.log_level else "WARNING"
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_clipped)
     if args.command == "serve":
         return _serve(settings)
     return _run(settings, args)
+
+
+def _clipped(record: logging.LogRecord) -> bool:
+    """Cut every log line to a bounded size: some lines (the SDK's too) quote what a caller sent, whole."""
+    message = record.getMessage()
+    if len(message) > MAX_ERROR_MESSAGE:
+        record.msg, record.args = clip_message(message), None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = clip_message(logging.Formatter().formatException(record.exc_info))
+    return True
 
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:

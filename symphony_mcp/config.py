@@ -20,6 +20,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from symphony_mcp.limits import MAX_TYPED_TEXT, MAX_WAIT_SECONDS
+
 CONFIG_FILE_ENV = "SYMPHONY_CONFIG_FILE"
 _config_file: ContextVar[Path | None] = ContextVar("symphony_config_file", default=None)
 
@@ -101,8 +103,15 @@ class InputSettings(BaseModel):
         description="seconds between the clicks of a double or triple click; back-to-back clicks can reach "
         "the window manager while it holds the pointer for click-to-focus, and openbox then drops them",
     )
-    max_text_length: int = Field(10_000, ge=1, description="longest text one type_text call accepts")
-    max_wait_seconds: float = Field(60, gt=0, description="longest wait one call accepts")
+    max_text_length: int = Field(
+        10_000,
+        ge=1,
+        le=MAX_TYPED_TEXT,
+        description=f"longest text one type_text call accepts (at most {MAX_TYPED_TEXT})",
+    )
+    max_wait_seconds: float = Field(
+        60, gt=0, le=MAX_WAIT_SECONDS, description=f"longest wait one call accepts (at most {MAX_WAIT_SECONDS:g} s)"
+    )
 
 
 class OcrSettings(BaseModel):
@@ -232,6 +241,18 @@ class ServerSettings(BaseModel):
         default_factory=list, description="extra Host header values accepted (DNS-rebinding protection)"
     )
     action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
+
+    @field_validator("token")
+    @classmethod
+    def _check_token(cls, value: SecretStr | None) -> SecretStr | None:
+        secret = None if value is None else value.get_secret_value()
+        if secret is not None and (not secret.strip() or secret != secret.strip()):
+            # HTTP strips header values, so the server would refuse every request.
+            raise ValueError(
+                "the token is blank or starts or ends with whitespace, which no HTTP request can carry: give a "
+                "real secret (e.g. the output of `openssl rand -hex 32`), or no token on loopback"
+            )
+        return value
 
 
 class PolicySettings(BaseModel):

@@ -4,6 +4,10 @@ Cores raise these; the MCP layer turns them into tool errors whose text reaches 
 so every message says what was wrong and what is allowed.
 """
 
+from __future__ import annotations
+
+from symphony_mcp.limits import MAX_ECHO, MAX_ERROR_MESSAGE
+
 
 class SymphonyError(Exception):
     """Base of every error whose message is meant for the caller."""
@@ -47,3 +51,19 @@ class ModelAnswerError(ModelError):
 
 class PolicyError(SymphonyError, PermissionError):
     """The user's policy (settings group `policy`) does not allow this; nothing was done."""
+
+
+def clip(value: object, limit: int = MAX_ECHO) -> str:
+    """`value` as repr() for a message, at most about `limit` characters: callers must not get their input back
+    in bulk (a 10 MB phrase used to come back as a 10 MB error) and logs must not fill with it."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def clip_message(message: str, limit: int = MAX_ERROR_MESSAGE) -> str:
+    """A whole message cut to `limit` characters: the last guard on whatever an error or log line repeats."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message) - limit} more characters)"

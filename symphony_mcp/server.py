@@ -15,7 +15,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, InputRequiredResult, Tool
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, InputRequiredResult, ReadResourceRequestParams, ReadResourceResult, Tool
 from starlette.types import ASGIApp
 
 if TYPE_CHECKING:
@@ -27,8 +28,10 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.errors import clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
+from symphony_mcp.limits import MAX_ECHO
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
@@ -74,6 +77,16 @@ class SymphonyMCP(PolicyServer):
         if context is None:
             return await super().call_tool(name, arguments, context)
         return await with_heartbeat(context, name, lambda: super(SymphonyMCP, self).call_tool(name, arguments, context))
+
+    async def _handle_read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
+    ) -> ReadResourceResult | InputRequiredResult:
+        """The SDK's error for a failed read repeats the URI whole, in its message and data: clipped here."""
+        try:
+            return await super()._handle_read_resource(ctx, params)
+        except MCPError as exc:
+            uri = str(params.uri)
+            raise MCPError(exc.code, clip_message(exc.message, MAX_ECHO + 100), {"uri": clip(uri)}) from exc
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop, with a JSON-RPC error for each line it cannot parse (stdio_replies.py) and

@@ -75,9 +75,9 @@ async def test_click_variants(client: Client, tk_probe: TkProbe) -> None:
 
 async def test_click_in_region_screenshot_space(client: Client, tk_probe: TkProbe) -> None:
     box = tk_probe.state()["widgets"]["swatch"]
-    region = [box["left"] - 50, box["top"] - 50, 400, 300]
+    region = {"left": box["left"] - 50, "top": box["top"] - 50, "width": 400, "height": 300}
     image, info = await screenshot(client, region=region, space="screen", format="png")
-    assert info["screen_area"] == {"left": region[0], "top": region[1], "width": 400, "height": 300}
+    assert info["screen_area"] == region
     assert image.size == (400, 300) and info["scale"] == 1.0
     assert image.getpixel((100, 100))[:3] == (255, 0, 0)  # the red swatch, at full resolution
     await call_ok(client, "click", x=100, y=100)  # region-image pixels
@@ -248,16 +248,19 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(client: Client, 
         ("type", "at most 10000"): {"text": "x" * 10_001},
         ("type", "control characters U+001B"): {"text": "a\x1bb"},
         ("screenshot", "monitor 7 does not exist: use 0 (all monitors) or 1..1"): {"monitor": 7},
-        ("screenshot", "region width and height must be positive"): {"region": [0, 0, 0, 10], "space": "screen"},
+        ("screenshot", "region.width\n  Input should be greater than 0"): {
+            "region": {"left": 0, "top": 0, "width": 0, "height": 10},
+            "space": "screen",
+        },
         ("click", "unknown frame_id 'f999999'"): {"x": 1, "y": 1, "frame_id": "f999999"},
-        ("click", "count must be 1..10"): {"x": 1, "y": 1, "count": 0},
+        ("click", "count\n  Input should be greater than or equal to 1"): {"x": 1, "y": 1, "count": 0},
         ("click", "off screen; the screen spans x 0..1919, y 0..1079"): {"x": 1920, "y": 5, "space": "screen"},
         ("click", "unknown key 'hyperkey'"): {"x": 1, "y": 1, "hold_keys": ["hyperkey"]},
         ("scroll", "give a non-zero vertical"): {},
         ("scroll", "or both x and y; got only x"): {"vertical": 1, "x": 5},
         ("wait", "seconds must be 0..60"): {"seconds": 61},
         ("focus_window", "no window with id '0xdead'"): {"window_id": "0xdead"},
-        ("drag_and_drop", "duration must be 0..10 seconds"): {
+        ("drag_and_drop", "duration\n  Input should be less than or equal to 10"): {
             "start_x": 1,
             "start_y": 1,
             "end_x": 2,

@@ -64,9 +64,8 @@ async def look(setup: str, client: Client) -> None:
         await call_ok(client, "screenshot")
         (window,) = [w for w in (await call_ok(client, "list_windows"))["windows"] if w["title"] == "Symphony Probe"]
         rect = window["rect"]  # read off the default screenshot, used as a region in its pixels
-        info = await call_ok(
-            client, "screenshot", region=[rect["left"] - 20, rect["top"] - 20, rect["width"] + 40, rect["height"] + 40]
-        )
+        around = {"left": rect["left"] - 20, "top": rect["top"] - 20, "width": rect["width"] + 40}
+        info = await call_ok(client, "screenshot", region={**around, "height": rect["height"] + 40})
         assert info["scale"] == 1.0 and info["screen_area"]["left"] > 0
     elif setup == "second monitor":
         info = await call_ok(client, "screenshot", monitor=2)
@@ -195,6 +194,23 @@ async def test_every_coordinate_in_a_result_clicks_where_it_came_from(
             except AssertionError as exc:
                 missed.append(f"{name}: clicked {point}: {exc}")
     assert not missed, "\n".join(missed)
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+async def test_a_box_from_a_result_passes_as_a_region_as_it_is(
+    setup: str, tmp_path: Path, stand_in: StandInModel, xdisplay: object
+) -> None:
+    """A rectangle read off any result (here the probe window's rect, then a match's box) is a `region` unchanged."""
+    async with host(setup, tmp_path, stand_in) as h:
+        windows = (await call_ok(h.client, "list_windows"))["windows"]
+        (window,) = [w for w in windows if w["title"] == "Symphony Probe"]
+        found = await call_ok(h.client, "find_text", phrase="Press me", region=window["rect"])
+        await h.click_at(xy(found["matches"][0]["center"]))
+        shot = await call_ok(h.client, "screenshot", region=found["matches"][0]["box"])
+        x, y = centre(shot["screen_area"])  # in screen pixels, like the probe's widget boxes
+        button = h.probe.state()["widgets"]["button"]
+        assert button["left"] <= x < button["left"] + button["width"], (shot["screen_area"], button)
+        assert button["top"] <= y < button["top"] + button["height"], (shot["screen_area"], button)
 
 
 @pytest.mark.parametrize("setup", SETUPS)

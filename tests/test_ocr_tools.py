@@ -120,7 +120,12 @@ async def test_not_found_lists_closest_text(client: Client, tk_probe: TkProbe) -
 
 async def test_ocr_tool_reads_words_and_annotates(client: Client, tk_probe: TkProbe) -> None:
     box = tk_probe.state()["widgets"]["button"]
-    region = [box["left"] - 10, box["top"] - 10, box["width"] + 20, box["height"] + 20]
+    region = {
+        "left": box["left"] - 10,
+        "top": box["top"] - 10,
+        "width": box["width"] + 20,
+        "height": box["height"] + 20,
+    }
     result = await client.call_tool("ocr", {"region": region, "space": "screen", "annotate": True})
     assert not result.is_error
     data = result.structured_content

@@ -27,13 +27,12 @@ from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
 from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.desktop.types import MouseButton, WindowInfo
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
-from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect
+from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect, Region
+from symphony_mcp.limits import MAX_CLICKS, MAX_DURATION, MAX_SCROLL
 
 log = logging.getLogger(__name__)
-_MAX_CLICKS = 10
-_MAX_SCROLL = 200
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,7 @@ class DesktopController:
         self,
         view: CallerSpace,
         monitor: int | None = None,
-        region: tuple[float, float, float, float] | None = None,
+        region: Region | None = None,
         draw_cursor: bool | None = None,
         format: str | None = None,
         quality: int | None = None,
@@ -158,7 +157,7 @@ class DesktopController:
     ) -> tuple[EncodedImage, ScreenshotInfo]:
         """Capture a monitor, or a region given in the caller's space; the image becomes the latest frame."""
         options = self._encode_options(format, quality, max_width, max_height)
-        region_rect = view.region_to_screen(region) if region else None
+        region_rect = view.region_to_screen(region) if region is not None else None
         want_marker = self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
 
         def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
@@ -283,8 +282,8 @@ class DesktopController:
         count: int = 1,
         hold_keys: Sequence[str] = (),
     ) -> ActionRecord:
-        if not 1 <= count <= _MAX_CLICKS:
-            raise InvalidInputError(f"count must be 1..{_MAX_CLICKS} (2 = double click), got {count}")
+        if not 1 <= count <= MAX_CLICKS:
+            raise InvalidInputError(f"count must be 1..{MAX_CLICKS} (2 = double click), got {count}")
         held = await self._keys(hold_keys) if hold_keys else []
         point = target.point
         kind = {1: "click", 2: "double-click", 3: "triple-click"}.get(count, f"{count}x click")
@@ -347,8 +346,8 @@ class DesktopController:
         """Scroll over a target, or where the pointer is when there is none."""
         if vertical == 0 and horizontal == 0:
             raise InvalidInputError("give a non-zero vertical (positive = up) or horizontal (positive = right) amount")
-        if max(abs(vertical), abs(horizontal)) > _MAX_SCROLL:
-            raise InvalidInputError(f"scroll amounts must be within -{_MAX_SCROLL}..{_MAX_SCROLL} clicks")
+        if max(abs(vertical), abs(horizontal)) > MAX_SCROLL:
+            raise InvalidInputError(f"scroll amounts must be within -{MAX_SCROLL}..{MAX_SCROLL} clicks")
         held = await self._keys(hold_keys) if hold_keys else []
         if target is None:
             target = Target(await self.runner.run(lambda d: d.cursor()))
@@ -443,7 +442,7 @@ class DesktopController:
         windows = await self.list_windows()
         if window_id not in {w.id for w in windows}:
             listing = ", ".join(f"{w.id} ({w.title!r})" for w in windows) or "none"
-            raise InvalidInputError(f"no window with id {window_id!r}; open windows: {listing}")
+            raise InvalidInputError(f"no window with id {clip(window_id)}; open windows: {listing}")
         return await self._perform(
             "focus_window",
             {"window_id": window_id},
@@ -515,8 +514,8 @@ def _monitor_rect(desktop: Desktop, index: int) -> Rect:
 
 
 def _check_duration(duration: float) -> None:
-    if not 0 <= duration <= 10:
-        raise InvalidInputError(f"duration must be 0..10 seconds, got {duration:g}")
+    if not 0 <= duration <= MAX_DURATION:
+        raise InvalidInputError(f"duration must be 0..{MAX_DURATION:g} seconds, got {duration:g}")
 
 
 def _check_text(text: str, max_length: int, allow_empty: bool) -> str:

@@ -19,8 +19,8 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel, Field
 
-from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect
+from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect, Region
 
 FRAMES_KEPT = 64
 SCREEN_PREFIX = "screen_"  # result fields named screen_* are absolute screen pixels in every space
@@ -69,11 +69,9 @@ class CallerSpace:
         self.mapping.check_image_point(x, y)
         return self.mapping.to_screen(x, y)
 
-    def region_to_screen(self, region: tuple[float, float, float, float]) -> Rect:
-        """A caller's [left, top, width, height] as a screen rectangle."""
-        left, top, width, height = region
-        if not width > 0 or not height > 0:
-            raise InvalidInputError(f"region width and height must be positive, got {width:g}x{height:g}")
+    def region_to_screen(self, region: Region) -> Rect:
+        """A caller's region as a screen rectangle."""
+        left, top, width, height = region.left, region.top, region.width, region.height
         if self.space == "screen":
             assert self.screen is not None, "a screen-space CallerSpace carries the screen"
             rect = Rect(left=round(left), top=round(top), width=max(1, round(width)), height=max(1, round(height)))
@@ -146,7 +144,7 @@ class FrameRegistry:
     def get(self, frame_id: str) -> ImageMapping:
         if frame_id not in self._mappings:
             raise InvalidInputError(
-                f"unknown frame_id {frame_id!r}: only the last {self._kept} screenshots are kept "
+                f"unknown frame_id {clip(frame_id)}: only the last {self._kept} screenshots are kept "
                 f"(latest: {self._latest or 'none yet'}); take a new screenshot"
             )
         return self._mappings[frame_id]

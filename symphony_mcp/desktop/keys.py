@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, clip
 
 _ALIASES = {
     "control": "ctrl",
@@ -54,7 +54,7 @@ def normalize_key(name: str, known: Iterable[str]) -> str:
         return lowered.lower()
     named = sorted(k for k in known_set if len(k) > 1)
     raise InvalidInputError(
-        f"unknown key {name!r}. Use a single character or one of: {', '.join(named)} "
+        f"unknown key {clip(name)}. Use a single character or one of: {', '.join(named)} "
         f"(aliases: {', '.join(sorted(_ALIASES))}, super/win/cmd)"
     )
 

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, clip
 
 _DESKTOP_DIRS = (
     Path.home() / ".local/share/applications",
@@ -35,21 +35,29 @@ def plan_launch(target: str) -> LaunchPlan:
     if not target:
         raise InvalidInputError("give an application name (e.g. 'xterm', 'Text Editor') or a file path")
     path = Path(os.path.expanduser(target))
-    if path.exists():
+    if _exists(path):
         return LaunchPlan(argv=[*_file_opener(), str(path.resolve())], kind="file")
     try:
         words = shlex.split(target)
     except ValueError as exc:
-        raise InvalidInputError(f"cannot parse {target!r} as a command line: {exc}") from exc
+        raise InvalidInputError(f"cannot parse {clip(target)} as a command line: {exc}") from exc
     if words and shutil.which(words[0]):
         return LaunchPlan(argv=words, kind="command")
     entry = _find_desktop_entry(target)
     if entry is not None:
         return LaunchPlan(argv=entry, kind="desktop-entry")
     raise InvalidInputError(
-        f"cannot open {target!r}: it is not an existing file, not a command on PATH, and no installed "
+        f"cannot open {clip(target)}: it is not an existing file, not a command on PATH, and no installed "
         f"application has that name. Installed applications: {', '.join(installed_app_names()[:40]) or 'none found'}"
     )
+
+
+def _exists(path: Path) -> bool:
+    """Whether a file is there; a name the system refuses to look up (too long, a NUL byte) is not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def launch(plan: LaunchPlan, env: dict[str, str]) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_display import open_display
-from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
+from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Rect
 
 
@@ -142,7 +142,7 @@ class X11WindowManager:
             wid = -1
         if wid not in known:
             raise InvalidInputError(
-                f"no window with id {window_id!r}; call list_windows for the ids of the open windows"
+                f"no window with id {clip(window_id)}; call list_windows for the ids of the open windows"
             )
         return wid
 

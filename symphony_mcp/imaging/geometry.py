@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.limits import MAX_COORDINATE
 
 # "screenshot": pixels of a screenshot image (a frame); "screen": absolute screen pixels (all monitors).
 CoordinateSpace = Literal["screenshot", "screen"]
@@ -44,6 +45,18 @@ class Rect(BaseModel):
 
     def describe(self) -> str:
         return f"x {self.left}..{self.left + self.width - 1}, y {self.top}..{self.top + self.height - 1}"
+
+
+# A rectangle a caller asks for, with the fields of every box in results (Rect): any box read from a result
+# passes as it is. Sides may be fractional (a scaled screenshot's pixels). No docstring: it would be repeated
+# in the schema of every tool that takes a region, and the argument's own description says what it is.
+class Region(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)  # unknown keys are ignored: no error per key to echo back
+
+    left: float = Field(ge=-MAX_COORDINATE, le=MAX_COORDINATE)
+    top: float = Field(ge=-MAX_COORDINATE, le=MAX_COORDINATE)
+    width: float = Field(gt=0, le=MAX_COORDINATE)
+    height: float = Field(gt=0, le=MAX_COORDINATE)
 
 
 def union(boxes: list[Rect]) -> Rect:

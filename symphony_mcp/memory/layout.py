@@ -15,13 +15,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.limits import TASK_ID_PATTERN
 from symphony_mcp.memory.owner import TaskOwner
 
 TRAJECTORY_FILE = "traj.jsonl"
 TASK_FILE = "task.json"
-TaskStatus = Literal["running", "success", "fail", "infeasible", "abandoned"]
-_TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+EndStatus = Literal["success", "fail", "infeasible", "abandoned"]
+TaskStatus = Literal["running", EndStatus]
+_TASK_ID = re.compile(TASK_ID_PATTERN)
 
 
 class TaskInfo(BaseModel):
@@ -59,8 +61,8 @@ def new_task_id() -> str:
 
 def check_task_id(task_id: str) -> None:
     """Task ids are directory names: refuse anything that could leave the results directory."""
-    if not _TASK_ID.match(task_id):
+    if not _TASK_ID.fullmatch(task_id):  # match() would let '$' accept a trailing newline
         raise InvalidInputError(
-            f"task id {task_id!r} is not allowed: use 1..128 letters, digits, '.', '_' or '-', starting with a "
+            f"task id {clip(task_id)} is not allowed: use 1..128 letters, digits, '.', '_' or '-', starting with a "
             "letter or digit"
         )

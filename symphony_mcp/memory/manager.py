@@ -19,11 +19,12 @@ from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.limits import MAX_INSTRUCTION
 from symphony_mcp.memory.layout import (
     TASK_FILE,
     TRAJECTORY_FILE,
+    EndStatus,
     TaskInfo,
-    TaskStatus,
     check_task_id,
     new_task_id,
     step_screenshot_path,
@@ -37,7 +38,6 @@ from symphony_mcp.models.registry import ModelRegistry
 log = logging.getLogger(__name__)
 DEFAULT_SESSION = "default"
 current_session: ContextVar[str] = ContextVar("symphony_session", default=DEFAULT_SESSION)
-MAX_INSTRUCTION_LENGTH = 20_000
 
 
 class TaskManager:
@@ -59,9 +59,9 @@ class TaskManager:
             running = self._running[session].info.task_id
             raise InvalidInputError(f"task {running!r} is still running in this session; end_task it first")
         instruction = instruction.strip()
-        if not instruction or len(instruction) > MAX_INSTRUCTION_LENGTH:
-            raise InvalidInputError(f"instruction must be 1..{MAX_INSTRUCTION_LENGTH} characters of task description")
-        task_id = task_id or new_task_id()
+        if not instruction or len(instruction) > MAX_INSTRUCTION:
+            raise InvalidInputError(f"instruction must be 1..{MAX_INSTRUCTION} characters of task description")
+        task_id = new_task_id() if task_id is None else task_id
         check_task_id(task_id)
         directory = self.root / task_id
         if (directory / TRAJECTORY_FILE).exists() or (directory / TASK_FILE).exists():
@@ -79,9 +79,7 @@ class TaskManager:
         self._running[session] = task
         return self._shown(task.info)
 
-    def end(self, status: TaskStatus, note: str | None = None) -> TaskInfo:
-        if status == "running":
-            raise InvalidInputError("status must say how the task ended: success, fail, infeasible or abandoned")
+    def end(self, status: EndStatus, note: str | None = None) -> TaskInfo:
         task = self.task()
         del self._running[current_session.get()]
         return task.close(status, note)

@@ -11,30 +11,36 @@ from symphony_mcp.desktop.controller import DesktopController, Target
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.types import MouseButton
-from symphony_mcp.tools.common import (
-    DESTRUCTIVE_INPUT,
-    HARMLESS_CHANGE,
-    READ_ONLY,
+from symphony_mcp.limits import MAX_COUNTER, MAX_KEY_PRESSES, MAX_KEYS, MAX_SCROLL, MAX_WAIT_SECONDS
+from symphony_mcp.tools.arguments import (
+    Count,
+    Duration,
     FrameId,
     HoldKeys,
+    KeyName,
+    Keys,
+    OptionalDescribed,
+    OptionalX,
+    OptionalY,
     Space,
+    TypedText,
     X,
     Y,
-    caller_errors,
-    in_latest_space,
+    coordinate,
+    one_target,
+    refuse_combinations,
 )
+from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors, in_latest_space
 from symphony_mcp.vision.grounding.targets import TargetRequest, TargetResolver
 
 Description = Annotated[
-    str | None,
+    OptionalDescribed,
     Field(
         description="the element to act on, described as a person would (e.g. 'the blue Save button'); "
         "located on the current screen by the grounding model. Give this or x, y"
     ),
 ]
-OptionalX = Annotated[float | None, Field(description="x in the chosen space (see `space`); instead of a description")]
-OptionalY = Annotated[float | None, Field(description="y in the chosen space (see `space`); instead of a description")]
-Keys = Annotated[list[str], Field(description="key names, e.g. ['ctrl', 'shift', 't'] or ['enter']")]
+Wheel = Annotated[int, Field(ge=-MAX_SCROLL, le=MAX_SCROLL)]
 
 
 def register(server: MCPServer, desktop: DesktopController, targets: TargetResolver) -> None:
@@ -45,7 +51,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         x: OptionalX = None,
         y: OptionalY = None,
         button: MouseButton = "left",
-        count: Annotated[int, Field(description="1 = click, 2 = double, 3 = triple")] = 1,
+        count: Count = 1,
         hold_keys: HoldKeys = [],  # noqa: B006 - pydantic copies defaults
         space: Space = "screenshot",
         frame_id: FrameId = None,
@@ -57,12 +63,14 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         (target,) = await targets.resolve([TargetRequest(description, x, y)], view)
         return view.express(await desktop.click(target, view, button=button, count=count, hold_keys=hold_keys))
 
+    refuse_combinations(server, "click", *one_target())
+
     @server.tool(annotations=HARMLESS_CHANGE)
     @caller_errors
     async def move_pointer(
         x: X,
         y: Y,
-        duration: Annotated[float, Field(description="seconds the move takes (0 = jump)")] = 0.0,
+        duration: Annotated[Duration, Field(description="seconds the move takes (0 = jump)")] = 0.0,
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
@@ -74,15 +82,15 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def drag_and_drop(
-        start_description: Annotated[str | None, Field(description="element to drag from, described")] = None,
-        end_description: Annotated[str | None, Field(description="element to drop on, described")] = None,
+        start_description: Annotated[OptionalDescribed, Field(description="element to drag from, described")] = None,
+        end_description: Annotated[OptionalDescribed, Field(description="element to drop on, described")] = None,
         start_x: OptionalX = None,
         start_y: OptionalY = None,
         end_x: OptionalX = None,
         end_y: OptionalY = None,
         button: MouseButton = "left",
         hold_keys: HoldKeys = [],  # noqa: B006
-        duration: Annotated[float, Field(description="seconds the drag takes")] = 0.3,
+        duration: Annotated[Duration, Field(description="seconds the drag takes")] = 0.3,
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
@@ -100,16 +108,18 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         record = await desktop.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
         return view.express(record)
 
+    refuse_combinations(server, "drag_and_drop", *one_target("start_"), *one_target("end_"))
+
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def scroll(
-        vertical: Annotated[int, Field(description="wheel clicks: positive scrolls up, negative down")] = 0,
-        horizontal: Annotated[int, Field(description="wheel clicks: positive scrolls right, negative left")] = 0,
+        vertical: Annotated[Wheel, Field(description="wheel clicks: positive scrolls up, negative down")] = 0,
+        horizontal: Annotated[Wheel, Field(description="wheel clicks: positive scrolls right, negative left")] = 0,
         description: Annotated[
-            str | None, Field(description="scroll over this element, described (or give x, y; or neither)")
+            OptionalDescribed, Field(description="scroll over this element, described (or give x, y; or neither)")
         ] = None,
-        x: Annotated[float | None, Field(description="scroll over this point (default: where the pointer is)")] = None,
-        y: Annotated[float | None, Field(description="scroll over this point (default: where the pointer is)")] = None,
+        x: Annotated[float | None, coordinate("scroll over this point (default: where the pointer is)")] = None,
+        y: Annotated[float | None, coordinate("scroll over this point (default: where the pointer is)")] = None,
         hold_keys: HoldKeys = [],  # noqa: B006
         space: Space = "screenshot",
         frame_id: FrameId = None,
@@ -124,15 +134,18 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         )
         return view.express(record)
 
+    no_amount = {"properties": {"vertical": {"const": 0}, "horizontal": {"const": 0}}}
+    refuse_combinations(server, "scroll", no_amount, *one_target(optional=True))
+
     @server.tool(name="type", annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def type_(
-        text: Annotated[str, Field(description="text to type; any Unicode, newlines press Enter")],
+        text: Annotated[TypedText, Field(description="text to type; any Unicode, newlines press Enter")],
         description: Annotated[
-            str | None, Field(description="click this field first, described (or give x, y; or neither)")
+            OptionalDescribed, Field(description="click this field first, described (or give x, y; or neither)")
         ] = None,
-        x: Annotated[float | None, Field(description="click the field at this point first")] = None,
-        y: Annotated[float | None, Field(description="click the field at this point first")] = None,
+        x: Annotated[float | None, coordinate("click the field at this point first")] = None,
+        y: Annotated[float | None, coordinate("click the field at this point first")] = None,
         overwrite: Annotated[bool, Field(description="select all and delete the field's text first")] = False,
         enter: Annotated[bool, Field(description="press Enter after typing")] = False,
         space: Space = "screenshot",
@@ -146,6 +159,11 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         target = None if request.is_empty else (await targets.resolve([request], view))[0]
         return view.express(await desktop.type_text(text, view, overwrite=overwrite, enter=enter, target=target))
 
+    nothing_to_type = {
+        "properties": {"text": {"maxLength": 0}, "overwrite": {"const": False}, "enter": {"const": False}}
+    }
+    refuse_combinations(server, "type", nothing_to_type, *one_target(optional=True))
+
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def hotkey(keys: Keys) -> ActionRecord:
@@ -156,8 +174,18 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def hold_and_press(
-        hold_keys: Annotated[list[str], Field(description="keys held down throughout, e.g. ['alt']")],
-        press_keys: Annotated[list[str], Field(description="keys pressed one after another, e.g. ['tab', 'tab']")],
+        hold_keys: Annotated[
+            list[KeyName],
+            Field(min_length=1, max_length=MAX_KEYS, description="keys held down throughout, e.g. ['alt']"),
+        ],
+        press_keys: Annotated[
+            list[KeyName],
+            Field(
+                min_length=1,
+                max_length=MAX_KEY_PRESSES,
+                description="keys pressed one after another, e.g. ['tab', 'tab']",
+            ),
+        ],
     ) -> ActionRecord:
         """Hold some keys while pressing others in sequence (e.g. alt held, tab pressed twice). The record's
         coordinates are the latest screenshot's pixels."""
@@ -165,20 +193,30 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
-    async def key_down(key: Annotated[str, Field(description="key to press and keep down")]) -> ActionRecord:
+    async def key_down(key: Annotated[KeyName, Field(description="key to press and keep down")]) -> ActionRecord:
         """Press a key and keep it down until key_up (for holds that span other actions). The record's coordinates
         are the latest screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.key_transition(key, down=True))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
-    async def key_up(key: Annotated[str, Field(description="key to release")]) -> ActionRecord:
+    async def key_up(key: Annotated[KeyName, Field(description="key to release")]) -> ActionRecord:
         """Release a key pressed with key_down. The record's coordinates are the latest screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.key_transition(key, down=False))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
-    async def wait(seconds: Annotated[float, Field(description="seconds to wait")]) -> ActionRecord:
+    async def wait(
+        seconds: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=MAX_WAIT_SECONDS,
+                allow_inf_nan=False,
+                description="seconds to wait (at most the setting input.max_wait_seconds, default 60)",
+            ),
+        ],
+    ) -> ActionRecord:
         """Wait for the UI (loading, animations) before looking again. The record's coordinates are the latest
         screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.wait(seconds))
@@ -186,7 +224,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def action_history(
-        since_id: Annotated[int, Field(ge=0, description="only records with a larger id")] = 0,
+        since_id: Annotated[int, Field(ge=0, le=MAX_COUNTER, description="only records with a larger id")] = 0,
         limit: Annotated[int, Field(ge=1, le=1000, description="at most this many, the newest")] = 50,
         space: Space = "screenshot",
         frame_id: FrameId = None,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import functools
 import logging
+import traceback
 from collections.abc import Awaitable, Callable
-from typing import Annotated, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.errors import SymphonyError
-from symphony_mcp.imaging.geometry import CoordinateSpace
+from symphony_mcp.errors import SymphonyError, clip_message
+from symphony_mcp.limits import MAX_ECHO
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -25,20 +25,6 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotent
 DESTRUCTIVE_INPUT = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True)
 # Changes what is shown or focused, not the content of any app.
 HARMLESS_CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-
-Space = Annotated[
-    CoordinateSpace,
-    Field(
-        description="coordinates in and out: 'screenshot' = pixels of the latest screenshot (or frame_id); "
-        "'screen' = absolute screen pixels"
-    ),
-]
-FrameId = Annotated[
-    str | None, Field(description="screenshot whose pixels coordinates are in, in and out; default: the latest")
-]
-HoldKeys = Annotated[list[str], Field(description="modifier keys held during the action, e.g. ['shift']")]
-X = Annotated[float, Field(description="x in the chosen space (see `space`)")]
-Y = Annotated[float, Field(description="y in the chosen space (see `space`)")]
 
 
 def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
@@ -55,10 +41,14 @@ def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaita
             except MCPServerError:
                 raise
             except SymphonyError as exc:
-                raise error_type(str(exc)) from exc
+                raise error_type(clip_message(str(exc))) from exc
             except Exception as exc:
-                log.exception("%s failed unexpectedly", fn.__name__)
-                raise error_type(f"internal error ({type(exc).__name__}: {exc}); the server is still running") from exc
+                # The exception's text can hold a caller's input (an OSError names the file): clipped, here and
+                # in the log, whose traceback is written without it.
+                text = f"{type(exc).__name__}: {clip_message(str(exc), MAX_ECHO)}"
+                trace = "".join(traceback.format_tb(exc.__traceback__))
+                log.error("%s failed unexpectedly (%s)\n%s", fn.__name__, text, trace)
+                raise error_type(f"internal error ({text}); the server is still running") from exc
 
         return wrapper
 

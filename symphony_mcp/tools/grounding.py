@@ -11,7 +11,8 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.models.registry import ModelRegistry, ModelStatus
-from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
+from symphony_mcp.tools.arguments import Described, FrameId, Monitor, Space
+from symphony_mcp.tools.common import READ_ONLY, caller_errors
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 
 
@@ -43,12 +44,12 @@ def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry,
     @caller_errors
     async def locate(
         description: Annotated[
-            str, Field(description="the element, described as a person would (e.g. 'the blue Save button')")
+            Described, Field(description="the element, described as a person would (e.g. 'the blue Save button')")
         ],
         space: Space = "screenshot",
         frame_id: FrameId = None,
         monitor: Annotated[
-            int | None, Field(description="look at this monitor instead (its frame becomes the latest)")
+            Monitor, Field(description="look at this monitor instead (its frame becomes the latest)")
         ] = None,
     ) -> LocateResult:
         """Find a described element with the grounding model on a fresh capture of the area of the latest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -9,26 +10,38 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.memory.layout import TaskInfo, TaskStatus
+from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.limits import MAX_COUNTER, MAX_ID, MAX_INSTRUCTION, MAX_NOTE, TASK_ID_PATTERN
+from symphony_mcp.memory.layout import EndStatus, TaskInfo
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
-from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors, in_latest_space, resource_errors
+from symphony_mcp.tools.arguments import FrameId, Space, missing, refuse_combinations
+from symphony_mcp.tools.common import READ_ONLY, caller_errors, in_latest_space, resource_errors
 
 # Writes only the server's own trajectory files; changes nothing on the desktop.
 RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 # Asks the memoryer model (outside the server) and updates the memory.
 REFLECT = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
 
+Note = Annotated[str, Field(max_length=MAX_NOTE)]
+
 
 def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) -> None:
     @server.tool(annotations=RECORD)
     @caller_errors
     async def start_task(
-        instruction: Annotated[str, Field(description="the task, as given to the agent")],
+        instruction: Annotated[
+            str, Field(min_length=1, max_length=MAX_INSTRUCTION, description="the task, as given to the agent")
+        ],
         task_id: Annotated[
-            str | None, Field(description="id and directory name (letters, digits, . _ -); default: time-based")
+            str | None,
+            Field(
+                pattern=TASK_ID_PATTERN,
+                max_length=MAX_ID,
+                description="id and directory name (1..128 letters, digits, . _ -, starting with a letter or digit); "
+                "default: time-based",
+            ),
         ] = None,
     ) -> TaskInfo:
         """Start recording a task in this session: every action from now on becomes a step of its
@@ -38,8 +51,8 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
     @server.tool(annotations=RECORD)
     @caller_errors
     async def end_task(
-        status: Annotated[TaskStatus, Field(description="how it ended: success, fail, infeasible or abandoned")],
-        note: Annotated[str | None, Field(description="a line on the outcome, kept with the task")] = None,
+        status: Annotated[EndStatus, Field(description="how it ended")],
+        note: Annotated[Note | None, Field(description="a line on the outcome, kept with the task")] = None,
     ) -> TaskInfo:
         """End this session's task; its trajectory stays on disk."""
         return tasks.end(status, note)
@@ -53,16 +66,20 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
     @server.tool(annotations=RECORD)
     @caller_errors
     async def record_step(
-        thought: Annotated[str | None, Field(description="the reasoning behind the step")] = None,
-        plan: Annotated[str | None, Field(description="the plan or intent the step served")] = None,
-        tool_output: Annotated[str | None, Field(description="output worth keeping (e.g. of a code run)")] = None,
-        step: Annotated[int | None, Field(ge=1, description="step to annotate (default: the latest)")] = None,
+        thought: Annotated[Note | None, Field(description="the reasoning behind the step")] = None,
+        plan: Annotated[Note | None, Field(description="the plan or intent the step served")] = None,
+        tool_output: Annotated[Note | None, Field(description="output worth keeping (e.g. of a code run)")] = None,
+        step: Annotated[
+            int | None, Field(ge=1, le=MAX_COUNTER, description="step to annotate (default: the latest)")
+        ] = None,
     ) -> TrajectoryStep:
         """Add your thought, plan or a tool output to a step the server recorded (default: the latest).
         The step's coordinates are the latest screenshot's pixels."""
         if thought is None and plan is None and tool_output is None:
             raise InvalidInputError("give at least one of thought, plan or tool_output")
         return await in_latest_space(desktop, await tasks.task().annotate(step, thought, plan, tool_output))
+
+    refuse_combinations(server, "record_step", missing("thought", "plan", "tool_output"))
 
     @server.tool(annotations=REFLECT)
     @caller_errors
@@ -109,6 +126,6 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
     )
     @resource_errors
     async def step_screenshot(task_id: str, step: str) -> bytes:
-        if not step.isdigit():
-            raise InvalidInputError(f"step must be a number, got {step!r}")
+        if not re.fullmatch(r"[0-9]{1,15}", step):
+            raise InvalidInputError(f"step must be a number (0 = the start), got {clip(step)}")
         return (await tasks.screenshot(task_id, int(step))).read_bytes()

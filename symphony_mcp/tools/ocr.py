@@ -13,22 +13,35 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.imaging.geometry import CoordinateSpace
-from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, FrameId, Space, caller_errors
+from symphony_mcp.imaging.geometry import CoordinateSpace, Region
+from symphony_mcp.tools.arguments import (
+    AreaRegion,
+    Count,
+    Described,
+    FrameId,
+    Index,
+    Monitor,
+    Space,
+    TypedText,
+    both,
+    coordinate,
+    given,
+    missing,
+    refuse_combinations,
+)
+from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, caller_errors
 from symphony_mcp.vision.annotate import draw_marks
 from symphony_mcp.vision.ocr.grounder import FoundText, OcrGrounder, SpanSelection, TextSearch
 from symphony_mcp.vision.ocr.types import OcrResult
 
-Region = Annotated[
-    tuple[float, float, float, float] | None,
-    Field(description="[left, top, width, height] to read, in `space` coordinates (default: whole monitor)"),
+Area = Annotated[
+    AreaRegion, Field(description="read only this {left, top, width, height} (any box from a result fits)")
 ]
-Phrase = Annotated[str, Field(description="text as it appears on screen; case, punctuation and line breaks may differ")]
-Index = Annotated[int, Field(ge=0, description="which match to use when several are found (0 = best or nearest)")]
-NearX = Annotated[float | None, Field(description="prefer matches nearest this point (with near_y)")]
-NearY = Annotated[float | None, Field(description="prefer matches nearest this point (with near_x)")]
-
-
+Phrase = Annotated[
+    Described, Field(description="text as it appears on screen; case, punctuation and line breaks may differ")
+]
+NearX = Annotated[float | None, coordinate("prefer matches nearest this point (with near_y)")]
+NearY = Annotated[float | None, coordinate("prefer matches nearest this point (with near_x)")]
 Approximate = Annotated[
     bool,
     Field(
@@ -36,7 +49,9 @@ Approximate = Annotated[
         "default: only text that equals the phrase (case, punctuation and line breaks aside)"
     ),
 ]
-Monitor = Annotated[int | None, Field(description="read this monitor instead (its frame becomes the latest)")]
+LookAt = Annotated[Monitor, Field(description="read this monitor instead (its frame becomes the latest)")]
+# near_x and near_y come together or not at all.
+HALF_NEAR = (both(given("near_x"), missing("near_y")), both(given("near_y"), missing("near_x")))
 
 
 def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopController) -> None:
@@ -48,7 +63,7 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
             await ctx.report_progress(1, 1, "OCR engine ready")
 
     async def search(
-        region: tuple[float, float, float, float] | None,
+        region: Region | None,
         space: CoordinateSpace,
         frame_id: str | None,
         near_x: float | None = None,
@@ -68,11 +83,13 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
     @caller_errors
     async def ocr(
         ctx: Context,
-        region: Region = None,
+        region: Area = None,
         space: Space = "screenshot",
         frame_id: FrameId = None,
-        monitor: Monitor = None,
-        min_confidence: Annotated[float, Field(ge=0, le=1, description="drop words below this confidence")] = 0.0,
+        monitor: LookAt = None,
+        min_confidence: Annotated[
+            float, Field(ge=0, le=1, allow_inf_nan=False, description="drop words below this confidence")
+        ] = 0.0,
         annotate: Annotated[
             bool, Field(description="also return the screen with every word boxed and numbered by its id")
         ] = False,
@@ -100,13 +117,13 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
     async def find_text(
         ctx: Context,
         phrase: Phrase,
-        region: Region = None,
+        region: Area = None,
         near_x: NearX = None,
         near_y: NearY = None,
         space: Space = "screenshot",
         frame_id: FrameId = None,
         max_results: Annotated[int, Field(ge=1, le=100)] = 10,
-        monitor: Monitor = None,
+        monitor: LookAt = None,
     ) -> FoundText:
         """Where a phrase is on a fresh capture of the latest screenshot's area: ranked matches, each with its box,
         centre (a click point), start and end in that screenshot's pixels, and `exact` (false: the text seen differs
@@ -116,6 +133,8 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         found = await grounder.find(phrase, text_search)
         return text_search.view.express(found.model_copy(update={"matches": found.matches[:max_results]}))
 
+    refuse_combinations(server, "find_text", *HALF_NEAR)
+
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def click_text(
@@ -124,9 +143,9 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         index: Index = 0,
         near_x: NearX = None,
         near_y: NearY = None,
-        region: Region = None,
+        region: Area = None,
         button: MouseButton = "left",
-        count: Annotated[int, Field(description="1 = click, 2 = double, 3 = triple")] = 1,
+        count: Count = 1,
         approximate: Approximate = False,
         space: Space = "screenshot",
         frame_id: FrameId = None,
@@ -136,6 +155,8 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         text_search = await search(region, space, frame_id, near_x, near_y, approximate=approximate)
         record = await grounder.click_text(phrase, text_search, index=index, button=button, count=count)
         return text_search.view.express(record)
+
+    refuse_combinations(server, "click_text", *HALF_NEAR)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -148,7 +169,7 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         index: Index = 0,
         near_x: NearX = None,
         near_y: NearY = None,
-        region: Region = None,
+        region: Area = None,
         approximate: Approximate = False,
         space: Space = "screenshot",
         frame_id: FrameId = None,
@@ -158,18 +179,20 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         text_search = await search(region, space, frame_id, near_x, near_y, approximate=approximate)
         return text_search.view.express(await grounder.locate_cursor(phrase, position, text_search, index=index))
 
+    refuse_combinations(server, "locate_cursor", *HALF_NEAR)
+
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def highlight_text_span(
         ctx: Context,
-        start_phrase: Annotated[str, Field(description="the selection starts at the beginning of this phrase")],
-        end_phrase: Annotated[str, Field(description="the selection ends at the end of this phrase")],
+        start_phrase: Annotated[Described, Field(description="the selection starts at the beginning of this phrase")],
+        end_phrase: Annotated[Described, Field(description="the selection ends at the end of this phrase")],
         start_index: Index = 0,
         end_index: Index = 0,
         replace_with: Annotated[
-            str | None, Field(description="type this over the selection ('' deletes it); default: only select")
+            TypedText | None, Field(description="type this over the selection ('' deletes it); default: only select")
         ] = None,
-        region: Region = None,
+        region: Area = None,
         approximate: Approximate = False,
         space: Space = "screenshot",
         frame_id: FrameId = None,

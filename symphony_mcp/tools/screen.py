@@ -10,7 +10,8 @@ from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.results import ScreenInfo, ScreenshotInfo
-from symphony_mcp.tools.common import READ_ONLY, FrameId, Space, caller_errors
+from symphony_mcp.tools.arguments import AreaRegion, FrameId, Monitor, Space
+from symphony_mcp.tools.common import READ_ONLY, caller_errors
 
 SCREENSHOT_DESCRIPTION = """Capture the screen (or one monitor, or a region) as an image.
 The image is downscaled to fit the configured size and byte limits; its metadata gives frame_id,
@@ -24,11 +25,10 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     @caller_errors
     async def screenshot(
         monitor: Annotated[
-            int | None, Field(description="monitor index (0 = all, 1 = first); default from settings")
+            Monitor, Field(description="monitor index (0 = all, 1 = first); default from settings")
         ] = None,
         region: Annotated[
-            tuple[float, float, float, float] | None,
-            Field(description="[left, top, width, height] to capture, in `space` coordinates"),
+            AreaRegion, Field(description="capture only this {left, top, width, height} (any box from a result fits)")
         ] = None,
         space: Space = "screenshot",
         frame_id: FrameId = None,

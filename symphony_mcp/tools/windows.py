@@ -10,15 +10,15 @@ from pydantic import Field
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.results import OpenResult, WindowList
-from symphony_mcp.tools.common import (
-    DESTRUCTIVE_INPUT,
-    HARMLESS_CHANGE,
-    READ_ONLY,
-    FrameId,
-    Space,
-    caller_errors,
-    in_latest_space,
-)
+from symphony_mcp.limits import MAX_ID, MAX_OPEN_TARGET, MAX_WAIT_SECONDS
+from symphony_mcp.tools.arguments import FrameId, Space
+from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors, in_latest_space
+
+WindowId = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+OPEN_APP_DESCRIPTION = """Start a program as the server's user and report the windows it opened. `target`: a file
+(opened with its default app), a command line (first word looked up on PATH, never run through a shell), or an installed
+app's name. Unless policy.open_app_allow limits it, any program on PATH runs with any arguments: it can change or
+delete whatever the server's user can. Window rectangles and the record are in the latest screenshot's pixels."""
 
 
 def register(server: MCPServer, desktop: DesktopController) -> None:
@@ -33,7 +33,7 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     @server.tool(annotations=HARMLESS_CHANGE)
     @caller_errors
     async def focus_window(
-        window_id: Annotated[str, Field(description="id from list_windows, e.g. '0x400007'")],
+        window_id: Annotated[WindowId, Field(description="id from list_windows, e.g. '0x400007'")],
     ) -> ActionRecord:
         """Raise and focus a window so keyboard input goes to it. The record's coordinates are the latest
         screenshot's pixels."""
@@ -42,24 +42,31 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def close_window(
-        window_id: Annotated[str, Field(description="id from list_windows")],
+        window_id: Annotated[WindowId, Field(description="id from list_windows")],
     ) -> ActionRecord:
         """Close a window as its close button would; the application may ask first (e.g. to save). The record's
         coordinates are the latest screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.close_window(window_id))
 
-    # It runs programs as the server's user (any on PATH unless policy.open_app_allow says otherwise).
-    @server.tool(annotations=DESTRUCTIVE_INPUT)
+    @server.tool(annotations=DESTRUCTIVE_INPUT, description=OPEN_APP_DESCRIPTION)
     @caller_errors
     async def open_app(
         target: Annotated[
-            str, Field(description="a command ('xterm', 'gedit notes.txt'), an installed app's name, or a file path")
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_OPEN_TARGET,
+                description="a command line ('xterm', 'gedit notes.txt'), an installed app's name, or a file path",
+            ),
         ],
-        # Short by default: clients time calls out (openai-agents after 5 s); slow apps need a longer wait.
         wait_seconds: Annotated[
-            float, Field(description="wait up to this long for its window; if none came yet, see list_windows")
+            float,
+            Field(
+                ge=0,
+                le=MAX_WAIT_SECONDS,
+                allow_inf_nan=False,
+                description="wait up to this long for its window; if none came yet, see list_windows",
+            ),
         ] = 4.0,
     ) -> OpenResult:
-        """Open an application or a file (with its default application) and report the windows it opened.
-        Window rectangles and the record are in the latest screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.open(target, wait_seconds))

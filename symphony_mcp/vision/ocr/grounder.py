@@ -18,8 +18,8 @@ from symphony_mcp.desktop.controller import DesktopController, Target
 from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.records import ActionRecord, Grounding
 from symphony_mcp.desktop.types import MouseButton
-from symphony_mcp.errors import InvalidInputError
-from symphony_mcp.imaging.geometry import Point
+from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.imaging.geometry import Point, Region
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline
 from symphony_mcp.vision.ocr.types import OcrResult
@@ -32,7 +32,7 @@ class TextSearch:
     """Where to look (the caller's area, or a region of it), which match to prefer, and what counts as found."""
 
     view: CallerSpace
-    region: tuple[float, float, float, float] | None = None  # [left, top, width, height] in the caller's space
+    region: Region | None = None  # in the caller's space
     near: tuple[float, float] | None = None  # prefer matches nearest this point (caller's space)
     approximate: bool = False  # acting tools may act on a match that differs from the phrase
 
@@ -88,9 +88,8 @@ class OcrGrounder:
         if not matches:
             seen = closest_texts(result, phrase)
             hint = "; ".join(repr(t) for t in seen) if seen else "no text at all"
-            raise InvalidInputError(
-                f"{phrase!r} is not on screen{' in that region' if search.region else ''}. Closest text seen: {hint}"
-            )
+            where = " in that region" if search.region is not None else ""
+            raise InvalidInputError(f"{clip(phrase)} is not on screen{where}. Closest text seen: {hint}")
         return matches
 
     async def _pick(
@@ -104,7 +103,7 @@ class OcrGrounder:
             exact = [m for m in matches if m.exact]
             if not exact:
                 raise InvalidInputError(
-                    f"{phrase!r} is not on screen exactly; the closest match is {_differences(matches[0])}. "
+                    f"{clip(phrase)} is not on screen exactly; the closest match is {_differences(matches[0])}. "
                     "Give the phrase as it appears, or pass approximate=true to act on the closest match"
                 )
             matches = exact
@@ -151,7 +150,7 @@ class OcrGrounder:
         if _before(end, start):
             end_y, start_y = search.view.point(end.end).y, search.view.point(start.start).y
             raise InvalidInputError(
-                f"{end_phrase!r} (at y {end_y}) comes before {start_phrase!r} (at y {start_y}); "
+                f"{clip(end_phrase)} (at y {end_y}) comes before {clip(start_phrase)} (at y {start_y}); "
                 "the span must run forward in reading order (pick other matches with start_index/end_index)"
             )
         selection = await self.desktop.drag(
