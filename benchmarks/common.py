@@ -57,6 +57,10 @@ class Stats:
     def p90(self) -> float:
         return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
 
+    @property
+    def p99(self) -> float:
+        return statistics.quantiles(self.samples, n=100, method="inclusive")[-1]
+
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)

@@ -9,8 +9,10 @@ does after every action of a running task):
   same: the worst case for the pHash index, where every earlier step is a hash candidate.
 
 Per step it times the capture of the screen after the action, `Task.record` (screen print, loop
-check, writing the step's line, queueing its PNG for the writer thread), the loop check alone, and, in the same
-loop, a default `screenshot` (grab + JPEG) for comparison. Medians per window of 100 steps.
+check, writing the step's line, queueing its PNG for the writer thread), the loop check alone, the
+line write alone (the same step written again to a scratch file), what an fsync of such a line
+would add, and, in the same loop, a default
+`screenshot` (grab + JPEG) for comparison. Medians per window of 100 steps.
 
     python -m benchmarks.memory_steps
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import shlex
 import sys
 import tempfile
@@ -49,6 +52,7 @@ from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.memory.layout import TaskInfo
 from symphony_mcp.memory.task import Task
+from symphony_mcp.memory.trajectory import TrajectoryWriter
 from symphony_mcp.server import build_server
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "memory_steps.md"
@@ -64,6 +68,8 @@ class Samples:
     record: list[float] = field(default_factory=list)
     step: list[float] = field(default_factory=list)  # capture + record: the cost on the action's path
     check: list[float] = field(default_factory=list)
+    line: list[float] = field(default_factory=list)
+    fsync: list[float] = field(default_factory=list)
     screenshot: list[float] = field(default_factory=list)
     flush_ms: float = 0.0
     loops: int = 0
@@ -74,6 +80,8 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
     info = TaskInfo(task_id=kind, instruction=f"benchmark: {kind}", directory=str(root / kind), started_at=time.time())
     task = Task(info, load_settings().memory, screen, await controller.capture())
     samples = Samples()
+    lines = TrajectoryWriter(root / f"{kind} lines")  # the same lines again, to time the write alone
+    synced = os.open(root / f"{kind} synced.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND)  # and what fsync adds
     screen_space = await controller.caller_space("screen")
     if kind == "changing screen":
         await controller.click(Target(INPUT_TARGET), screen_space)
@@ -92,6 +100,13 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
         task.loops.check()
         samples.check.append(elapsed_ms(started))
         started = time.perf_counter()
+        lines.append(step, None)
+        samples.line.append(elapsed_ms(started))
+        os.write(synced, step.model_dump_json().encode() + b"\n")
+        started = time.perf_counter()
+        os.fsync(synced)
+        samples.fsync.append(elapsed_ms(started))
+        started = time.perf_counter()
         await controller.screenshot(screen_space)
         samples.screenshot.append(elapsed_ms(started))
         if (n + 1) % WINDOW == 0:
@@ -99,6 +114,8 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
     started = time.perf_counter()
     task.close("abandoned", "benchmark")
     samples.flush_ms = elapsed_ms(started)
+    lines.close()
+    os.close(synced)
     return samples
 
 
@@ -130,11 +147,13 @@ def windows(values: list[float]) -> list[tuple[str, Stats]]:
 
 def scenario_section(kind: str, samples: Samples) -> list[str]:
     rows = []
-    for (label, step), (_, capture), (_, record), (_, check), (_, shot) in zip(
+    for (label, step), (_, capture), (_, record), (_, check), (_, line), (_, fsync), (_, shot) in zip(
         windows(samples.step),
         windows(samples.capture),
         windows(samples.record),
         windows(samples.check),
+        windows(samples.line),
+        windows(samples.fsync),
         windows(samples.screenshot),
         strict=True,
     ):
@@ -145,18 +164,29 @@ def scenario_section(kind: str, samples: Samples) -> list[str]:
                 f"{record.median:.2f}",
                 f"**{step.median:.2f}**",
                 f"{check.median:.3f}",
+                f"{line.median:.3f} / {line.p99:.3f}",
+                f"{fsync.median:.3f} / {fsync.p99:.3f}",
                 f"{shot.median:.2f}",
                 f"{step.median / shot.median:.2f}",
             ]
         )
-    header = ["steps", "capture", "record", "step total", "loop check alone", "screenshot", "step / screenshot"]
+    header = [
+        "steps",
+        "capture",
+        "record",
+        "step total",
+        "loop check alone",
+        "line write alone (median / p99)",
+        "fsync it would add (median / p99)",
+        "screenshot",
+        "step / screenshot",
+    ]
     return [
         f"### {kind}",
         "",
         *table(header, rows),
         "",
-        f"Loops flagged: {samples.loops}. Writing the rest of the queue (PNGs and lines) at the end took "
-        f"{samples.flush_ms:.0f} ms.",
+        f"Loops flagged: {samples.loops}. Writing the rest of the PNG queue at the end took {samples.flush_ms:.0f} ms.",
     ]
 
 
