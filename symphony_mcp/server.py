@@ -38,6 +38,7 @@ from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.stdio_replies import AnsweringReadStream
 from symphony_mcp.stop_signals import cancellable_stdin, serve_until_signalled
 from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
+from symphony_mcp.tools.arguments import state_shared_rules
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
 from symphony_mcp.tools.progress import with_heartbeat
@@ -148,6 +149,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     ocr.register(server, text_grounder, controller)
     grounding.register(server, grounder, models, controller)
     memory.register(server, tasks, controller)
+    state_shared_rules(server)
     server.policy.check_names()
     return SymphonyServer(
         mcp=server, desktop=controller, runner=runner, ocr=text_grounder, grounder=grounder, models=models, tasks=tasks

@@ -203,6 +203,10 @@ async def test_the_schema_states_which_combinations_a_tool_refuses(schemas: dict
         ("end_task", {"status": "running"}, False),
         ("end_task", {"status": "success"}, True),
         ("start_task", {"instruction": "x", "task_id": "probe-1.a_b"}, True),
+        ("screenshot", {"space": "screen", "frame_id": "f1"}, False),
+        ("screenshot", {"space": "screenshot", "frame_id": "f1"}, True),
+        ("ocr", {"monitor": 1, "frame_id": "f1"}, False),
+        ("locate", {"description": "the OK button", "monitor": 2}, True),
         ("screenshot", {"region": [0, 0, 10, 10]}, False),
         ("screenshot", {"region": {"left": 0, "top": 0, "width": 10, "height": 10}}, True),
     ]
@@ -229,6 +233,27 @@ async def test_schema_valid_target_combinations_pass_the_tools_own_check(
         result = await bare_client.call_tool("click", arguments)
         text = result.content[0].text if result.is_error else ""  # type: ignore[union-attr]
         assert "give description" not in text and "not both" not in text, (arguments, text)
+
+
+async def test_the_schema_shows_the_limits_this_servers_settings_set(tmp_path: Path) -> None:
+    """Limits the settings lower (the hard ones are in limits.py) appear in the schema, so a host or fuzzer
+    does not send wait(500) to a server that waits at most 5 s."""
+    settings = load_settings(input={"max_wait_seconds": 5, "max_text_length": 100})
+    server = build_server(settings)
+    try:
+        async with Client(server.mcp) as client:
+            tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+            assert tools["wait"]["properties"]["seconds"]["maximum"] == 5
+            assert tools["open_app"]["properties"]["wait_seconds"]["maximum"] == 5
+            assert tools["type"]["properties"]["text"]["maxLength"] == 100
+            (text,) = [
+                m for m in tools["highlight_text_span"]["properties"]["replace_with"]["anyOf"] if "maxLength" in m
+            ]
+            assert text["maxLength"] == 100
+            result = await client.call_tool("wait", {"seconds": 6})
+            assert result.is_error and "seconds must be 0..5" in result.content[0].text  # type: ignore[union-attr]
+    finally:
+        server.close()
 
 
 async def test_open_app_is_annotated_as_what_it_does(bare_client: Client) -> None:

@@ -29,6 +29,7 @@ from symphony_mcp.tools.arguments import (
     coordinate,
     one_target,
     refuse_combinations,
+    state_setting,
 )
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors, in_latest_space
 from symphony_mcp.vision.grounding.targets import TargetRequest, TargetResolver
@@ -163,6 +164,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         "properties": {"text": {"maxLength": 0}, "overwrite": {"const": False}, "enter": {"const": False}}
     }
     refuse_combinations(server, "type", nothing_to_type, *one_target(optional=True))
+    state_setting(server, "type", "text", maxLength=desktop.settings.input.max_text_length)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -213,13 +215,15 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
                 ge=0,
                 le=MAX_WAIT_SECONDS,
                 allow_inf_nan=False,
-                description="seconds to wait (at most the setting input.max_wait_seconds, default 60)",
+                description="seconds to wait",
             ),
         ],
     ) -> ActionRecord:
         """Wait for the UI (loading, animations) before looking again. The record's coordinates are the latest
         screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.wait(seconds))
+
+    state_setting(server, "wait", "seconds", maximum=desktop.settings.input.max_wait_seconds)
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors

@@ -109,10 +109,39 @@ def refuse_combinations(server: MCPServer, tool: str, *combinations: dict[str, A
 
     Root `not` (rather than anyOf/oneOf) is the form strict converters leave alone (openai-agents refuses a
     root anyOf; pydantic-ai does not walk into `not`) while validators and hypothesis-jsonschema honour it.
-    The tool itself still checks the rule and says in words what to give. The SDK has no public hook for
-    root keywords of a generated schema, hence the registered tool's schema is amended in place.
+    The tool itself still checks the rule and says in words what to give.
     """
-    registered = server._tool_manager.get_tool(tool)
+    refused = _schema(server, tool).setdefault("not", {"anyOf": []})
+    refused["anyOf"].extend(combinations)
+
+
+def state_shared_rules(server: MCPServer) -> None:
+    """The rules of the arguments many tools share: frame_id only in screenshot space, and monitor or frame_id."""
+    for tool in server._tool_manager.list_tools():  # private: see _schema
+        names = set(tool.parameters.get("properties", {}))
+        if {"space", "frame_id"} <= names:
+            refuse_combinations(server, tool.name, {**given("frame_id", "space"), "properties": _SCREEN_FRAME})
+        if {"monitor", "frame_id"} <= names:
+            refuse_combinations(server, tool.name, given("monitor", "frame_id"))
+
+
+_SCREEN_FRAME = {"space": {"const": "screen"}, "frame_id": _GIVEN}
+
+
+def state_setting(server: MCPServer, tool: str, argument: str, **keywords: Any) -> None:
+    """Put a bound the server's settings decide (e.g. the longest text to type) into `tool`'s schema for `argument`,
+    so the schema shows this server's limit rather than the hard one of limits.py (validation keeps the hard one;
+    the core checks the setting and says which setting to change)."""
+    schema = _schema(server, tool)["properties"][argument]
+    for member in schema.get("anyOf", [schema]):
+        if member.get("type") != "null":
+            member.update(keywords)
+
+
+def _schema(server: MCPServer, tool: str) -> dict[str, Any]:
+    """A registered tool's input schema, to amend in place: the SDK has no public hook for what the generated
+    schema cannot say (root keywords, limits from settings)."""
+    registered = server._tool_manager.get_tool(tool)  # private: see the docstring
     if registered is None:
         raise ValueError(f"no tool {tool!r} is registered")
-    registered.parameters["not"] = {"anyOf": list(combinations)}
+    return registered.parameters

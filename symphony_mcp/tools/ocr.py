@@ -28,6 +28,7 @@ from symphony_mcp.tools.arguments import (
     given,
     missing,
     refuse_combinations,
+    state_setting,
 )
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, caller_errors
 from symphony_mcp.vision.annotate import draw_marks
@@ -205,6 +206,8 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
             start_phrase, end_phrase, text_search, start_index, end_index, replace_with
         )
         return text_search.view.express(selection)
+
+    state_setting(server, "highlight_text_span", "replace_with", maxLength=desktop.settings.input.max_text_length)
 
 
 def _filter(result: OcrResult, min_confidence: float) -> OcrResult:
