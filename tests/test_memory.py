@@ -17,9 +17,10 @@ from mcp import Client, MCPError
 from PIL import Image
 
 from symphony_mcp.config import load_settings
+from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.memory.layout import TRAJECTORY_FILE
 from symphony_mcp.memory.milestones import MilestoneMemory
-from symphony_mcp.memory.trajectory import read_trajectory
+from symphony_mcp.memory.trajectory import TrajectoryStep, TrajectoryWriter, read_trajectory
 from symphony_mcp.server import SymphonyServer, build_server
 from testkit.model_server import ModelRequest, StandInModel
 from tests.conftest import TkProbe, call_error, call_ok
@@ -251,3 +252,33 @@ async def test_two_malformed_audits_are_reported(tk_probe: TkProbe, stand_in: St
 def test_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
     (tmp_path / TRAJECTORY_FILE).write_text('{"step_num": 1, "act', encoding="utf-8")
     assert read_trajectory(tmp_path) == []
+
+
+def test_annotations_rewrite_lines_in_place_and_whole(tmp_path: Path) -> None:
+    """A shorter rewrite of the last line leaves no tail; a rewrite of an older one keeps later appends right."""
+
+    def step(number: int) -> TrajectoryStep:
+        record = ActionRecord(id=number, action="move", arguments={}, started_at=0.0, duration_ms=1.0, summary="m")
+        return TrajectoryStep(step_num=number, action_timestamp="x", action="move", summary="m", record=record)
+
+    writer = TrajectoryWriter(tmp_path)
+    steps = [step(1), step(2)]
+    for each in steps:
+        writer.append(each, None)
+
+    def annotate(number: int, **fields: str) -> None:
+        steps[number - 1] = steps[number - 1].model_copy(update=fields)
+        writer.update(steps[number - 1], steps)
+        assert (tmp_path / TRAJECTORY_FILE).read_bytes() == b"".join(
+            s.model_dump_json().encode() + b"\n" for s in steps
+        )
+
+    annotate(2, thought="x" * 500)
+    annotate(2, thought="short")  # in place, shorter: the file is cut after it
+    annotate(1, plan="older")  # the whole file, atomically
+    steps.append(step(3))
+    writer.append(steps[-1], None)
+    annotate(3, thought="latest")  # in place again, at the offsets of the rewritten file
+    assert read_trajectory(tmp_path) == steps
+    writer.close()
+    assert read_trajectory(tmp_path) == steps
