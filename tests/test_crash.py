@@ -17,6 +17,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 
+from symphony_mcp.memory.owner import this_process
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.report import write_report
 from testkit.server_process import ServerProcess, base_env, children, names, serve_command, wait_gone
@@ -128,3 +129,14 @@ async def test_sigterm_stops_an_http_server_cleanly(tmp_path: Path) -> None:
     info = json.loads((runs / "http" / "task.json").read_text())
     assert info["status"] == "abandoned" and info["note"] == "the server stopped (SIGTERM)"
     assert display and wait_gone(display) == set()
+
+
+def test_a_task_owner_is_gone_only_when_that_very_process_is() -> None:
+    me = this_process()
+    assert not me.gone()
+    assert me.model_copy(update={"started": (me.started or 0) + 1}).gone()  # same pid, another process: reused
+    assert me.model_copy(update={"boot_id": "another-boot"}).gone()
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    assert me.model_copy(update={"pid": ended.pid, "started": None}).gone()  # no such process any more
+    assert not me.model_copy(update={"host": "another-host", "started": 1}).gone()  # cannot tell: left alone
