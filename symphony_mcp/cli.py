@@ -23,6 +23,7 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "path": ("server", "path"),
     "token": ("server", "token"),
     "allowed_host": ("server", "allowed_hosts"),
+    "schema_rules": ("server", "schema_rules"),
     "display": ("display", "display"),
     "virtual_display": ("display", "virtual"),
     "resolution": ("display", "resolution"),
@@ -74,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--path", help="HTTP endpoint path (default /mcp)")
     serve.add_argument("--token", help="bearer token for HTTP (required off loopback)")
     serve.add_argument("--allowed-host", action="append", help="extra accepted Host header, repeatable")
+    serve.add_argument(
+        "--no-schema-rules",
+        dest="schema_rules",
+        action="store_const",
+        const=False,
+        help="list input schemas without the root `not` rules, which OpenAI strict mode refuses (README)",
+    )
     serve.add_argument("--display", help="X display to use (default $DISPLAY)")
     serve.add_argument("--virtual-display", choices=["auto", "always", "never"])
     serve.add_argument("--resolution", help="virtual display size, e.g. 1920x1080")

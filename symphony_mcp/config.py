@@ -241,6 +241,11 @@ class ServerSettings(BaseModel):
         default_factory=list, description="extra Host header values accepted (DNS-rebinding protection)"
     )
     action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
+    schema_rules: bool = Field(
+        True,
+        description="state in input schemas, as a root `not`, the argument combinations a tool refuses (for "
+        "validators and fuzzers); off for hosts that send tools to OpenAI as strict, which refuses `not`",
+    )
 
     @field_validator("token")
     @classmethod

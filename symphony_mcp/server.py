@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import uvicorn
 
 from symphony_mcp import __version__
-from symphony_mcp.config import ServerSettings, Settings, parse_geometry
+from symphony_mcp.config import PolicySettings, ServerSettings, Settings, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
@@ -67,9 +67,13 @@ For long tasks, `start_task` records every action as a trajectory step; `reflect
 class SymphonyMCP(PolicyServer):
     """The server with the user's policy, listing tools with concise schemas and answering unreadable stdio lines."""
 
+    def __init__(self, policy: PolicySettings, *args: Any, schema_rules: bool = True, **kwargs: Any) -> None:
+        super().__init__(policy, *args, **kwargs)
+        self.schema_rules = schema_rules
+
     async def list_tools(self) -> list[Tool]:
         """tools/list with concise schemas (tools/listing.py; sizes in benchmarks/results/tools_list_size.md)."""
-        return [concise_tool(tool) for tool in await super().list_tools()]
+        return [concise_tool(tool, self.schema_rules) for tool in await super().list_tools()]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -142,6 +146,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         log_level=settings.log_level,
         lifespan=lifespan,
         middleware=[session_scope],
+        schema_rules=settings.server.schema_rules,
     )
     screen.register(server, controller)
     actions.register(server, controller, TargetResolver(grounder))

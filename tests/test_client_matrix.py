@@ -18,9 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import jsonschema
 import pytest
 
+from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.server import build_server
+from testkit.model_server import ModelRequest, Reply, StandInModel
 from tests.conftest import TkProbe, running_probe, wait_for
 from tests.test_transports import EXPECTED_TOOLS, base_env, free_port, serve_command
 
@@ -45,22 +50,37 @@ def probe(xdisplay: VirtualDisplay, tmp_path_factory: pytest.TempPathFactory) ->
         yield running
 
 
+class HttpServers:
+    """`symphony-mcp serve --transport http` subprocesses on the test display, one per set of extra flags."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.running: dict[tuple[str, ...], tuple[subprocess.Popen[bytes], str]] = {}
+
+    def url(self, *flags: str) -> str:
+        if flags not in self.running:
+            port = free_port()
+            process = subprocess.Popen(
+                [*serve_command(), "serve", "--transport", "http", "--port", str(port), *flags],
+                env=base_env(DISPLAY=self.display),
+                stdout=subprocess.DEVNULL,
+            )
+            self.running[flags] = (process, f"http://127.0.0.1:{port}/mcp")
+            wait_for(lambda: process.poll() is not None or _answers(port), timeout=30)
+            assert process.poll() is None, "the HTTP server exited"
+        return self.running[flags][1]
+
+    def stop(self) -> None:
+        for process, _ in self.running.values():
+            process.terminate()
+            process.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
-def http_url(xdisplay: VirtualDisplay) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*serve_command(), "serve", "--transport", "http", "--port", str(port)],
-        env=base_env(DISPLAY=xdisplay.name),
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        wait_for(lambda: process.poll() is not None or _answers(port), timeout=30)
-        assert process.poll() is None, "the HTTP server exited"
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def http_servers(xdisplay: VirtualDisplay) -> Iterator[HttpServers]:
+    servers = HttpServers(xdisplay.name)
+    yield servers
+    servers.stop()
 
 
 def _answers(port: int) -> bool:
@@ -68,8 +88,9 @@ def _answers(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def server_target(transport: str, http_url: str) -> list[str]:
-    return [transport, *serve_command(), "serve"] if transport == "stdio" else [transport, http_url]
+def server_target(transport: str, servers: HttpServers, *flags: str) -> list[str]:
+    """The client's last arguments: the command that serves over stdio, or the URL of an HTTP server."""
+    return [transport, *serve_command(), "serve", *flags] if transport == "stdio" else [transport, servers.url(*flags)]
 
 
 def run_client(command: list[str], display: str) -> str:
@@ -97,17 +118,21 @@ def check_report(report: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_python_sdk_1x_client(transport: str, probe: TkProbe, http_url: str, xdisplay: VirtualDisplay) -> None:
+def test_python_sdk_1x_client(
+    transport: str, probe: TkProbe, http_servers: HttpServers, xdisplay: VirtualDisplay
+) -> None:
     require(CLIENTS_PYTHON, "the clients' venv")
     clicks = probe.state()["clicks"]
     host = [str(CLIENTS_PYTHON), str(CLIENTS / "python_sdk1_host.py"), scenario(probe)]
-    out = run_client([*host, *server_target(transport, http_url)], xdisplay.name)
+    out = run_client([*host, *server_target(transport, http_servers)], xdisplay.name)
     check_report(json.loads(out))
     check_effect(probe, clicks)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_typescript_sdk_client(transport: str, probe: TkProbe, http_url: str, xdisplay: VirtualDisplay) -> None:
+def test_typescript_sdk_client(
+    transport: str, probe: TkProbe, http_servers: HttpServers, xdisplay: VirtualDisplay
+) -> None:
     require(CLIENTS / "ts" / "node_modules" / "@modelcontextprotocol" / "sdk", "the TypeScript SDK")
     node = shutil.which("node")
     assert node is not None, "node is not installed (apt-get install nodejs)"
@@ -115,10 +140,115 @@ def test_typescript_sdk_client(transport: str, probe: TkProbe, http_url: str, xd
     # The last call, a 2.5 s wait, outlives the client's 1.5 s timeout: progress restarts it (tools/progress.py).
     extra = {"long_wait": 2.5, "client_timeout_ms": 1500}
     out = run_client(
-        [node, str(CLIENTS / "ts" / "host.mjs"), scenario(probe, **extra), *server_target(transport, http_url)],
+        [node, str(CLIENTS / "ts" / "host.mjs"), scenario(probe, **extra), *server_target(transport, http_servers)],
         xdisplay.name,
     )
     report = json.loads(out)
     check_report(report)
     check_effect(probe, clicks)
     assert len(report["progress"]) >= 2
+
+
+def declared_defaults() -> dict[str, dict[str, Any]]:
+    """Each tool's argument defaults as the server declares them (strict schemas drop them)."""
+    server = build_server(load_settings())
+    try:
+        tools = anyio.run(server.mcp.list_tools)
+    finally:
+        server.close()
+    return {
+        tool.name: {
+            key: value["default"] for key, value in tool.input_schema["properties"].items() if "default" in value
+        }
+        for tool in tools
+    }
+
+
+class StrictHost:
+    """The stand-in model's script: a model that calls the tools with every argument, as strict mode demands."""
+
+    def __init__(self, probe: TkProbe) -> None:
+        self.entry = probe.centre("entry")
+        self.defaults = declared_defaults()
+        self.tools: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, request: ModelRequest) -> Reply | str:
+        self.tools = request.body.get("tools", [])
+        results = [message for message in request.messages if message["role"] == "tool"]
+        if len(results) == 0:
+            return self.call("screenshot", {})
+        if len(results) == 1:
+            return self.call("find_text", {"phrase": PHRASE})
+        if len(results) == 2:
+            center = tool_result(results[-1])["matches"][0]["center"]  # straight from the result
+            return self.call("click", {"x": center["x"], "y": center["y"]})
+        if len(results) == 3:
+            x, y = self.entry
+            return self.call("type", {"text": TEXT, "x": x, "y": y, "space": "screen", "overwrite": True})
+        return "Done: pressed the button and typed the text."
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Reply:
+        """`arguments` completed with the server's defaults: strict mode makes every property required."""
+        (tool,) = [tool["function"] for tool in self.tools if tool["function"]["name"] == name]
+        schema = tool["parameters"]
+        full = {key: arguments.get(key, self.defaults[name].get(key)) for key in schema["properties"]}
+        jsonschema.validate(full, schema)  # what a strict model sends must pass the strict schema
+        self.calls.append((name, full))
+        return Reply(tool_calls=[(name, full)])
+
+
+def tool_result(message: dict[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    text = content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_pydantic_ai_with_strict_openai_schemas(
+    transport: str, probe: TkProbe, http_servers: HttpServers, xdisplay: VirtualDisplay, stand_in: StandInModel
+) -> None:
+    require(CLIENTS_PYTHON, "the clients' venv")
+    host = StrictHost(probe)
+    stand_in.script(default=host)
+    clicks = probe.state()["clicks"]
+    # OpenAI strict mode refuses `not`, which states the argument combinations a tool refuses: off for this host.
+    target = server_target(transport, http_servers, "--no-schema-rules")
+    out = run_client([str(CLIENTS_PYTHON), str(CLIENTS / "pydantic_ai_host.py"), stand_in.url, *target], xdisplay.name)
+    assert "Done" in out
+    sent = {tool["function"]["name"]: tool["function"] for tool in host.tools}
+    assert set(sent) == EXPECTED_TOOLS
+    assert [name for name, tool in sent.items() if tool.get("strict") is not True] == []
+    assert {name: found for name, tool in sent.items() if (found := outside_strict_subset(tool["parameters"]))} == {}
+    assert [name for name, _ in host.calls] == ["screenshot", "find_text", "click", "type"]
+    check_effect(probe, clicks)
+
+
+# OpenAI's strict subset of JSON Schema (its Structured Outputs guide, "Supported schemas"; pydantic-ai's OpenAI
+# provider also counts minLength/maxLength in): the keywords a strict tool's parameters may use. Others (allOf,
+# not, if/then/else, dependentRequired, prefixItems, ...) get the whole request refused ("Invalid schema for
+# function ...: 'not' is not permitted", 400), so every tool would be lost, not one.
+OPENAI_STRICT_KEYWORDS = {
+    *("type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs"),
+    *("description", "title", "pattern", "format", "minLength", "maxLength", "minItems", "maxItems"),
+    *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+
+
+def outside_strict_subset(schema: Any, path: str = "") -> list[str]:
+    """Where `schema` uses a keyword OpenAI's strict mode refuses, or leaves an object open or a property optional."""
+    if isinstance(schema, list):
+        return [found for i, item in enumerate(schema) for found in outside_strict_subset(item, f"{path}/{i}")]
+    if not isinstance(schema, dict):
+        return []
+    found = [f"{path}/{key}" for key in schema if key not in OPENAI_STRICT_KEYWORDS]
+    if schema.get("type") == "object" and (
+        schema.get("additionalProperties") is not False or set(schema.get("required", [])) != set(schema["properties"])
+    ):
+        found.append(f"{path} (object not closed or not all required)")
+    for key, value in schema.items():
+        if key in ("properties", "$defs"):
+            found += [f for name, child in value.items() for f in outside_strict_subset(child, f"{path}/{key}/{name}")]
+        elif key in ("items", "anyOf"):
+            found += outside_strict_subset(value, f"{path}/{key}")
+    return found

@@ -9,7 +9,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from symphony_mcp.server import SymphonyServer
+from symphony_mcp.config import load_settings
+from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.tools.listing import concise_tool
 from tests.conftest import call_ok
 
@@ -44,3 +45,18 @@ async def test_real_results_match_the_concise_schemas(client: Client) -> None:
     schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
     for tool, arguments in (("move_pointer", {"x": 50, "y": 60}), ("screen_info", {}), ("action_history", {})):
         jsonschema.validate(await call_ok(client, tool, **arguments), schemas[tool])
+
+
+async def test_schema_rules_can_be_left_out_for_openai_strict_hosts(xdisplay: object) -> None:
+    """OpenAI's strict mode refuses `not`; with server.schema_rules off no listed input schema has one."""
+    listed = {}
+    for rules in (True, False):
+        built = build_server(load_settings(server={"schema_rules": rules}))
+        try:
+            async with Client(built.mcp) as connected:
+                listed[rules] = {tool.name: tool.input_schema for tool in (await connected.list_tools()).tools}
+        finally:
+            built.close()
+    assert "not" in listed[True]["click"]
+    assert [name for name, schema in listed[False].items() if "not" in schema] == []
+    assert listed[False]["click"]["properties"] == listed[True]["click"]["properties"]

@@ -20,12 +20,15 @@ from mcp.types import Tool
 _ARGUMENTS_SUFFIX = "Arguments"
 
 
-def concise_tool(tool: Tool) -> Tool:
+def concise_tool(tool: Tool, rules: bool = True) -> Tool:
+    """`tool` as listed; without `rules`, its input schema drops the root `not` that states the argument
+    combinations the tool refuses (OpenAI's strict mode refuses `not`, and with it the whole request)."""
     output = tool.output_schema
+    inputs = tool.input_schema if rules else {key: value for key, value in tool.input_schema.items() if key != "not"}
     return tool.model_copy(
         update={
             "description": inspect.cleandoc(tool.description) if tool.description else tool.description,
-            "input_schema": _schema(tool.input_schema, output=False),
+            "input_schema": _schema(inputs, output=False),
             "output_schema": None if output is None else _schema(output, output=True),
         }
     )
