@@ -29,7 +29,7 @@ from symphony_mcp.tools.arguments import (
     coordinate,
     one_target,
     refuse_combinations,
-    state_setting,
+    state_in_schema,
 )
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors, in_latest_space
 from symphony_mcp.vision.grounding.targets import TargetRequest, TargetResolver
@@ -164,7 +164,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         "properties": {"text": {"maxLength": 0}, "overwrite": {"const": False}, "enter": {"const": False}}
     }
     refuse_combinations(server, "type", nothing_to_type, *one_target(optional=True))
-    state_setting(server, "type", "text", maxLength=desktop.settings.input.max_text_length)
+    state_in_schema(server, "type", "text", maxLength=desktop.settings.input.max_text_length)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -223,7 +223,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         screenshot's pixels."""
         return await in_latest_space(desktop, await desktop.wait(seconds))
 
-    state_setting(server, "wait", "seconds", maximum=desktop.settings.input.max_wait_seconds)
+    state_in_schema(server, "wait", "seconds", maximum=desktop.settings.input.max_wait_seconds)
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors

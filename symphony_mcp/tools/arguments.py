@@ -115,10 +115,20 @@ def refuse_combinations(server: MCPServer, tool: str, *combinations: dict[str, A
     refused["anyOf"].extend(combinations)
 
 
+# Arguments a tool refuses when blank (the core strips them and says what to give): the schema says so too.
+NEVER_BLANK = frozenset(
+    {"description", "start_description", "end_description", "phrase", "start_phrase", "end_phrase"}
+    | {"instruction", "target"}
+)
+
+
 def state_shared_rules(server: MCPServer) -> None:
-    """The rules of the arguments many tools share: frame_id only in screenshot space, and monitor or frame_id."""
+    """The rules of the arguments many tools share: frame_id only in screenshot space, monitor or frame_id, and
+    descriptions, phrases, instructions and targets that are more than white space."""
     for tool in server._tool_manager.list_tools():  # private: see _schema
         names = set(tool.parameters.get("properties", {}))
+        for name in names & NEVER_BLANK:
+            state_in_schema(server, tool.name, name, pattern=r"\S")
         if {"space", "frame_id"} <= names:
             refuse_combinations(server, tool.name, {**given("frame_id", "space"), "properties": _SCREEN_FRAME})
         if {"monitor", "frame_id"} <= names:
@@ -128,10 +138,10 @@ def state_shared_rules(server: MCPServer) -> None:
 _SCREEN_FRAME = {"space": {"const": "screen"}, "frame_id": _GIVEN}
 
 
-def state_setting(server: MCPServer, tool: str, argument: str, **keywords: Any) -> None:
-    """Put a bound the server's settings decide (e.g. the longest text to type) into `tool`'s schema for `argument`,
-    so the schema shows this server's limit rather than the hard one of limits.py (validation keeps the hard one;
-    the core checks the setting and says which setting to change)."""
+def state_in_schema(server: MCPServer, tool: str, argument: str, **keywords: Any) -> None:
+    """Put what the core checks into `tool`'s schema for `argument` (its non-null form): a bound the settings
+    decide (e.g. the longest text to type, rather than the hard one of limits.py that validation keeps), or
+    "not blank". The core keeps checking and says in words what to change."""
     schema = _schema(server, tool)["properties"][argument]
     for member in schema.get("anyOf", [schema]):
         if member.get("type") != "null":

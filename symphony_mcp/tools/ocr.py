@@ -28,7 +28,7 @@ from symphony_mcp.tools.arguments import (
     given,
     missing,
     refuse_combinations,
-    state_setting,
+    state_in_schema,
 )
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, READ_ONLY, caller_errors
 from symphony_mcp.vision.annotate import draw_marks
@@ -207,7 +207,7 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         )
         return text_search.view.express(selection)
 
-    state_setting(server, "highlight_text_span", "replace_with", maxLength=desktop.settings.input.max_text_length)
+    state_in_schema(server, "highlight_text_span", "replace_with", maxLength=desktop.settings.input.max_text_length)
 
 
 def _filter(result: OcrResult, min_confidence: float) -> OcrResult:

@@ -11,7 +11,7 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.results import OpenResult, WindowList
 from symphony_mcp.limits import MAX_ID, MAX_OPEN_TARGET, MAX_WAIT_SECONDS
-from symphony_mcp.tools.arguments import FrameId, Space, state_setting
+from symphony_mcp.tools.arguments import FrameId, Space, state_in_schema
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors, in_latest_space
 
 WindowId = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
@@ -71,4 +71,4 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> OpenResult:
         return await in_latest_space(desktop, await desktop.open(target, wait_seconds))
 
-    state_setting(server, "open_app", "wait_seconds", maximum=desktop.settings.input.max_wait_seconds)
+    state_in_schema(server, "open_app", "wait_seconds", maximum=desktop.settings.input.max_wait_seconds)
