@@ -8,6 +8,7 @@ task ids are matched whole everywhere; what the schema allows is what the server
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -17,11 +18,13 @@ from typing import Any
 import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.server.mcpserver.exceptions import ToolError
 
 from symphony_mcp.config import ServerSettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from symphony_mcp.limits import MAX_ERROR_MESSAGE
+from symphony_mcp.limits import MAX_ECHO, MAX_ERROR_MESSAGE
 from symphony_mcp.server import build_server
+from symphony_mcp.tools.common import caller_errors
 from tests.test_transports import INIT, base_env, serve_command
 from tests.test_unreadable_messages import read_reply
 
@@ -322,3 +325,24 @@ async def test_huge_input_over_stdio_comes_back_clipped_and_is_logged_clipped(
     for repeated in "xpda":
         assert repeated * (MAX_ERROR_MESSAGE + 1) not in written, f"the log holds a run of {repeated!r}"
     assert os.path.getsize(log) < 200_000
+
+
+async def test_a_name_the_system_refuses_to_look_up_is_a_clear_error(client: Client) -> None:
+    """A path component longer than the OS allows raised an internal OSError (ENAMETOOLONG) that named it whole."""
+    for target in ("/tmp/" + "x" * 300 + "/notes.txt", "y" * 3_000):
+        result = await client.call_tool("open_app", {"target": target})
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.is_error and "cannot open" in text and "internal error" not in text, text[:300]
+        assert len(text) < MAX_ERROR_TEXT
+
+
+async def test_an_unexpected_failure_is_clipped_for_the_caller_and_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    @caller_errors
+    async def fails(name: str) -> None:
+        raise OSError(36, "File name too long", name)
+
+    with caplog.at_level(logging.ERROR), pytest.raises(ToolError) as refused:
+        await fails("n" * 1_000_000)
+    assert "internal error (OSError" in str(refused.value) and len(str(refused.value)) < MAX_ERROR_TEXT
+    assert caplog.records and all(len(record.getMessage()) < 20_000 for record in caplog.records)
+    assert "n" * (2 * MAX_ECHO) not in caplog.text
