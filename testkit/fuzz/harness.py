@@ -28,7 +28,7 @@ from mcp.types import CallToolResult
 from testkit.fuzz.desktop_state import DesktopState, Held
 from testkit.fuzz.sandbox import Sandbox
 
-CALL_BOUND = 30.0  # seconds any call may take before it counts as a hang (waits are bounded at 2 s here)
+CALL_BOUND = 30.0  # seconds any call may take before it counts as a hang (waits are bounded at 5 s here)
 PING_BOUND = 10.0
 # The cheap call that shows the server alive, desktop thread included (protocol 2026-07-28 has no ping).
 ALIVE = "screen_info"

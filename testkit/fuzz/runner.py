@@ -88,10 +88,12 @@ def _call(session: Session, data: st.DataObject, tool: Tool) -> None:
 def fuzz_each_tool(session: Session, examples: int) -> None:
     """Every tool the server lists, `examples` draws each (about half valid), one call per draw."""
     for tool in session.tools:
-        _one_tool(session, tool, examples)
+        fuzz_tool(session, tool, examples)
 
 
-def _one_tool(session: Session, tool: Tool, examples: int) -> None:
+def fuzz_tool(session: Session, tool: Tool, examples: int) -> None:
+    """One tool, `examples` draws (about half valid), one call per draw."""
+
     @_settings(examples)
     @given(data=st.data())
     def one_call(data: st.DataObject) -> None:
@@ -117,7 +119,12 @@ def fuzz_sequences(session: Session, examples: int, longest: int = 5) -> None:
 def fuzz_resources(session: Session, examples: int) -> None:
     """resources/read on every resource template with hostile variables, and on hostile URIs."""
     for template in session.templates:
-        _one_template(session, template.uri_template, examples)
+        fuzz_template(session, template.uri_template, examples)
+    fuzz_uris(session, examples)
+
+
+def fuzz_uris(session: Session, examples: int) -> None:
+    """resources/read on traversal strings and random text as URIs."""
 
     @_settings(examples)
     @given(uri=st.sampled_from(TRAVERSAL) | st.text(max_size=60))
@@ -127,7 +134,9 @@ def fuzz_resources(session: Session, examples: int) -> None:
     _run(session, read_any)
 
 
-def _one_template(session: Session, pattern: str, examples: int) -> None:
+def fuzz_template(session: Session, pattern: str, examples: int) -> None:
+    """resources/read on one resource template, its variables drawn hostile."""
+
     @_settings(examples)
     @given(values=uri_variables(re.findall(r"\{(\w+)\}", pattern)))
     def read(values: dict[str, str]) -> None:
@@ -139,8 +148,3 @@ def _one_template(session: Session, pattern: str, examples: int) -> None:
 
 def tool_names(session: Session) -> list[str]:
     return [tool.name for tool in session.tools]
-
-
-def summary(session: Session) -> dict[str, Any]:
-    stats = session.harness.stats
-    return {"calls": stats.calls, "tools": sorted(stats.by_tool), "outcomes": dict(stats.outcomes)}

@@ -73,8 +73,9 @@ class Sandbox:
             "PATH": str(self.bin),
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",  # the venv's caches are not the server's doing
-            # Waits are bounded by the server's setting; a short one keeps the run's calls short.
-            "SYMPHONY_INPUT__MAX_WAIT_SECONDS": "2",
+            # Waits are bounded by the server's setting: a short one keeps the run's calls short, and not below
+            # open_app's default wait for a window (4 s), which would fail every open_app that omits it.
+            "SYMPHONY_INPUT__MAX_WAIT_SECONDS": "5",
             "SYMPHONY_POLICY__OPEN_APP_ALLOW": '["xmessage", "true"]',
             "SYMPHONY_OCR__WARM_UP": "false",
         }

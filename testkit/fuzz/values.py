@@ -73,7 +73,8 @@ CONTROL = (
     "\u200b",
     "\u0085",
 )
-STRINGS = ("", " ", "a" * 1_000_000, "é" * 64, "🙂", "日本語", "{0}", "{{x}}", "<script>", "null", "NaN")
+HUGE = "a" * 1_000_000  # 1 MB: must be refused by its bound, not typed, stored or echoed back
+STRINGS = ("", " ", "é" * 64, "🙂", "日本語", "{0}", "{{x}}", "<script>", "null", "NaN")
 NUMBERS = (
     0,
     -1,
@@ -96,25 +97,30 @@ WRONG_TYPES: tuple[Any, ...] = (None, True, False, [], {}, [1, 2], {"a": 1}, [No
 # Names of keys on any keyboard, for arguments that name keys.
 KEYS = ("a", "z", "1", "shift", "ctrl", "alt", "enter", "tab", "esc", "space", "backspace", "f1", "left", "super", "é")
 
+# A command the sandbox allows open_app to start (sandbox.HARMLESS_PROGRAMS): a window that closes itself.
+COMMANDS = ("xmessage -timeout 1 fuzz",)
+
 _KEYISH = re.compile(r"(^|_)keys?$")
 _PATHISH = re.compile(r"path|file|dir|uri|url|target|(^|_)id$|task")
 _COORD = re.compile(r"(^|_)(x|y)$")
 _SECONDS = re.compile(r"seconds|duration")
 _ID = re.compile(r"(^|_)id$")
+_COMMAND = re.compile(r"^(target|command)$")
 
 
 def hostile_strings(name: str) -> st.SearchStrategy[str]:
     pool = [*SHELL, *CONTROL, *STRINGS]
     if _PATHISH.search(name):
         pool = [*TRAVERSAL, *(quote(t, safe="") for t in TRAVERSAL[:4]), *pool]
-    return st.sampled_from(pool) | st.text(max_size=40)
+    return st.just(HUGE) | st.sampled_from(pool) | st.text(max_size=40)
 
 
 def hostile_value(name: str, raw: bool) -> st.SearchStrategy[Any]:
     """Anything but what the argument takes, with the kinds that break servers first (`raw`: also NaN,
     Infinity and lone surrogates, for a client that sends them as they are)."""
     scalars = st.sampled_from([*NUMBERS, *WRONG_TYPES]) | st.integers() | st.floats(allow_nan=raw, allow_infinity=raw)
-    strategies = [hostile_strings(name), scalars, st.lists(hostile_strings(name), max_size=3)]
+    lists = st.lists(hostile_strings(name), max_size=3) | st.just(["a"] * 10_000)
+    strategies = [hostile_strings(name), scalars, lists]
     if raw:
         strategies = [
             st.sampled_from(RAW_ONLY),
@@ -149,6 +155,8 @@ def valid_value(schema: dict[str, Any], name: str, prop: dict[str, Any]) -> st.S
         return st.floats(0, 1) | general
     if _ID.search(name) and "null" in kinds:
         return st.none() | general
+    if _COMMAND.search(name) and "string" in kinds:
+        return st.sampled_from(COMMANDS) | general
     if name == "text" and "string" in kinds:
         return st.text(max_size=12) | general
     return general
