@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, MCPError
+from mcp.types import INVALID_PARAMS
 from PIL import Image
 
 from symphony_mcp.config import load_settings
@@ -142,6 +143,22 @@ async def test_different_clicks_on_the_same_screen_are_not_a_loop(tk_probe: TkPr
         for i in range(8):  # the canvas does not change, but each click is >2% of the diagonal apart
             await call_ok(client, "click", x=canvas["left"] + 20 + 45 * i, y=canvas["top"] + 150, space="screen")
         assert not (await call_ok(client, "check_loop"))["detected"]
+
+
+async def test_resource_uris_naming_no_task_or_step_are_invalid_params(tmp_path: Path) -> None:
+    """A URI that names no task, a refused id or no step is the caller's mistake: JSON-RPC -32602 (invalid params,
+    the SDK's resource not found), not -32603 (internal error), which clients take for the server's fault."""
+    async with memory_server(tmp_path) as (client, _):
+        for uri, said in (
+            ("trajectory://nope/steps", "no task 'nope'"),
+            ("trajectory://probe%0A/steps", "is not allowed"),
+            ("trajectory://nope/steps/1/screenshot", "no task 'nope'"),
+            ("trajectory://nope/steps/x/screenshot", "step must be a number"),
+        ):
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            assert refused.value.error.code == INVALID_PARAMS, (uri, refused.value.error)
+            assert said in refused.value.error.message
 
 
 def test_milestone_budget_keeps_first_and_newest_milestones() -> None:

@@ -8,11 +8,11 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.errors import SymphonyError, clip_message
+from symphony_mcp.errors import InvalidInputError, SymphonyError, clip_message
 from symphony_mcp.limits import MAX_ECHO
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,11 @@ DESTRUCTIVE_INPUT = ToolAnnotations(readOnlyHint=False, destructiveHint=True, id
 HARMLESS_CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
-def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """Turn core errors into `error_type` errors whose message reaches the caller; the server keeps serving.
+def _surfacing(
+    error_type: type[MCPServerError], invalid_type: type[MCPServerError] | None = None
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Turn core errors into `error_type` errors (bad input into `invalid_type`, if given) whose message reaches the
+    caller; the server keeps serving.
 
     The SDK hides the text of any other exception from the caller.
     """
@@ -40,6 +43,8 @@ def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaita
                 return await fn(*args, **kwargs)
             except MCPServerError:
                 raise
+            except InvalidInputError as exc:
+                raise (invalid_type or error_type)(clip_message(str(exc))) from exc
             except SymphonyError as exc:
                 raise error_type(clip_message(str(exc))) from exc
             except Exception as exc:
@@ -56,7 +61,10 @@ def _surfacing(error_type: type[MCPServerError]) -> Callable[[Callable[P, Awaita
 
 
 caller_errors = _surfacing(ToolError)
-resource_errors = _surfacing(ResourceError)
+# A URI whose variables are refused or name nothing is the caller's mistake: the SDK's not-found error answers
+# it with -32602 (invalid params, SEP-2164) instead of -32603 (internal error), which clients take for a fault of
+# the server's.
+resource_errors = _surfacing(ResourceError, ResourceNotFoundError)
 
 
 async def in_latest_space(desktop: DesktopController, result: T) -> T:
