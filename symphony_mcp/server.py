@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -79,6 +80,8 @@ class SymphonyMCP(PolicyServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         """Every call reports progress while it runs past a second (tools/progress.py), so clients keep waiting."""
+        if self._tool_manager.get_tool(name) is None:  # the SDK's own error repeats the name whole
+            raise ToolError(f"Unknown tool: {clip(name)}; tools/list shows the tools on offer")
         if context is None:
             return await super().call_tool(name, arguments, context)
         return await with_heartbeat(context, name, lambda: super(SymphonyMCP, self).call_tool(name, arguments, context))

@@ -327,6 +327,12 @@ async def test_huge_input_over_stdio_comes_back_clipped_and_is_logged_clipped(
     assert os.path.getsize(log) < 200_000
 
 
+async def test_an_unknown_tool_name_is_not_repeated_whole(bare_client: Client) -> None:
+    result = await bare_client.call_tool("t" * 1_000_000, {})
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error and "Unknown tool" in text and len(text) < MAX_ERROR_TEXT
+
+
 async def test_a_name_the_system_refuses_to_look_up_is_a_clear_error(client: Client) -> None:
     """A path component longer than the OS allows raised an internal OSError (ENAMETOOLONG) that named it whole."""
     for target in ("/tmp/" + "x" * 300 + "/notes.txt", "y" * 3_000):
