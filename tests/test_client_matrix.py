@@ -137,8 +137,8 @@ def test_typescript_sdk_client(
     node = shutil.which("node")
     assert node is not None, "node is not installed (apt-get install nodejs)"
     clicks = probe.state()["clicks"]
-    # The last call, a 2.5 s wait, outlives the client's 1.5 s timeout: progress restarts it (tools/progress.py).
-    extra = {"long_wait": 2.5, "client_timeout_ms": 1500}
+    # The last call, a 3.5 s wait, outlives the client's 2 s timeout: progress (once a second) restarts it.
+    extra = {"long_wait": 3.5, "client_timeout_ms": 2000}
     out = run_client(
         [node, str(CLIENTS / "ts" / "host.mjs"), scenario(probe, **extra), *server_target(transport, http_servers)],
         xdisplay.name,

@@ -18,7 +18,7 @@ async def test_a_long_wait_reports_progress_over_stdio(xdisplay: VirtualDisplay)
         received.append((progress, total, message))
 
     async with Client(stdio_params(env=base_env(DISPLAY=xdisplay.name))) as client:
-        result = await client.call_tool("wait", {"seconds": 2.6}, progress_callback=on_progress)
+        result = await client.call_tool("wait", {"seconds": 3.2}, progress_callback=on_progress)
         assert not result.is_error
         assert len(received) >= 2, received
         progress = [value for value, _, _ in received]
