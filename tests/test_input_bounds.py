@@ -225,21 +225,24 @@ async def test_the_schema_states_which_combinations_a_tool_refuses(schemas: dict
     assert not wrong, "\n".join(wrong)
 
 
-async def test_schema_valid_target_combinations_pass_the_tools_own_check(
-    schemas: dict[str, dict[str, Any]], bare_client: Client
-) -> None:
-    """The other direction for click: every combination of description/x/y/null the schema allows gets past
-    the argument checks (to the screen check, which fails here: no screenshot space on a bare server)."""
-    choices: list[dict[str, Any]] = [{}]
-    for name, value in (("description", "the OK button"), ("x", 10), ("y", 10)):
-        choices = [c for base in choices for c in (base, {**base, name: value}, {**base, name: None})]
-    validator = jsonschema.Draft202012Validator(schemas["click"])
-    allowed = [c for c in choices if validator.is_valid(c)]
-    assert allowed and len(allowed) < len(choices)
-    for arguments in allowed:
-        result = await bare_client.call_tool("click", arguments)
-        text = result.content[0].text if result.is_error else ""  # type: ignore[union-attr]
-        assert "give description" not in text and "not both" not in text, (arguments, text)
+async def test_schema_valid_target_combinations_pass_the_tools_own_check(client: Client) -> None:
+    """The other direction, for click and drag_and_drop on a real display: every combination of description, x, y
+    and null the schema allows gets past the tool's argument check. Each call then stops before acting (points off
+    screen, no grounding model), and every combination the schema refuses is refused by the tool too."""
+    schemas = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+    for tool, prefixes in (("click", [""]), ("drag_and_drop", ["start_", "end_"])):
+        choices: list[dict[str, Any]] = [{"space": "screen"}]
+        for prefix in prefixes:
+            for name, value in (("description", "the OK button"), ("x", -50), ("y", -50)):
+                key = prefix + name
+                choices = [c for base in choices for c in (base, {**base, key: value}, {**base, key: None})]
+        validator = jsonschema.Draft202012Validator(schemas[tool])
+        for arguments in choices:
+            result = await client.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)  # nothing is clicked or dragged
+            text = result.content[0].text  # type: ignore[union-attr]
+            rule_refused = "give " in text and ("description" in text or "both" in text)
+            assert rule_refused is not validator.is_valid(arguments), (tool, arguments, text)
 
 
 async def test_the_schema_shows_the_limits_this_servers_settings_set(tmp_path: Path) -> None:
