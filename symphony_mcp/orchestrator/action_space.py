@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
 from mcp.types import Tool
 
 from symphony_mcp.orchestrator.records import ParsedAction
@@ -148,12 +148,25 @@ class ActionSpace:
 
     def _checked(self, spec: ActionSpec, arguments: dict[str, Any], code: str) -> ParsedAction:
         problems = sorted(
-            self._validators[spec.name].iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]
+            self._validators[spec.name].iter_errors(arguments),
+            key=lambda e: (_is_combination(e), [str(p) for p in e.absolute_path]),
         )
         if problems:
-            details = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or spec.name}: {e.message}" for e in problems)
+            details = "; ".join(_problem(spec.name, e) for e in problems)
             raise ActionError(f"invalid arguments for {spec.name}(): {details}")
         return ParsedAction(name=spec.name, arguments=arguments, code=code)
+
+
+def _is_combination(error: ValidationError) -> bool:
+    """A combination of arguments the tool refuses: its schema states them as a root `not`."""
+    return error.validator == "not" and not error.absolute_path
+
+
+def _problem(action: str, error: ValidationError) -> str:
+    if _is_combination(error):  # jsonschema would quote the whole `not` schema
+        given = ", ".join(sorted(error.instance)) or "no arguments"
+        return f"{action}() does not take this combination ({given}); its parameter descriptions say which to give"
+    return f"{'.'.join(map(str, error.absolute_path)) or action}: {error.message}"
 
 
 def extract_code(answer: str) -> str:
