@@ -23,6 +23,9 @@ from benchmarks.common import REPO, interpreter, log, machine_facts, publish_rep
 from testkit.fuzz.harness import Stats, Violation, server_peak_rss_kib
 from testkit.fuzz.runner import Session, connected, fuzz_sequences, fuzz_template, fuzz_tool, fuzz_uris
 from testkit.fuzz.sandbox import RESOLUTION, Sandbox, make_sandbox
+from testkit.model_server import StandInModel
+
+GROUNDED_POINT = "(100,100)"  # the stand-in grounder's answer to every description
 
 OUTPUT = REPO / "benchmarks" / "results" / "fuzz_tools.md"
 
@@ -92,7 +95,8 @@ def report(run: Run, args: argparse.Namespace, started: datetime) -> str:
         *machine_facts(),
         f"- Server: `symphony-mcp serve --virtual-display always --resolution {RESOLUTION}` over stdio in a "
         "sandbox (testkit/fuzz/sandbox.py): own HOME, cwd, TMPDIR, trajectory folder and group id; open_app "
-        "allowed xmessage and true only, PATH with those, Xvfb and openbox; waits bounded at 5 s",
+        "allowed xmessage and true only, PATH with those, Xvfb and openbox; waits bounded at 5 s; grounder: "
+        f"the stand-in model (testkit/model_server.py), answering {GROUNDED_POINT} to every description",
         f"- Command: `{interpreter()} -m benchmarks.fuzz_tools --examples {args.examples} "
         f"--sequences {args.sequences} --raw-examples {args.raw_examples}`",
         "- Draws per tool and per template: about half valid (from the tool's input schema), half hostile; "
@@ -140,12 +144,17 @@ def main() -> None:
     args = parser.parse_args()
     started = datetime.now(UTC)
     run = Run()
-    for phase in (client_phase, raw_phase):
-        sandbox = make_sandbox()
-        try:
-            phase(run, sandbox, args)
-        finally:
-            shutil.rmtree(sandbox.root, ignore_errors=True)
+    model = StandInModel().start()
+    model.script(default=GROUNDED_POINT)
+    try:
+        for phase in (client_phase, raw_phase):
+            sandbox = make_sandbox(grounder_url=model.url)
+            try:
+                phase(run, sandbox, args)
+            finally:
+                shutil.rmtree(sandbox.root, ignore_errors=True)
+    finally:
+        model.stop()
     publish_report(report(run, args, started), args.output)
 
 

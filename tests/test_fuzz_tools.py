@@ -3,10 +3,11 @@
 The tools come from `tools/list`, so a tool added later is fuzzed from its first day; nothing here names one.
 The server runs as a subprocess over stdio on its own virtual display, in a throw-away tree (HOME, working
 directory, TMPDIR, trajectory folder), with a group id of its own and PATH holding only Xvfb, openbox and two
-harmless programs for open_app (testkit/fuzz/sandbox.py). Invariants after every call (testkit/fuzz/harness.py):
-a result or a clear error within the bound, never a crash; the server alive; no key or button left held beyond
-what key_down asked for; no file outside the trajectory folder. Fixed seed, bounded counts; the long run is
-benchmarks/fuzz_tools.py.
+harmless programs for open_app (testkit/fuzz/sandbox.py); its grounder is the stand-in model, which locates
+every description at one point, so tools that take a description act. Invariants after every call
+(testkit/fuzz/harness.py): a result or a clear error within the bound, never a crash; the server alive; no key
+or button left held beyond what key_down asked for; no file outside the trajectory folder. Fixed seed, bounded
+counts; the long run is benchmarks/fuzz_tools.py.
 """
 
 from __future__ import annotations
@@ -19,18 +20,25 @@ import pytest
 from testkit.fuzz.harness import Harness
 from testkit.fuzz.runner import Session, connected, fuzz_each_tool, fuzz_resources, fuzz_sequences, tool_names
 from testkit.fuzz.sandbox import Sandbox, make_sandbox
+from testkit.model_server import StandInModel
 
 # Draws per tool and per resource template, random sequences of tools: 43 s for both tests here at load
-# average 1-2 (the previous counts took up to 70 s beside a fuzz benchmark run).
-EXAMPLES_PER_TOOL = 25
+# average 0.7 (grounded descriptions and open_app make more calls act than before; 70 s was seen beside a
+# fuzz benchmark run with fewer acting calls).
+EXAMPLES_PER_TOOL = 20
 EXAMPLES_PER_TEMPLATE = 20
-SEQUENCES = 40
-RAW_EXAMPLES_PER_TOOL = 10
+SEQUENCES = 30
+RAW_EXAMPLES_PER_TOOL = 8
+
+
+# What the stand-in grounding model answers to every description: a point in the image it was sent.
+GROUNDED_POINT = "(100,100)"
 
 
 @pytest.fixture
-def sandbox() -> Iterator[Sandbox]:
-    made = make_sandbox()
+def sandbox(stand_in: StandInModel) -> Iterator[Sandbox]:
+    stand_in.script(default=GROUNDED_POINT)
+    made = make_sandbox(grounder_url=stand_in.url)
     yield made
     shutil.rmtree(made.root, ignore_errors=True)
 

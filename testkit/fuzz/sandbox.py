@@ -35,6 +35,9 @@ class Sandbox:
     root: Path
     gid: int = field(default_factory=lambda: random.randint(40_000, 59_999))
     baseline: frozenset[Path] = frozenset()
+    # An OpenAI-compatible endpoint for the grounder role (testkit's stand-in model): with it, the tools that take
+    # a description locate it and act instead of failing for want of a model.
+    grounder_url: str | None = None
 
     @property
     def home(self) -> Path:
@@ -67,7 +70,16 @@ class Sandbox:
         return self
 
     def env(self) -> dict[str, str]:
+        grounder = {}
+        if self.grounder_url:
+            grounder = {
+                "SYMPHONY_MODELS__GROUNDER__BASE_URL": self.grounder_url,
+                "SYMPHONY_MODELS__GROUNDER__MODEL": "fuzz-grounder",
+                "SYMPHONY_MODELS__GROUNDER__MAX_RETRIES": "0",
+                "SYMPHONY_GROUNDING__FAMILY": "pixels",
+            }
         return {
+            **grounder,
             "HOME": str(self.home),
             "TMPDIR": str(self.tmp),
             "PATH": str(self.bin),
@@ -78,6 +90,8 @@ class Sandbox:
             "SYMPHONY_INPUT__MAX_WAIT_SECONDS": "5",
             "SYMPHONY_POLICY__OPEN_APP_ALLOW": '["xmessage", "true"]',
             "SYMPHONY_OCR__WARM_UP": "false",
+            # No pause after actions for apps to react: the invariants are checked on the X server, not in apps.
+            "SYMPHONY_INPUT__SETTLE_SECONDS": "0",
         }
 
     def server_params(self, *args: str) -> StdioServerParameters:
@@ -148,5 +162,5 @@ def _walk(area: Path) -> Iterator[Path]:
             yield base / name
 
 
-def make_sandbox() -> Sandbox:
-    return Sandbox(Path(tempfile.mkdtemp(prefix="symphony-fuzz-"))).prepare()
+def make_sandbox(grounder_url: str | None = None) -> Sandbox:
+    return Sandbox(Path(tempfile.mkdtemp(prefix="symphony-fuzz-")), grounder_url=grounder_url).prepare()

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
+from jsonschema import Draft202012Validator
 
 # A file the shell payloads try to create (relative: in the server's working directory, inside the sandbox, where
 # the stray-file check sees it). The first word of each payload is never a program: open_app runs commands.
@@ -182,7 +183,9 @@ def _valid(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
 
 def arguments(schema: dict[str, Any], valid: bool, raw: bool = False) -> st.SearchStrategy[dict[str, Any]]:
     """Arguments for a tool with this input schema: valid ones, or ones broken in 1-3 places."""
-    drawn = _valid(schema)
+    # Arguments are drawn one by one; rules over several (e.g. "a description or both x and y", a root `not`)
+    # are kept by the schema's own validator.
+    drawn = _valid(schema).filter(Draft202012Validator(schema).is_valid)
     return drawn if valid else _broken(drawn, sorted(schema.get("properties", {})), raw)
 
 
