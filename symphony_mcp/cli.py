@@ -76,11 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", help="bearer token for HTTP (required off loopback)")
     serve.add_argument("--allowed-host", action="append", help="extra accepted Host header, repeatable")
     serve.add_argument(
-        "--no-schema-rules",
-        dest="schema_rules",
-        action="store_const",
-        const=False,
-        help="list input schemas without the root `not` rules, which OpenAI strict mode refuses (README)",
+        "--schema-rules",
+        action=argparse.BooleanOptionalAction,
+        help="state refused argument combinations in input schemas as a root `not`, for validators and fuzzers; "
+        "many hosts drop such tools (README)",
     )
     serve.add_argument("--display", help="X display to use (default $DISPLAY)")
     serve.add_argument("--virtual-display", choices=["auto", "always", "never"])

@@ -242,9 +242,10 @@ class ServerSettings(BaseModel):
     )
     action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
     schema_rules: bool = Field(
-        True,
+        False,
         description="state in input schemas, as a root `not`, the argument combinations a tool refuses (for "
-        "validators and fuzzers); off for hosts that send tools to OpenAI as strict, which refuses `not`",
+        "validators and fuzzers); off by default: Claude Code drops tools whose schema has a root `not`, and "
+        "OpenAI strict mode refuses it",
     )
 
     @field_validator("token")

@@ -68,7 +68,7 @@ For long tasks, `start_task` records every action as a trajectory step; `reflect
 class SymphonyMCP(PolicyServer):
     """The server with the user's policy, listing tools with concise schemas and answering unreadable stdio lines."""
 
-    def __init__(self, policy: PolicySettings, *args: Any, schema_rules: bool = True, **kwargs: Any) -> None:
+    def __init__(self, policy: PolicySettings, *args: Any, schema_rules: bool = False, **kwargs: Any) -> None:
         super().__init__(policy, *args, **kwargs)
         self.schema_rules = schema_rules
 

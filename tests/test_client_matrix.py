@@ -212,8 +212,7 @@ def test_pydantic_ai_with_strict_openai_schemas(
     host = StrictHost(probe)
     stand_in.script(default=host)
     clicks = probe.state()["clicks"]
-    # OpenAI strict mode refuses `not`, which states the argument combinations a tool refuses: off for this host.
-    target = server_target(transport, http_servers, "--no-schema-rules")
+    target = server_target(transport, http_servers)  # the default listing: no root `not`, which OpenAI refuses
     out = run_client([str(CLIENTS_PYTHON), str(CLIENTS / "pydantic_ai_host.py"), stand_in.url, *target], xdisplay.name)
     assert "Done" in out
     sent = {tool["function"]["name"]: tool["function"] for tool in host.tools}

@@ -37,7 +37,8 @@ MAX_ERROR_TEXT = 1_500
 @pytest.fixture
 async def bare_client(tmp_path: Path) -> AsyncIterator[Client]:
     """A server whose calls here all fail validation or the id check: no display is touched."""
-    server = build_server(load_settings(memory={"trajectory_dir": str(tmp_path / "trajectories")}))
+    settings = load_settings(memory={"trajectory_dir": str(tmp_path / "trajectories")}, server={"schema_rules": True})
+    server = build_server(settings)
     try:
         async with Client(server.mcp) as client:
             yield client
@@ -225,10 +226,19 @@ async def test_the_schema_states_which_combinations_a_tool_refuses(schemas: dict
     assert not wrong, "\n".join(wrong)
 
 
-async def test_schema_valid_target_combinations_pass_the_tools_own_check(client: Client) -> None:
+async def test_schema_valid_target_combinations_pass_the_tools_own_check(xdisplay: VirtualDisplay) -> None:
     """The other direction, for click and drag_and_drop on a real display: every combination of description, x, y
     and null the schema allows gets past the tool's argument check. Each call then stops before acting (points off
     screen, no grounding model), and every combination the schema refuses is refused by the tool too."""
+    server = build_server(load_settings(server={"schema_rules": True}))
+    try:
+        async with Client(server.mcp) as client:
+            await check_target_combinations(client)
+    finally:
+        server.close()
+
+
+async def check_target_combinations(client: Client) -> None:
     schemas = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
     for tool, prefixes in (("click", [""]), ("drag_and_drop", ["start_", "end_"])):
         choices: list[dict[str, Any]] = [{"space": "screen"}]
@@ -254,7 +264,8 @@ async def test_the_schema_shows_the_limits_this_servers_settings_set(tmp_path: P
         async with Client(server.mcp) as client:
             tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
             assert tools["wait"]["properties"]["seconds"]["maximum"] == 5
-            assert tools["open_app"]["properties"]["wait_seconds"]["maximum"] == 5
+            (wait,) = [m for m in tools["open_app"]["properties"]["wait_seconds"]["anyOf"] if m["type"] == "number"]
+            assert wait["maximum"] == 5
             assert tools["type"]["properties"]["text"]["maxLength"] == 100
             (text,) = [
                 m for m in tools["highlight_text_span"]["properties"]["replace_with"]["anyOf"] if "maxLength" in m
@@ -355,3 +366,17 @@ async def test_an_unexpected_failure_is_clipped_for_the_caller_and_the_log(caplo
     assert "internal error (OSError" in str(refused.value) and len(str(refused.value)) < MAX_ERROR_TEXT
     assert caplog.records and all(len(record.getMessage()) < 20_000 for record in caplog.records)
     assert "n" * (2 * MAX_ECHO) not in caplog.text
+
+
+async def test_open_app_without_a_wait_is_valid_when_the_servers_longest_wait_is_short(
+    xdisplay: VirtualDisplay,
+) -> None:
+    """open_app's default wait (4 s) never exceeds a lower max_wait_seconds: a call that leaves it out is valid."""
+    server = build_server(load_settings(input={"max_wait_seconds": 1}))
+    try:
+        async with Client(server.mcp) as client:
+            opened = await client.call_tool("open_app", {"target": "true"})  # starts, opens no window, ends
+            assert not opened.is_error, opened.content
+            assert opened.structured_content is not None and opened.structured_content["new_windows"] == []
+    finally:
+        server.close()

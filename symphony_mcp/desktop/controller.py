@@ -33,6 +33,7 @@ from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, 
 from symphony_mcp.limits import MAX_CLICKS, MAX_DURATION, MAX_SCROLL
 
 log = logging.getLogger(__name__)
+DEFAULT_OPEN_WAIT_SECONDS = 4.0  # open's wait for a window when the caller gives none
 
 
 @dataclass(frozen=True)
@@ -463,10 +464,15 @@ class DesktopController:
             record.summary += " (still open: it may be asking something, e.g. to save)"
         return record
 
-    async def open(self, target: str, wait_seconds: float = 10.0) -> OpenResult:
-        """Launch, then wait until a new window appears (or the wait runs out)."""
-        if not 0 <= wait_seconds <= self.settings.input.max_wait_seconds:
-            raise InvalidInputError(f"wait_seconds must be 0..{self.settings.input.max_wait_seconds:g}")
+    async def open(self, target: str, wait_seconds: float | None = None) -> OpenResult:
+        """Launch, then wait until a new window appears (or the wait runs out).
+
+        The default wait is short (clients with a 5 s timeout must get the answer) and never above the
+        server's max_wait_seconds, so a call that leaves it out is always valid."""
+        limit = self.settings.input.max_wait_seconds
+        wait_seconds = min(DEFAULT_OPEN_WAIT_SECONDS, limit) if wait_seconds is None else wait_seconds
+        if not 0 <= wait_seconds <= limit:
+            raise InvalidInputError(f"wait_seconds must be 0..{limit:g}")
         before = {w.id for w in await self._windows_or_empty()}
         pids: list[int] = []
         record = await self._perform(

@@ -112,7 +112,7 @@ def _tied_to_this_process() -> list[str]:
     if threading.current_thread() is not threading.main_thread():
         log.info("virtual display started off the main thread: it will not be stopped if the server is killed")
         return []
-    setpriv = shutil.which("setpriv")
+    setpriv = shutil.which("setpriv") or shutil.which("setpriv", path=os.defpath)  # a client's PATH may lack it
     if setpriv is None:
         log.warning("setpriv (util-linux) not found: the virtual display will outlive a killed server")
         return []

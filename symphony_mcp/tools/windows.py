@@ -7,7 +7,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.controller import DEFAULT_OPEN_WAIT_SECONDS, DesktopController
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.results import OpenResult, WindowList
 from symphony_mcp.limits import MAX_ID, MAX_OPEN_TARGET, MAX_WAIT_SECONDS
@@ -60,14 +60,15 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
             ),
         ],
         wait_seconds: Annotated[
-            float,
+            float | None,
             Field(
                 ge=0,
                 le=MAX_WAIT_SECONDS,
                 allow_inf_nan=False,
-                description="wait up to this long for its window; if none came yet, see list_windows",
+                description=f"wait up to this long for its window (default {DEFAULT_OPEN_WAIT_SECONDS:g} s, or the "
+                "server's longest wait if shorter); if none came yet, see list_windows",
             ),
-        ] = 4.0,
+        ] = None,
     ) -> OpenResult:
         return await in_latest_space(desktop, await desktop.open(target, wait_seconds))
 

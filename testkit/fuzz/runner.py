@@ -39,7 +39,8 @@ class Session:
 def connected(sandbox: Sandbox, raw: bool = False) -> Iterator[Session]:
     """The server under fuzz started in `sandbox` (through the MCP client, or the raw one), its tools and
     templates listed, the baseline of files taken."""
-    params = sandbox.server_params()
+    # A schema-driven fuzzer is who --schema-rules is for: with the rules stated, valid draws are calls tools accept.
+    params = sandbox.server_params("--schema-rules")
     opened: AbstractAsyncContextManager[Any] = RawStdioClient.open(params) if raw else Client(params)
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(opened) as client:
         info = portal.call(client.call_tool, "screen_info", {})
