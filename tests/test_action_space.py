@@ -15,14 +15,18 @@ from symphony_mcp.server import build_server
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def space() -> ActionSpace:
-    server = build_server(load_settings())  # listing tools needs no display
+async def listed_space(**server_settings: object) -> ActionSpace:
+    server = build_server(load_settings(server=server_settings))  # listing tools needs no display
     try:
         async with Client(server.mcp) as client:
             return ActionSpace.from_tools((await client.list_tools()).tools)
     finally:
         server.close()
+
+
+@pytest.fixture
+async def space() -> ActionSpace:
+    return await listed_space()
 
 
 def answer(code: str) -> str:
@@ -68,8 +72,6 @@ async def test_answers_parse_into_validated_calls(space: ActionSpace, code: str,
         ("click(**{'x': 1})", "*args and **kwargs are not allowed"),
         ("teleport(x=1)", "there is no action 'teleport'"),
         ("click(count='two')", "invalid arguments for click(): count"),
-        ("click(x=5)", "click() does not take this combination (x); its parameter descriptions say which to give"),
-        ("drag_and_drop(start_x=1, start_y=2, end_description='the bin', end_x=3)", "combination (end_description, "),
         ("hotkey()", "'keys' is a required property"),
         ("click(colour='red')", "click() has no parameter 'colour'"),
         ("done(now=True)", "done() takes no arguments"),
@@ -78,6 +80,21 @@ async def test_answers_parse_into_validated_calls(space: ActionSpace, code: str,
 )
 async def test_bad_answers_are_refused_with_feedback(space: ActionSpace, code: str, problem: str) -> None:
     with pytest.raises(ActionError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        space.parse(answer(code), final_step=False)
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ("click(x=5)", "click() does not take this combination (x); its parameter descriptions say which to give"),
+        ("drag_and_drop(start_x=1, start_y=2, end_description='the bin', end_x=3)", "combination (end_description, "),
+    ],
+)
+async def test_refused_combinations_are_one_readable_line_when_the_server_states_them(code: str, problem: str) -> None:
+    """A server run with --schema-rules lists them as a root `not`; the default server's tools refuse them when
+    called, with their own message."""
+    space = await listed_space(schema_rules=True)
+    with pytest.raises(ActionError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         space.parse(answer(code), final_step=False)
 
 
