@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from symphony_mcp.errors import PolicyError
+from symphony_mcp.errors import PolicyError, clip
 
 SETTING = "policy.open_app_allow (SYMPHONY_POLICY__OPEN_APP_ALLOW, --open-app-allow)"
 
@@ -39,14 +39,14 @@ class ProgramAllowList:
             file = Path(argv[-1]).resolve()
             if not any(file.is_relative_to(d) for d in self._directories()):
                 raise PolicyError(
-                    f"open_app may not open {_short(str(file))}: files are opened only under the directories "
+                    f"open_app may not open {clip(str(file))}: files are opened only under the directories "
                     f"{SETTING} lists ({self._described()})"
                 )
             return
         program = _program_path(argv[0])
         if program is None or program not in self._programs():
             raise PolicyError(
-                f"open_app may not start {_short(program or argv[0])}: it is not allowed by {SETTING} "
+                f"open_app may not start {clip(program or argv[0])}: it is not allowed by {SETTING} "
                 f"({self._described()})"
             )
 
@@ -58,7 +58,7 @@ class ProgramAllowList:
         return [Path(os.path.expanduser(e)).resolve() for e in self.entries or () if _is_directory(e)]
 
     def _described(self) -> str:
-        return "allowed: " + ", ".join(_short(e, 80) for e in self.entries) if self.entries else "it allows nothing"
+        return "allowed: " + ", ".join(clip(e, 80) for e in self.entries) if self.entries else "it allows nothing"
 
 
 def _is_directory(entry: str) -> bool:
@@ -76,6 +76,3 @@ def _program_path(name: str) -> str | None:
     path = Path(os.path.abspath(found))
     return str(path.parent.resolve() / path.name)
 
-
-def _short(text: str, limit: int = 200) -> str:
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
