@@ -15,6 +15,7 @@ packages=(
   xvfb openbox xterm x11-utils xdg-utils fonts-dejavu-core  # virtual display, window manager, basic apps
   python3-tk python3-venv python3-pip                      # Tk for the tests' probe window; venv support
   tesseract-ocr-eng                                        # English data for the Tesseract OCR engine
+  bubblewrap                                               # confinement of the code tools (run_code)
 )
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc)  # the tests drive a real browser window over real documentation pages

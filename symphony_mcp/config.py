@@ -321,6 +321,53 @@ class PolicySettings(BaseModel):
         return value
 
 
+CodeLanguage = Literal["python", "bash"]
+CODE_LANGUAGES: tuple[CodeLanguage, ...] = ("python", "bash")
+
+
+class CodeSettings(BaseModel):
+    """Confined code execution (run_code, code_agent): which languages, what the code may see, write and use.
+
+    Code runs under bubblewrap (else `unshare` namespaces) with a read-only system, a private /tmp, only the
+    work directory and `writable_paths` writable, no network and no display unless allowed here, a scrubbed
+    environment and resource limits.
+    """
+
+    languages: list[CodeLanguage] = Field(
+        default_factory=lambda: list(CODE_LANGUAGES), description="languages the code tools run (empty: none)"
+    )
+    workdir: Path | None = Field(
+        None, description="run_code's default work directory, kept between calls (default: <trajectory_dir>/_code)"
+    )
+    writable_paths: list[Path] = Field(
+        default_factory=list, description="directories code may also read and write, e.g. ['~/Documents']"
+    )
+    network: bool = Field(False, description="let code use the network (default: no network at all)")
+    display: bool = Field(False, description="pass DISPLAY (and the X socket) so code can drive GUI tools")
+    backend: Literal["auto", "bwrap", "unshare"] = Field(
+        "auto", description="confinement: auto = bubblewrap, else unshare namespaces"
+    )
+    allow_unconfined: bool = Field(
+        False, description="run code with the server user's full rights when no confinement works (else refuse)"
+    )
+    max_timeout_seconds: float = Field(300, gt=0, le=3600, description="longest timeout one run may ask for")
+    cpu_seconds: int = Field(300, ge=1, le=86_400, description="CPU time limit per process (RLIMIT_CPU)")
+    memory_mb: int = Field(2048, ge=64, le=1_048_576, description="address-space limit per process (RLIMIT_AS)")
+    file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="largest file code may write (RLIMIT_FSIZE)")
+    processes: int = Field(256, ge=4, le=65_536, description="processes and threads code may have (RLIMIT_NPROC)")
+    open_files: int = Field(1024, ge=16, le=1_048_576, description="open files per process (RLIMIT_NOFILE)")
+    output_bytes: int = Field(
+        100_000, ge=1_000, le=10_000_000, description="stdout and stderr kept per run, each; the rest is dropped"
+    )
+
+    @field_validator("writable_paths", "workdir")
+    @classmethod
+    def _expand(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [Path(p).expanduser() for p in value]
+        return value.expanduser() if isinstance(value, Path) else value
+
+
 class Settings(BaseSettings):
     """All settings of one server process."""
 
@@ -338,6 +385,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     orchestrator: OrchestratorSettings = Field(default_factory=OrchestratorSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
+    code: CodeSettings = Field(default_factory=CodeSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod
