@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from symphony_mcp.limits import MAX_TYPED_TEXT, MAX_WAIT_SECONDS
+from symphony_mcp.limits import MAX_CODE_SECONDS, MAX_TYPED_TEXT, MAX_WAIT_SECONDS
 
 CONFIG_FILE_ENV = "SYMPHONY_CONFIG_FILE"
 _config_file: ContextVar[Path | None] = ContextVar("symphony_config_file", default=None)
@@ -350,7 +350,12 @@ class CodeSettings(BaseModel):
     allow_unconfined: bool = Field(
         False, description="run code with the server user's full rights when no confinement works (else refuse)"
     )
-    max_timeout_seconds: float = Field(300, gt=0, le=3600, description="longest timeout one run may ask for")
+    max_timeout_seconds: float = Field(
+        100,
+        gt=0,
+        le=MAX_CODE_SECONDS,
+        description="longest timeout one run may ask for (keep it below policy.timeout_seconds, which ends the call)",
+    )
     cpu_seconds: int = Field(300, ge=1, le=86_400, description="CPU time limit per process (RLIMIT_CPU)")
     memory_mb: int = Field(2048, ge=64, le=1_048_576, description="address-space limit per process (RLIMIT_AS)")
     file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="largest file code may write (RLIMIT_FSIZE)")

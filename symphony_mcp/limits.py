@@ -13,6 +13,8 @@ MAX_DESCRIPTION = 2_000  # an element description or an on-screen phrase
 MAX_INSTRUCTION = 20_000  # a task instruction
 MAX_NOTE = 100_000  # a thought, plan, tool output or task note kept in the trajectory
 MAX_OPEN_TARGET = 4_096  # a command line or path for open_app (PATH_MAX on Linux)
+MAX_PATH = 4_096  # a file or directory path (PATH_MAX on Linux)
+MAX_CODE = 100_000  # characters of one code block
 
 # Names and ids
 MAX_KEY_NAME = 64  # one key name ('ctrl', 'XF86AudioRaiseVolume', a character)
@@ -28,6 +30,7 @@ MAX_CLICKS = 10  # clicks in one click (2 = double)
 MAX_SCROLL = 200  # wheel clicks in one scroll
 MAX_DURATION = 10  # seconds a pointer move or drag may take
 MAX_WAIT_SECONDS = 600  # seconds one call may wait; settings lower it (default 60)
+MAX_CODE_SECONDS = 3_600  # seconds one code block may run; settings lower it (default 100)
 MAX_MATCH_INDEX = 1_000  # which of several text matches
 MAX_COUNTER = 2**53 - 1  # step numbers and record ids (the largest integer every JSON parser keeps exact)
 

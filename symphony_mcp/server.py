@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import uvicorn
 
 from symphony_mcp import __version__
+from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
@@ -38,7 +39,7 @@ from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.stdio_replies import AnsweringReadStream
 from symphony_mcp.stop_signals import cancellable_stdin, serve_until_signalled
-from symphony_mcp.tools import actions, grounding, memory, ocr, screen, windows
+from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, windows
 from symphony_mcp.tools.arguments import state_shared_rules
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
@@ -114,6 +115,7 @@ class SymphonyServer:
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
+    code: LocalExecutor
 
     def close(self) -> None:
         self.tasks.close()
@@ -129,6 +131,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(controller, models, settings.grounding)
     tasks = TaskManager(controller, models, settings.memory)
+    executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -157,10 +160,18 @@ def build_server(settings: Settings) -> SymphonyServer:
     ocr.register(server, text_grounder, controller)
     grounding.register(server, grounder, models, controller)
     memory.register(server, tasks, controller)
+    code.register(server, executor)
     state_shared_rules(server)
     server.policy.check_names()
     return SymphonyServer(
-        mcp=server, desktop=controller, runner=runner, ocr=text_grounder, grounder=grounder, models=models, tasks=tasks
+        mcp=server,
+        desktop=controller,
+        runner=runner,
+        ocr=text_grounder,
+        grounder=grounder,
+        models=models,
+        tasks=tasks,
+        code=executor,
     )
 
 

