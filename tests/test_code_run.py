@@ -25,7 +25,7 @@ from mcp import Client
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.server import build_server
-from tests.conftest import call_error, call_ok
+from tests.conftest import SCREEN, call_error, call_ok
 from tests.test_transports import base_env, stdio_params
 
 pytestmark = pytest.mark.anyio
@@ -187,6 +187,16 @@ async def test_the_environment_holds_no_settings_or_secrets(backend: str, home: 
     assert "DISPLAY" not in environment and environment["HOME"] == str(home)
 
 
+@pytest.mark.parametrize("backend", ["bwrap", "unshare"])
+async def test_keys_in_the_home_directory_are_not_visible(backend: str, home: Path, tree: Path) -> None:
+    (home / ".netrc").write_text("machine example.com password hunter2\n")
+    block = "cat ~/.ssh/id_ed25519 ~/.netrc; ls -A ~/.ssh"
+    async with serving(tree, backend=backend) as client:
+        result = await run(client, "bash", block)
+    assert "PRIVATE KEY" not in result["stdout"] and "hunter2" not in result["stdout"], result
+    assert "id_ed25519" not in result["stdout"]
+
+
 async def test_languages_outside_the_allow_list_are_refused(home: Path, tree: Path) -> None:
     async with serving(tree, languages=["python"]) as client:
         error = await call_error(client, "run_code", language="bash", code="echo hi")
@@ -233,3 +243,14 @@ async def test_a_fork_bomb_is_contained_and_the_server_keeps_serving(
         after = await run(client, "python", "print('still here')")
         assert after["stdout"] == "still here\n" and not after["killed"]
         assert (await call_ok(client, "screen_info"))["monitors"]
+
+
+async def test_the_display_is_reached_only_when_allowed(xdisplay: VirtualDisplay, home: Path, tree: Path) -> None:
+    block = "echo \"DISPLAY=$DISPLAY\"; xwininfo -root | grep -E '^ +(Width|Height):'"
+    async with serving(tree) as client:
+        hidden = await run(client, "bash", block)
+        assert hidden["stdout"] == "DISPLAY=\n" and hidden["exit_code"] != 0
+    async with serving(tree, display=True) as client:
+        shown = await run(client, "bash", block)
+    width, height = SCREEN
+    assert shown["stdout"] == f"DISPLAY={xdisplay.name}\n  Width: {width}\n  Height: {height}\n", shown

@@ -143,8 +143,30 @@ def plan(settings: CodeSettings, confinement: Confinement, language: str, block:
         unshare = system_program("unshare")
         assert unshare is not None
         flags = [f for f in _unshare_flags() if not (settings.network and f == "--net")]
-        command = [unshare, *flags, "--", *command]
+        command = [unshare, *flags, "--", *_hiding(command)]
     return Plan(command, env)
+
+
+# What the unshare fallback hides in the home directory (it does not narrow the rest of the file system): keys,
+# credentials and browser profiles.
+SENSITIVE_HOME = (
+    ".ssh", ".gnupg", ".aws", ".kube", ".docker", ".netrc", ".git-credentials", ".password-store", ".mozilla",
+    ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/gh", ".local/share/keyrings",
+)  # fmt: skip
+# In the run's own mount namespace: an empty read-only tmpfs over each directory, /dev/null over each file.
+_HIDE = (
+    'while [ "$1" != -- ]; do if [ -d "$1" ]; then mount -t tmpfs -o ro,size=0 none "$1"; '
+    'elif [ -e "$1" ]; then mount --bind /dev/null "$1"; fi; shift; done; shift; exec "$@"'
+)
+
+
+def _hiding(command: list[str]) -> list[str]:
+    """`command` behind a prelude that hides SENSITIVE_HOME (needs bash and mount; without them, as it is)."""
+    bash, mount = system_program("bash"), system_program("mount")
+    if bash is None or mount is None:
+        return command
+    hidden = [str(Path.home() / name) for name in SENSITIVE_HOME if (Path.home() / name).exists()]
+    return [bash, "-c", _HIDE, "hide", *hidden, "--", *command] if hidden else command
 
 
 def _bwrap_mounts(settings: CodeSettings, workdir: Path) -> list[str]:
