@@ -95,6 +95,19 @@ async def test_a_memory_hog_is_stopped(home: Path, tree: Path) -> None:
         assert "MemoryError" in result["stderr"] and "allocated" not in result["stdout"]
 
 
+async def test_cpu_time_and_file_size_are_limited(home: Path, tree: Path) -> None:
+    async with serving(tree, cpu_seconds=1, file_size_mb=1) as client:
+        busy = await run(client, "bash", "while :; do :; done", timeout_s=30)
+        assert busy["killed"] and busy["kill_reason"] == "cpu", busy
+        for language, block in (
+            ("bash", "head -c 3000000 /dev/zero > big"),
+            ("python", "open('big', 'wb').write(bytes(3 << 20))"),
+        ):
+            big = await run(client, language, block)
+            assert big["killed"] and big["kill_reason"] == "file_size", big
+            assert (Path(big["workdir"]) / "big").stat().st_size <= 1 << 20
+
+
 async def test_100_mb_of_output_is_truncated_with_a_notice(home: Path, tree: Path) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     async with serving(tree, output_bytes=10_000) as client:
@@ -169,6 +182,10 @@ async def test_only_the_work_directory_and_writable_paths_can_be_written(home: P
         assert inside["exit_code"] == 0 and inside["workdir"] == str(documents / "sub")
         error = await call_error(client, "run_code", language="bash", code="true", workdir=str(outside))
         assert "outside the directories code may write" in error and "SYMPHONY_CODE__WRITABLE_PATHS" in error
+        # A link a block made does not carry a later run out of the work directory.
+        await run(client, "bash", f"ln -s {outside} escape")
+        error = await call_error(client, "run_code", language="bash", code="touch x", workdir="escape")
+        assert "outside the directories code may write" in error
     assert (home / ".bashrc").read_text() == "# the user's own\n"
     assert list(outside.iterdir()) == []
     assert (documents / "report.txt").read_text() == "ok"

@@ -114,7 +114,7 @@ def limits(settings: CodeSettings) -> list[str]:
     mb = 1024 * 1024
     return [
         prlimit,
-        f"--cpu={settings.cpu_seconds}",
+        f"--cpu={settings.cpu_seconds}:{settings.cpu_seconds + 1}",  # SIGXCPU first (a kill reason), SIGKILL after
         f"--as={settings.memory_mb * mb}",
         f"--fsize={settings.file_size_mb * mb}",
         f"--nproc={settings.processes}",

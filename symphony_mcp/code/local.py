@@ -43,15 +43,16 @@ class LocalExecutor:
         return language
 
     def resolve_workdir(self, workdir: Path | None) -> Path:
-        """The run's working directory: the default one, or one inside it or inside a writable path."""
-        if workdir is None:
-            path = self.default_workdir
-        else:
-            path = Path(
-                os.path.abspath(workdir.expanduser() if workdir.is_absolute() else self.default_workdir / workdir)
-            )
+        """The run's working directory: the default one, or one inside it or inside a writable path.
+
+        Symbolic links are resolved before the check: a link a block made (`ln -s / escape`) must not bring the
+        directory it points to into a later run as writable.
+        """
+        path = self.default_workdir.resolve()
+        if workdir is not None:
+            path = (path / workdir.expanduser()).resolve()
             allowed = [self.default_workdir, *self.settings.writable_paths]
-            if not any(path.is_relative_to(Path(os.path.abspath(root))) for root in allowed):
+            if not any(path.is_relative_to(root.resolve()) for root in allowed):
                 raise InvalidInputError(
                     f"workdir {str(path)[:200]!r} is outside the directories code may write: the default work "
                     f"directory {str(self.default_workdir)!r} and SYMPHONY_CODE__WRITABLE_PATHS "
@@ -65,7 +66,7 @@ class LocalExecutor:
         if not 0 < timeout_s <= self.settings.max_timeout_seconds:
             raise InvalidInputError(
                 f"timeout_s must be in (0, {self.settings.max_timeout_seconds:g}] seconds "
-                "(SYMPHONY_CODE__MAX_TIMEOUT_SECONDS), got {timeout_s:g}"
+                f"(SYMPHONY_CODE__MAX_TIMEOUT_SECONDS), got {timeout_s:g}"
             )
         confinement = await asyncio.to_thread(confine.choose, self.settings)
         directory = self.resolve_workdir(workdir)
@@ -110,6 +111,7 @@ class LocalExecutor:
                     await asyncio.wait_for(reading, 5)  # pipes close once every process holding them is gone
             except asyncio.CancelledError:
                 _kill(process.pid)
+                reading.cancel()
                 raise
             pids_full = pids.hit_limit()
         finally:
@@ -151,6 +153,8 @@ def _kill_reason(exit_code: int | None, timed_out: bool, pids_full: bool, stderr
     tail = bytes(stderr.kept[-2000:]).decode("utf-8", errors="replace")
     if any(mark in tail for mark in _MEMORY_MARKS):
         return "memory"
+    if "File too large" in tail:  # Python ignores SIGXFSZ: the write fails with EFBIG instead
+        return "file_size"
     if "Resource temporarily unavailable" in tail and "fork" in tail:
         return "processes"
     return None
