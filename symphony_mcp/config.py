@@ -356,6 +356,12 @@ class CodeSettings(BaseModel):
         le=MAX_CODE_SECONDS,
         description="longest timeout one run may ask for (keep it below policy.timeout_seconds, which ends the call)",
     )
+    agent_block_timeout_seconds: float = Field(
+        60,
+        gt=0,
+        le=MAX_CODE_SECONDS,
+        description="timeout of each block the code_agent's model writes (at most max_timeout_seconds)",
+    )
     cpu_seconds: int = Field(300, ge=1, le=86_400, description="CPU time limit per process (RLIMIT_CPU)")
     memory_mb: int = Field(2048, ge=64, le=1_048_576, description="address-space limit per process (RLIMIT_AS)")
     file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="largest file code may write (RLIMIT_FSIZE)")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import uvicorn
 
 from symphony_mcp import __version__
+from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
@@ -132,6 +133,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     grounder = VisionGrounder(controller, models, settings.grounding)
     tasks = TaskManager(controller, models, settings.memory)
     executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
+    coder = CoderService(controller, models, tasks, executor, settings.code, executor.default_workdir)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -161,6 +163,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     grounding.register(server, grounder, models, controller)
     memory.register(server, tasks, controller)
     code.register(server, executor)
+    code.register_agent(server, coder)
     state_shared_rules(server)
     server.policy.check_names()
     return SymphonyServer(

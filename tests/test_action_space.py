@@ -124,3 +124,19 @@ async def test_native_calls_are_checked_like_written_ones(space: ActionSpace) ->
         space.parse_call("click", '{"description": "OK"}', final_step=True)
     definitions = space.tool_definitions(final_step=True)
     assert [d["function"]["name"] for d in definitions] == ["done", "fail"]
+
+
+async def test_code_agent_is_offered_as_os_symphonys_call_code_agent(space: ActionSpace) -> None:
+    assert "call_code_agent" in space.actions and "code_agent" not in space.actions
+    assert "run_code" not in space.actions  # the Coder's own tool; the planner delegates to the Coder instead
+    assert "call_code_agent(task: str)\n" in space.render(final_step=False)
+    action = space.parse(answer('call_code_agent(task="Set autosave to true in ~/app.json")'), final_step=False)
+    assert (action.name, action.tool, action.arguments) == (
+        "call_code_agent",
+        "code_agent",
+        {"task": "Set autosave to true in ~/app.json"},
+    )
+    with pytest.raises(ActionError, match="has no parameter 'budget'"):
+        space.parse(answer('call_code_agent(task="x", budget=3)'), final_step=False)
+    called = space.parse_call("call_code_agent", '{"task": "x"}', final_step=False)
+    assert called.tool == "code_agent"

@@ -52,6 +52,7 @@ EXPECTED_TOOLS = {
     "reflect",
     "memory_audit",
     "check_loop",
+    "code_agent",
 }
 READ_ONLY_TOOLS = {
     "screenshot",

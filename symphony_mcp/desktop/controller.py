@@ -257,13 +257,38 @@ class DesktopController:
                 summary=summary if error is None else f"{summary} -> failed: {error}",
                 grounding=[g for t in targets for g in t.grounding],
             )
-            self.actions.append(record)
-            for listener in self._listeners:
-                try:
-                    await listener(record)
-                except Exception:  # recording must never fail the action itself
-                    log.exception("action listener failed for %s", record.summary)
+            await self._publish(record)
         return record
+
+    async def note(
+        self, action: str, arguments: dict[str, Any], summary: str, started_at: float, error: str | None = None
+    ) -> ActionRecord:
+        """Record an action done off the screen (a Coder run) as the desktop's own are, so the session's
+        trajectory gets it as a step; the screen after it is captured by the recorder as usual."""
+        cursor, window = await self._post_state()
+        record = ActionRecord(
+            id=self.actions.next_id(),
+            action=action,
+            arguments=arguments,
+            ok=error is None,
+            error=error,
+            started_at=started_at,
+            duration_ms=round((time.time() - started_at) * 1000, 2),
+            cursor_after=cursor,
+            active_window_after=window,
+            summary=summary,
+        )
+        with anyio.CancelScope(shield=True):
+            await self._publish(record)
+        return record
+
+    async def _publish(self, record: ActionRecord) -> None:
+        self.actions.append(record)
+        for listener in self._listeners:
+            try:
+                await listener(record)
+            except Exception:  # recording must never fail the action itself
+                log.exception("action listener failed for %s", record.summary)
 
     async def _post_state(self) -> tuple[Point | None, WindowInfo | None]:
         try:

@@ -84,6 +84,10 @@ class TaskManager:
         del self._running[current_session.get()]
         return task.close(status, note)
 
+    def running(self) -> Task | None:
+        """The caller's running task, if any."""
+        return self._running.get(current_session.get())
+
     def task(self) -> Task:
         """The caller's running task."""
         task = self._running.get(current_session.get())

@@ -15,6 +15,7 @@ from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.agent import AuditEvidence, StepEvidence, audit, check_step
+from symphony_mcp.memory.judgements import StepVerdict
 from symphony_mcp.memory.layout import TASK_FILE, TaskInfo, TaskStatus, step_screenshot, step_screenshot_path
 from symphony_mcp.memory.loops import ActionSignature, LoopDetector, ScreenPrint
 from symphony_mcp.memory.milestones import MilestoneMemory, StepSummary
@@ -29,6 +30,10 @@ from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ModelImage
+
+# Steps done off the screen: their record says what happened, a screenshot would not.
+CODE_ACTIONS = frozenset({"code_agent"})
+_VERDICT_CHARS = 400  # StepVerdict.summary's limit
 
 
 class Task:
@@ -129,10 +134,13 @@ class Task:
             model_ms = 0.0
             checked = []
             for step in [s for s in self.steps if s.verdict is None]:
-                verdict = await check_step(memoryer, await self._evidence(step, memoryer.endpoint))
-                model_ms += verdict.model_ms
-                self._replace(step.model_copy(update={"verdict": verdict.value}))
-                summary = StepSummary(step=step.step_num, **verdict.value.model_dump())
+                if step.record.action in CODE_ACTIONS:  # code mode: the coder's own result is the evidence
+                    value = StepVerdict(success=step.record.ok, summary=step.record.summary[:_VERDICT_CHARS])
+                else:
+                    verdict = await check_step(memoryer, await self._evidence(step, memoryer.endpoint))
+                    model_ms, value = model_ms + verdict.model_ms, verdict.value
+                self._replace(step.model_copy(update={"verdict": value}))
+                summary = StepSummary(step=step.step_num, **value.model_dump())
                 self.memory.add_summary(summary)
                 checked.append(summary)
             latest = self.steps[-1]

@@ -37,8 +37,13 @@ INFRASTRUCTURE_TOOLS = frozenset(
         "list_windows",
         "key_down",
         "key_up",
+        # The Coder's own tool: the planner hands code work to the Coder (call_code_agent), as in OS-Symphony.
+        "run_code",
     }
 )
+# OS-Symphony's names for tool agents, and the arguments the planner gives them (the rest keep their defaults).
+PLANNER_NAMES = {"code_agent": "call_code_agent"}
+PLANNER_ARGUMENTS = {"code_agent": ("task",)}
 DONE, FAIL = "done", "fail"
 _CONTROL_DOCS = {
     DONE: "done()\n    The task is complete: the screen shows it.",
@@ -63,6 +68,19 @@ class ActionSpec:
     name: str
     description: str
     schema: dict[str, Any]
+    tool: str | None = None  # the server's tool, when the planner's name differs
+
+    @classmethod
+    def of(cls, tool: Tool) -> ActionSpec:
+        """The tool as the planner sees it: OS-Symphony's name and arguments for tool agents."""
+        schema = dict(tool.input_schema)
+        kept = PLANNER_ARGUMENTS.get(tool.name)
+        if kept is not None:
+            properties = {k: v for k, v in schema.get("properties", {}).items() if k in kept}
+            required = [k for k in schema.get("required", []) if k in kept]
+            schema = {"type": "object", "properties": properties, "required": required}
+        name = PLANNER_NAMES.get(tool.name)
+        return cls(name or tool.name, tool.description or "", schema, tool.name if name else None)
 
     @property
     def parameters(self) -> list[str]:
@@ -94,7 +112,7 @@ class ActionSpace:
                     f"enabled tools {unknown} are not action tools of this server; it offers {sorted(offered)}"
                 )
             offered = {name: offered[name] for name in enabled}
-        return cls([ActionSpec(t.name, t.description or "", dict(t.input_schema)) for t in offered.values()])
+        return cls([ActionSpec.of(t) for t in offered.values()])
 
     def render(self, final_step: bool) -> str:
         """The actions shown to the model; on the final step only done and fail."""
@@ -154,7 +172,7 @@ class ActionSpace:
         if problems:
             details = "; ".join(_problem(spec.name, e) for e in problems)
             raise ActionError(f"invalid arguments for {spec.name}(): {details}")
-        return ParsedAction(name=spec.name, arguments=arguments, code=code)
+        return ParsedAction(name=spec.name, tool=spec.tool, arguments=arguments, code=code)
 
 
 def _is_combination(error: ValidationError) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from mcp import Client
 from mcp.types import ImageContent, TextContent
 
+from symphony_mcp.code.results import CoderResult
 from symphony_mcp.config import OrchestratorSettings
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.results import ScreenshotInfo, WindowList
@@ -37,6 +38,7 @@ from symphony_mcp.orchestrator.records import ParsedAction, RunRecord, RunStep, 
 from symphony_mcp.orchestrator.state import StateMachine
 
 log = logging.getLogger(__name__)
+CODE_AGENT = "code_agent"
 
 
 class RunError(SymphonyError):
@@ -267,7 +269,7 @@ class _Run:
             self.go(State.FAIL, reason, current.step)
             self.record.outcome, self.record.message = "fail", reason
             return True
-        result = await self.client.call_tool(action.name, action.arguments)
+        result = await self.client.call_tool(action.tool or action.name, action.arguments)
         if result.is_error:
             current.tool_error = _error_text(result.content)
             self.feedback.append(f"The previous action {action.code} failed: {current.tool_error}")
@@ -276,7 +278,7 @@ class _Run:
         structured = result.structured_content or {}
         current.tool_result = structured
         current.screen_points = _screen_points(structured)
-        self.fold(action.name, structured)
+        self.fold(action.tool or action.name, structured)
         recorded = time.perf_counter()
         await self.annotate(current, structured)
         current.timings.record_ms = _since(recorded)
@@ -311,6 +313,9 @@ class _Run:
 
     def fold(self, tool: str, structured: dict[str, Any]) -> None:
         """A result that is not an action record but has a summary (a tool agent's, folded) is shown once."""
+        if tool == CODE_AGENT:
+            self.tool_results.append(f"call_code_agent: {CoderResult.model_validate(structured).folded()}")
+            return
         summary = structured.get("summary") if "action" not in structured else None
         if isinstance(summary, str) and summary.strip():
             self.tool_results.append(f"{tool}: {summary.strip()}")
@@ -318,6 +323,8 @@ class _Run:
     async def annotate(self, current: RunStep, structured: dict[str, Any]) -> None:
         """Put the plan onto the trajectory step the action became (if it became one)."""
         steps = [r.task_step for r in _records(structured) if r.task_step is not None]
+        if isinstance(structured.get("task_step"), int):  # a tool agent's run, recorded as one step
+            steps.append(structured["task_step"])
         if not steps:
             return
         self.trajectory_steps = current.trajectory_step = max(steps)

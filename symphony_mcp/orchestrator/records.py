@@ -45,7 +45,8 @@ class Transition(BaseModel):
 
 
 class ParsedAction(BaseModel):
-    name: str = Field(description="tool name, or done / fail")
+    name: str = Field(description="the action as the planner names it, or done / fail")
+    tool: str | None = Field(None, description="the server's tool, when the planner names it otherwise")
     arguments: dict[str, Any] = Field(default_factory=dict)
     code: str = Field(description="the call as the model wrote it")
 

@@ -1,19 +1,22 @@
-"""MCP tools that run code: `run_code` runs one block, confined (symphony_mcp/code)."""
+"""MCP tools that run code: `run_code` runs one block, confined; `code_agent` hands a task to the Coder loop
+(symphony_mcp/code), whose transcripts are resources."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.local import LocalExecutor
+from symphony_mcp.code.results import CoderResult
 from symphony_mcp.code.types import CodeRun, Language
-from symphony_mcp.limits import MAX_CODE, MAX_CODE_SECONDS, MAX_PATH
+from symphony_mcp.limits import MAX_CODE, MAX_CODE_SECONDS, MAX_INSTRUCTION, MAX_PATH
 from symphony_mcp.tools.arguments import state_in_schema
-from symphony_mcp.tools.common import caller_errors
+from symphony_mcp.tools.common import caller_errors, resource_errors
 
 # The code can change or delete whatever its writable paths hold and, with network allowed, reach anything.
 RUNS_CODE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True)
@@ -21,6 +24,7 @@ RUN_CODE_DESCRIPTION = """Run one python or bash block on the desktop's machine,
 /tmp, only the work directory (and configured writable paths) writable, no network or display unless the settings
 allow them, resource limits. Returns exit code, stdout, stderr (capped), duration, and whether a limit killed it
 (timeout, memory, cpu, processes, file_size). Files persist in the work directory between calls."""
+MAX_CODER_BUDGET = 50
 
 
 def register(server: MCPServer, executor: LocalExecutor) -> None:
@@ -46,3 +50,37 @@ def register(server: MCPServer, executor: LocalExecutor) -> None:
         return await executor.run(language, code, timeout_s, None if workdir is None else Path(workdir))
 
     state_in_schema(server, "run_code", "timeout_s", maximum=executor.settings.max_timeout_seconds)
+
+
+def register_agent(server: MCPServer, coder: CoderService) -> None:
+    @server.tool(annotations=RUNS_CODE)
+    @caller_errors
+    async def code_agent(
+        task: Annotated[
+            str,
+            Field(min_length=1, max_length=MAX_INSTRUCTION, description="what to do with code, e.g. a file edit"),
+        ],
+        ctx: Context,
+        budget: Annotated[
+            int, Field(ge=2, le=MAX_CODER_BUDGET, description="turns the coder may use (the last one only concludes)")
+        ] = 20,
+    ) -> CoderResult:
+        """Hand a task that code does better than the GUI (fill a spreadsheet column, edit a config, rename
+        files) to the Coder: its model writes and runs one confined python or bash block per turn until DONE,
+        FAIL or INFEASIBLE. Returns a folded result (reason, steps, <=150-word summary, changed files) and
+        the transcript's resource."""
+
+        async def progress(step: int, total: int, message: str) -> None:
+            await ctx.report_progress(step, total, message)
+
+        return await coder.run(task, budget, progress)
+
+    @server.resource(
+        "trajectory://{task_id}/coder/{run}",
+        name="coder-transcript",
+        description="A code_agent run's full transcript (JSON): every answer, block, output and the folded result",
+        mime_type="application/json",
+    )
+    @resource_errors
+    async def coder_transcript(task_id: str, run: str) -> str:
+        return coder.transcript(task_id, run).read_text(encoding="utf-8")

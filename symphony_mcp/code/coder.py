@@ -1,0 +1,109 @@
+"""The code_agent's core: the coder model, a run folder in the task's trajectory folder, the screen, and
+the run recorded as one step of the session's task (so the reflection audits it, in code mode).
+
+Runs of a session with a running task keep their transcript under `<task>/coder/run-N/`; without one, each
+run gets a task id of its own (`coder-<time>-<hex>`), so every transcript is at
+`trajectory://<task_id>/coder/run-N`. Blocks run in `<code work directory>/coder/<task_id>/run-N`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+from symphony_mcp.code.agent import TRANSCRIPT_FILE, CoderLoop, CoderSetup, Progress, no_progress
+from symphony_mcp.code.results import CoderResult
+from symphony_mcp.code.types import CodeExecutor
+from symphony_mcp.config import CodeSettings
+from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.errors import InvalidInputError, SymphonyError, clip
+from symphony_mcp.memory.layout import check_task_id, new_task_id
+from symphony_mcp.memory.manager import TaskManager
+from symphony_mcp.models.registry import ModelRegistry
+
+log = logging.getLogger(__name__)
+CODER_FOLDER = "coder"
+RUN_PATTERN = r"run-[0-9]{1,9}"
+_RUN = re.compile(RUN_PATTERN)
+
+
+class CoderService:
+    def __init__(
+        self,
+        desktop: DesktopController,
+        models: ModelRegistry,
+        tasks: TaskManager,
+        executor: CodeExecutor,
+        settings: CodeSettings,
+        work_root: Path,
+    ) -> None:
+        self.desktop = desktop
+        self.models = models
+        self.tasks = tasks
+        self.executor = executor
+        self.settings = settings
+        self.work_root = work_root  # the executor's default work directory: each run works in a folder of it
+
+    async def run(self, task: str, budget: int, progress: Progress = no_progress) -> CoderResult:
+        model = self.models.client("coder")  # fails first, naming SYMPHONY_MODELS__CODER__BASE_URL / __MODEL
+        languages = tuple(self.settings.languages)
+        if not languages:
+            raise SymphonyError("no language is enabled for code: set SYMPHONY_CODE__LANGUAGES (python, bash)")
+        task_id, directory = self._run_folder()
+        setup = CoderSetup(
+            run_id=directory.name,
+            directory=directory,
+            workdir=self.work_root / CODER_FOLDER / task_id / directory.name,
+            transcript_uri=f"trajectory://{task_id}/{CODER_FOLDER}/{directory.name}",
+            languages=languages,
+            writable=list(self.settings.writable_paths),
+            block_timeout_s=min(self.settings.agent_block_timeout_seconds, self.settings.max_timeout_seconds),
+        )
+        started = time.time()
+        try:
+            screen = (await self.desktop.capture()).image
+        except Exception as exc:  # the code can still run without a picture of the screen
+            log.warning("code_agent: no screenshot for the coder: %s", exc)
+            screen = None
+        result = await CoderLoop(model, self.executor, setup, progress).run(task, budget, screen)
+        ended = None if result.completion_reason == "DONE" else f"the coder ended with {result.completion_reason}"
+        record = await self.desktop.note(
+            "code_agent",
+            {"task": task, "budget": budget},
+            f"code_agent ({result.completion_reason}, {result.steps_used} steps): {result.summary}",
+            started,
+            error=ended,
+        )
+        return result.model_copy(update={"task_step": record.task_step})
+
+    def transcript(self, task_id: str, run: str) -> Path:
+        """A run's transcript file, for the resource; ids are checked before they become a path."""
+        check_task_id(task_id)
+        if not _RUN.fullmatch(run):
+            raise InvalidInputError(f"run must look like run-1, got {clip(run)}")
+        path = self.tasks.root / task_id / CODER_FOLDER / run / TRANSCRIPT_FILE
+        if not path.exists():
+            raise InvalidInputError(
+                f"no coder run {run!r} in task {task_id!r}; a code_agent result names its transcript"
+            )
+        return path
+
+    def _run_folder(self) -> tuple[str, Path]:
+        running = self.tasks.running()
+        if running is not None:
+            task_id, base = running.info.task_id, Path(running.info.directory)
+        else:
+            task_id = f"coder-{new_task_id()}"
+            base = self.tasks.root / task_id
+        runs = base / CODER_FOLDER
+        runs.mkdir(parents=True, exist_ok=True)
+        number = 1 + max((int(p.name[4:]) for p in runs.glob("run-*") if _RUN.fullmatch(p.name)), default=0)
+        while True:
+            directory = runs / f"run-{number}"
+            try:
+                directory.mkdir()
+                return task_id, directory
+            except FileExistsError:  # another call took it meanwhile
+                number += 1

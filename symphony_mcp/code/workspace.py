@@ -1,0 +1,88 @@
+"""What the Coder is told about the machine, and which files its run created or changed.
+
+The change list comes from comparing the writable paths before and after the run (size and mtime),
+bounded so a huge tree costs a bounded walk.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from symphony_mcp.code.results import ChangedFile
+
+MAX_WALKED = 20_000  # files looked at per snapshot
+MAX_LISTED = 50  # changed files reported
+# file.ext, dir/file.ext, ~/dir/file.ext, ./file.ext; or an absolute or home path without an extension
+_PATHS_IN_TASK = re.compile(
+    r"(?:~/|\.{0,2}/)?[\w.@+-]+(?:/[\w.@+-]+)*\.[A-Za-z0-9]{1,8}\b|(?:~/|/)[\w.@+-]+(?:/[\w.@+-]+)+"
+)
+
+Snapshot = dict[str, tuple[int, int]]
+
+
+def environment_facts(workdir: Path, writable: list[Path], task: str, python_version: str | None = None) -> list[str]:
+    """OS, user, home, python version, the writable places, and the files the task names (found or not)."""
+    home = Path.home()
+    facts = [
+        f"OS: {platform.system()} {platform.release()} ({platform.machine()})",
+        f"User: {_user()}; home: {home}",
+        f"Python: {python_version or platform.python_version()}",
+        f"Working directory: {workdir}",
+        "Writable: " + ", ".join(str(p) for p in [workdir, *writable]),
+    ]
+    for name in named_files(task):
+        candidates = [Path(name).expanduser()] if name.startswith(("~", "/")) else [p / name for p in [*writable, home]]
+        found = next((p for p in candidates if p.exists()), None)
+        facts.append(f"File named in the task: {name} -> " + (f"{found} ({_size(found)})" if found else "not found"))
+    return facts
+
+
+def named_files(task: str) -> list[str]:
+    """Path-like words of the task (file.ext, ~/dir/file, /abs/path), in order, once each."""
+    return list(dict.fromkeys(match.group(0) for match in _PATHS_IN_TASK.finditer(task)))[:20]
+
+
+def snapshot(roots: Iterable[Path]) -> Snapshot:
+    seen: Snapshot = {}
+    for root in roots:
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in files:
+                path = os.path.join(directory, name)
+                try:
+                    stat = os.stat(path, follow_symlinks=False)
+                except OSError:
+                    continue
+                seen[path] = (stat.st_mtime_ns, stat.st_size)
+                if len(seen) >= MAX_WALKED:
+                    return seen
+    return seen
+
+
+def changes(before: Snapshot, after: Snapshot) -> tuple[list[ChangedFile], bool]:
+    """Files created, modified or deleted between two snapshots (at most MAX_LISTED), and whether more changed."""
+    found = [ChangedFile(path=p, change="created", size=after[p][1]) for p in after if p not in before]
+    found += [
+        ChangedFile(path=p, change="modified", size=size)
+        for p, (_, size) in after.items()
+        if before.get(p, (0, 0)) != after[p] and p in before
+    ]
+    found += [ChangedFile(path=p, change="deleted") for p in before if p not in after]
+    found.sort(key=lambda f: f.path)
+    return found[:MAX_LISTED], len(found) > MAX_LISTED
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _size(path: Path) -> str:
+    return "directory" if path.is_dir() else f"{path.stat().st_size} bytes"
