@@ -148,7 +148,7 @@ def main() -> None:
     model.script(default=GROUNDED_POINT)
     try:
         for phase in (client_phase, raw_phase):
-            sandbox = make_sandbox(grounder_url=model.url)
+            sandbox = make_sandbox(model_url=model.url)
             try:
                 phase(run, sandbox, args)
             finally:

@@ -149,6 +149,14 @@ async def test_budget_exhaustion_and_infeasible_give_their_documented_results(
         assert (result.completion_reason, result.steps_used, result.files) == ("INFEASIBLE", 1, [])
         assert result.summary == "Nothing to migrate."
 
+        # A model that never keeps the format: two turns of three refused answers each end the run as FAIL.
+        stand_in.script(*["(100,100)"] * 6, "The model gave no usable answer.")
+        result = CoderResult.model_validate(
+            (await client.call_tool("code_agent", {"task": "Tidy the files"})).structured_content
+        )
+        assert (result.completion_reason, result.steps_used, len(stand_in.requests)) == ("FAIL", 2, 7)
+        assert "no code block and no verdict" in stand_in.requests[1].texts()[-1]
+
 
 async def test_without_a_coder_model_code_agent_names_the_setting(xdisplay: Any, tmp_path: Path) -> None:
     server = build_server(load_settings(memory={"trajectory_dir": str(tmp_path)}))

@@ -38,7 +38,7 @@ GROUNDED_POINT = "(100,100)"
 @pytest.fixture
 def sandbox(stand_in: StandInModel) -> Iterator[Sandbox]:
     stand_in.script(default=GROUNDED_POINT)
-    made = make_sandbox(grounder_url=stand_in.url)
+    made = make_sandbox(model_url=stand_in.url)
     yield made
     shutil.rmtree(made.root, ignore_errors=True)
 

@@ -29,6 +29,7 @@ from symphony_mcp.models.messages import ChatMessage, assistant, system, user
 
 log = logging.getLogger(__name__)
 SUMMARY_WORDS = 150
+MAX_UNUSABLE_TURNS = 2  # turns in a row without a usable answer (after re-asks) end the run as FAIL
 TRANSCRIPT_FILE = "transcript.json"
 Progress = Callable[[int, int, str], Awaitable[None]]
 
@@ -75,6 +76,9 @@ class CoderLoop:
             await asyncio.to_thread(self._save, transcript)
             if turn.verdict is not None:
                 reason = turn.verdict  # type: ignore[assignment]
+                break
+            if _unusable_streak(transcript.turns) >= MAX_UNUSABLE_TURNS and step < budget:
+                reason = "FAIL"  # a model that cannot keep the format would only burn the budget
                 break
             messages.append(user(outcome))
         await self.progress(len(transcript.turns), budget, f"coder finished: {reason}; summarising")
@@ -167,6 +171,15 @@ class CoderLoop:
 
     def _save(self, transcript: CoderTranscript) -> None:
         write_json_atomically(self.setup.directory / TRANSCRIPT_FILE, transcript.model_dump(mode="json"))
+
+
+def _unusable_streak(turns: list[CoderTurn]) -> int:
+    streak = 0
+    for turn in reversed(turns):
+        if turn.code is not None or turn.verdict is not None:
+            break
+        streak += 1
+    return streak
 
 
 def clip_words(text: str, limit: int) -> str:

@@ -35,9 +35,10 @@ class Sandbox:
     root: Path
     gid: int = field(default_factory=lambda: random.randint(40_000, 59_999))
     baseline: frozenset[Path] = frozenset()
-    # An OpenAI-compatible endpoint for the grounder role (testkit's stand-in model): with it, the tools that take
-    # a description locate it and act instead of failing for want of a model.
-    grounder_url: str | None = None
+    # An OpenAI-compatible endpoint for the grounder and coder roles (testkit's stand-in model): with it, the tools
+    # that take a description locate it and act, and code_agent runs its loop (its answers are never usable code,
+    # so it ends after two turns) instead of failing for want of a model.
+    model_url: str | None = None
 
     @property
     def home(self) -> Path:
@@ -71,12 +72,15 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         grounder = {}
-        if self.grounder_url:
+        if self.model_url:
             grounder = {
-                "SYMPHONY_MODELS__GROUNDER__BASE_URL": self.grounder_url,
+                "SYMPHONY_MODELS__GROUNDER__BASE_URL": self.model_url,
                 "SYMPHONY_MODELS__GROUNDER__MODEL": "fuzz-grounder",
                 "SYMPHONY_MODELS__GROUNDER__MAX_RETRIES": "0",
                 "SYMPHONY_GROUNDING__FAMILY": "pixels",
+                "SYMPHONY_MODELS__CODER__BASE_URL": self.model_url,
+                "SYMPHONY_MODELS__CODER__MODEL": "fuzz-coder",
+                "SYMPHONY_MODELS__CODER__MAX_RETRIES": "0",
             }
         return {
             **grounder,
@@ -162,5 +166,5 @@ def _walk(area: Path) -> Iterator[Path]:
             yield base / name
 
 
-def make_sandbox(grounder_url: str | None = None) -> Sandbox:
-    return Sandbox(Path(tempfile.mkdtemp(prefix="symphony-fuzz-")), grounder_url=grounder_url).prepare()
+def make_sandbox(model_url: str | None = None) -> Sandbox:
+    return Sandbox(Path(tempfile.mkdtemp(prefix="symphony-fuzz-")), model_url=model_url).prepare()
