@@ -1,4 +1,5 @@
-"""The Coder's answer parsing: one fenced python/bash block or a verdict; everything else is refused with feedback."""
+"""The Coder's parts that need no server: answer parsing (one fenced python/bash block or a verdict, everything else
+refused with feedback), named files and file changes, the summary's word limit, code_agent's time bound."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pytest
 from symphony_mcp.code.agent import clip_words
 from symphony_mcp.code.parsing import AnswerError, parse_answer
 from symphony_mcp.code.workspace import changes, named_files
+from symphony_mcp.config import PolicySettings
+from symphony_mcp.policy.tools import ToolPolicy
 
 
 def test_one_block_is_taken_as_text_with_its_language_and_thought() -> None:
@@ -72,3 +75,9 @@ def test_named_files_and_changes() -> None:
 def test_summaries_are_clipped_to_their_word_limit() -> None:
     assert len(clip_words(" ".join(["word"] * 300), 150).split()) == 150
     assert clip_words("short one", 150) == "short one"
+
+
+def test_code_agent_gets_a_loop_sized_time_bound_unless_set() -> None:
+    assert ToolPolicy(PolicySettings()).time_bound("code_agent")[0] == 1800
+    assert ToolPolicy(PolicySettings()).time_bound("click")[0] == 120
+    assert ToolPolicy(PolicySettings(timeouts={"code_agent": 30})).time_bound("code_agent")[0] == 30

@@ -20,6 +20,11 @@ def setting_name(field_name: str) -> str:
     return f"policy.{field_name} (SYMPHONY_POLICY__{field_name.upper()}, --{field_name.replace('_', '-')})"
 
 
+# Tools that run a whole agent loop of model calls (code_agent: up to 50 turns) get a longer default bound
+# than single calls; policy.timeouts sets theirs like any other tool's.
+LONG_TOOL_BOUNDS: dict[str, float] = {"code_agent": 1800.0}
+
+
 @dataclass(frozen=True)
 class ToolFacts:
     """What the policy needs to know about one registered tool."""
@@ -85,8 +90,11 @@ class ToolPolicy:
 
     def time_bound(self, name: str) -> tuple[float, str]:
         """A tool's time bound in seconds, and the setting it comes from."""
+        setting = f"policy.timeouts.{name} (SYMPHONY_POLICY__TIMEOUTS)"
         if name in self.settings.timeouts:
-            return self.settings.timeouts[name], f"policy.timeouts.{name} (SYMPHONY_POLICY__TIMEOUTS)"
+            return self.settings.timeouts[name], setting
+        if name in LONG_TOOL_BOUNDS:
+            return max(LONG_TOOL_BOUNDS[name], self.settings.timeout_seconds), setting
         return self.settings.timeout_seconds, setting_name("timeout_seconds")
 
     def check_names(self) -> None:
