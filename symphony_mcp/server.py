@@ -63,6 +63,9 @@ the element, which the grounding model locates on screen (`locate` finds without
 screen, `click_text`, `locate_cursor` and `highlight_text_span` act on a phrase found by OCR,
 precisely; `find_text` and `ocr` read it. `list_windows`, `focus_window` and `open_app` manage
 applications. Every action returns a record of what was done; `action_history` lists them.
+For file and data work the GUI does badly (fill a spreadsheet column, change a config key, rename
+files), `code_agent` hands the task to the Coder, which writes and runs confined code and returns a
+short account; `run_code` runs one confined python or bash block.
 For long tasks, `start_task` records every action as a trajectory step; `reflect` audits it
 (On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
 
