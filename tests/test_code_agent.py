@@ -81,10 +81,10 @@ async def test_a_multi_step_task_fixes_its_error_and_edits_real_files(
         "Both files are changed and read back.\n**DONE**",
         "Filled column B (with tax) of prices.xlsx for 3 rows and set autosave to true in app.json.",
     )
-    progress: list[str] = []
+    progress: list[tuple[float, str]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+        progress.append((value, message or ""))
 
     async with coder_server(xdisplay, stand_in, tmp_path, files) as client:
         task = f"Fill the 'with tax' column of {sheet} (price * 1.2) and turn autosave on in {config}"
@@ -107,7 +107,9 @@ async def test_a_multi_step_task_fixes_its_error_and_edits_real_files(
         assert "Status: error; exit code 1" in second.texts()[-1] and "FileNotFoundError" in second.texts()[-1]
         assert "Status: ok; exit code 0" in stand_in.requests[2].texts()[-1]
         assert stand_in.requests[-1].messages[0]["content"].startswith("Summarise")
-        assert any("coder turn 3 of 6" in m for m in progress)
+        assert any("coder turn 3 of 6" in m for _, m in progress)
+        values = [v for v, _ in progress]  # one line with the heartbeat's: seconds, strictly increasing
+        assert values == sorted(set(values))
         # The transcript resource holds every turn.
         read = await client.read_resource(result.transcript_uri)
         transcript = CoderTranscript.model_validate_json(read.contents[0].text)  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -17,6 +17,7 @@ from symphony_mcp.code.types import CodeRun, Language
 from symphony_mcp.limits import MAX_CODE, MAX_CODE_SECONDS, MAX_INSTRUCTION, MAX_PATH
 from symphony_mcp.tools.arguments import state_in_schema
 from symphony_mcp.tools.common import caller_errors, resource_errors
+from symphony_mcp.tools.progress import report_step
 
 # The code can change or delete whatever its writable paths hold and, with network allowed, reach anything.
 RUNS_CODE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True)
@@ -60,7 +61,6 @@ def register_agent(server: MCPServer, coder: CoderService) -> None:
             str,
             Field(min_length=1, max_length=MAX_INSTRUCTION, description="what to do with code, e.g. a file edit"),
         ],
-        ctx: Context,
         budget: Annotated[
             int, Field(ge=2, le=MAX_CODER_BUDGET, description="turns the coder may use (the last one only concludes)")
         ] = 20,
@@ -71,7 +71,7 @@ def register_agent(server: MCPServer, coder: CoderService) -> None:
         the transcript's resource."""
 
         async def progress(step: int, total: int, message: str) -> None:
-            await ctx.report_progress(step, total, message)
+            await report_step(message)
 
         return await coder.run(task, budget, progress)
 
