@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     JsonConfigSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -408,11 +410,24 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, _ListsAsCommasEnv(settings_cls)]
         config_file = _config_file.get() or os.environ.get(CONFIG_FILE_ENV)
         if config_file:
             sources.append(_file_source(settings_cls, Path(config_file)))
         return tuple(sources)
+
+
+class _ListsAsCommasEnv(EnvSettingsSource):
+    """Environment variables, where a list may also be written comma-separated (SYMPHONY_CODE__LANGUAGES=python,bash)
+    as well as in JSON: pydantic-settings decodes every list as JSON and stops the server on anything else."""
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        try:
+            return super().decode_complex_value(field_name, field, value)
+        except ValueError:
+            if isinstance(value, str) and not value.lstrip().startswith(("[", "{")):
+                return [item.strip() for item in value.split(",") if item.strip()]
+            raise
 
 
 def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
