@@ -22,8 +22,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from symphony_mcp.config import load_settings
+from symphony_mcp.code.local import LocalExecutor
+from symphony_mcp.config import CodeSettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.server import build_server
 from tests.conftest import SCREEN, call_error, call_ok
 from tests.test_transports import base_env, stdio_params
@@ -219,6 +221,22 @@ async def test_languages_outside_the_allow_list_are_refused(home: Path, tree: Pa
         error = await call_error(client, "run_code", language="bash", code="echo hi")
         assert "'bash' is not enabled" in error and "SYMPHONY_CODE__LANGUAGES" in error
         assert (await run(client, "python", "print('hi')"))["stdout"] == "hi\n"
+
+
+async def test_text_that_cannot_be_a_file_or_a_path_is_a_clear_error(home: Path, tree: Path) -> None:
+    """Found by the fuzz test: a NUL in workdir was an internal error (ValueError: embedded null byte)."""
+    async with serving(tree) as client:
+        error = await call_error(client, "run_code", language="bash", code="true", workdir="a\x00b")
+        assert "workdir holds a NUL character" in error
+        assert (await call_ok(client, "run_code", language="bash", code="printf ok"))["stdout"] == "ok"
+
+
+async def test_code_with_a_lone_surrogate_is_refused_by_the_executor(tree: Path) -> None:
+    """MCP clients cannot send one, but a coder model's JSON answer can hold one ("\\ud800"): the executor says so
+    instead of failing to write the block."""
+    executor = LocalExecutor(CodeSettings(), tree / "work")
+    with pytest.raises(InvalidInputError, match="code is not valid Unicode text"):
+        await executor.run("python", "print('\ud800')", timeout_s=5)
 
 
 async def test_without_confinement_code_is_refused_unless_allowed(

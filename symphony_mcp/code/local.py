@@ -50,6 +50,7 @@ class LocalExecutor:
         """
         path = self.default_workdir.resolve()
         if workdir is not None:
+            _check_text("workdir", str(workdir), nul_allowed=False)
             path = (path / workdir.expanduser()).resolve()
             allowed = [self.default_workdir, *self.settings.writable_paths]
             if not any(path.is_relative_to(root.resolve()) for root in allowed):
@@ -63,6 +64,7 @@ class LocalExecutor:
 
     async def run(self, language: Language, code: str, timeout_s: float, workdir: Path | None = None) -> CodeRun:
         language = self.check_language(language)
+        _check_text("code", code, nul_allowed=True)
         if not 0 < timeout_s <= self.settings.max_timeout_seconds:
             raise InvalidInputError(
                 f"timeout_s must be in (0, {self.settings.max_timeout_seconds:g}] seconds "
@@ -132,6 +134,19 @@ class LocalExecutor:
             confinement=confinement,
             workdir=str(workdir),
         )
+
+
+def _check_text(name: str, text: str, nul_allowed: bool) -> None:
+    """Text that cannot become a file's bytes or a path (a lone surrogate, a NUL byte in a path) is the caller's
+    mistake, said as such, not an internal error from deep in the OS layer."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} is not valid Unicode text: a lone surrogate at character {exc.start}; send text as UTF-8"
+        ) from exc
+    if not nul_allowed and "\0" in text:
+        raise InvalidInputError(f"{name} holds a NUL character at position {text.index(chr(0))}; paths cannot")
 
 
 def _kill(pid: int) -> None:

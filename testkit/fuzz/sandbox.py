@@ -21,9 +21,10 @@ from pathlib import Path
 
 from mcp import StdioServerParameters
 
-# Programs the server needs on PATH to start its own display (Xvfb, openbox), and harmless ones open_app may
+# Programs the server needs on PATH to start its own display (Xvfb, openbox) and to confine run_code's python
+# (bwrap, prlimit: without them run_code refuses and fuzzed code never runs), and harmless ones open_app may
 # start. No shell, no xterm (`xterm -e /abs/path` runs any program), no xdg-open (opens any file in any app).
-SERVER_PROGRAMS = ("Xvfb", "openbox")
+SERVER_PROGRAMS = ("Xvfb", "openbox", "bwrap", "prlimit")
 HARMLESS_PROGRAMS = ("xmessage", "true")
 # Shared places a stray file would most likely land in, scanned in depth at the end of a run.
 SHARED_AREAS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path.home())
