@@ -23,7 +23,7 @@ from symphony_mcp.memory.layout import TRAJECTORY_FILE
 from symphony_mcp.memory.milestones import MilestoneMemory
 from symphony_mcp.memory.trajectory import TrajectoryStep, TrajectoryWriter, read_trajectory
 from symphony_mcp.server import SymphonyServer, build_server
-from testkit.model_server import ModelRequest, StandInModel
+from testkit.model_server import ModelRequest, Reply, StandInModel
 from tests.conftest import TkProbe, call_error, call_ok
 
 pytestmark = pytest.mark.anyio
@@ -216,9 +216,22 @@ async def test_malformed_answers_are_reasked_and_a_loop_overrides_the_audit(
         for _ in range(5):
             await call_ok(client, "click", x=sx, y=sy, space="screen")
         checks = iter(["The step worked.", *[verdict(False, "The colour did not turn green.")] * 5])
-        audits = iter(['{"status": "Off-track", "reflection": "wrong colour", "is_milestone": false}', reflection()])
+        # the audit answers after 1.3 s, so the call's heartbeat reports between reflect's own two reports
+        off_track = '{"status": "Off-track", "reflection": "wrong colour", "is_milestone": false}'
+        audits = iter([Reply(off_track, delay=1.3), reflection()])
         stand_in.script(default=by_role(lambda _: next(checks), lambda _: next(audits)))
-        outcome = await call_ok(client, "reflect")
+        progress: list[tuple[float, str | None]] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append((value, message))
+
+        result = await client.call_tool("reflect", {}, progress_callback=on_progress)
+        assert not result.is_error and result.structured_content is not None
+        outcome = result.structured_content
+    assert progress[0][1] == "checking steps and auditing the trajectory"
+    assert progress[-1][1] == "Off-track"
+    values = [v for v, _ in progress]  # one line with the heartbeat's: strictly increasing (MCP)
+    assert values == sorted(set(values))
     assert len(outcome["checked"]) == 5 and not outcome["checked"][0]["success"]
     reflected = outcome["reflection"]
     assert (reflected["status"], reflected["error_type"]) == ("Off-track", "lack_of_tutorial")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -18,6 +18,7 @@ from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.tools.arguments import FrameId, Space, missing, refuse_combinations
 from symphony_mcp.tools.common import READ_ONLY, caller_errors, in_latest_space, resource_errors
+from symphony_mcp.tools.progress import report_step
 
 # Writes only the server's own trajectory files; changes nothing on the desktop.
 RECORD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
@@ -83,13 +84,13 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
 
     @server.tool(annotations=REFLECT)
     @caller_errors
-    async def reflect(ctx: Context) -> ReflectOutcome:
+    async def reflect() -> ReflectOutcome:
         """Audit the trajectory now with the memoryer model: each unchecked step is judged (success or
         failure, one-line summary), then the trajectory gets a status (On-track, Off-track with an
         error type, Completed, Infeasible), a diagnosis, the milestone flag and new facts."""
-        await ctx.report_progress(0, 1, "checking steps and auditing the trajectory")
+        await report_step("checking steps and auditing the trajectory")
         outcome = await tasks.reflect()
-        await ctx.report_progress(1, 1, outcome.reflection.status)
+        await report_step(outcome.reflection.status)
         return outcome
 
     @server.tool(annotations=READ_ONLY)
