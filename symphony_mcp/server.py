@@ -165,7 +165,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     ocr.register(server, text_grounder, controller)
     grounding.register(server, grounder, models, controller)
     memory.register(server, tasks, controller)
-    code.register(server, executor)
+    code.register(server, executor, settings.code.max_timeout_seconds)
     code.register_agent(server, coder)
     state_shared_rules(server)
     server.policy.check_names()

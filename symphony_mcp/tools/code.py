@@ -11,9 +11,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symphony_mcp.code.coder import CoderService
-from symphony_mcp.code.local import LocalExecutor
 from symphony_mcp.code.results import CoderResult
-from symphony_mcp.code.types import CodeRun, Language
+from symphony_mcp.code.types import CodeExecutor, CodeRun, Language
 from symphony_mcp.limits import MAX_CODE, MAX_CODE_SECONDS, MAX_INSTRUCTION, MAX_PATH
 from symphony_mcp.tools.arguments import state_in_schema
 from symphony_mcp.tools.common import caller_errors, resource_errors
@@ -28,7 +27,8 @@ allow them, resource limits. Returns exit code, stdout, stderr (capped), duratio
 MAX_CODER_BUDGET = 50
 
 
-def register(server: MCPServer, executor: LocalExecutor) -> None:
+def register(server: MCPServer, executor: CodeExecutor, max_timeout_s: float) -> None:
+    """`executor` runs the blocks where the desktop is (this machine, or a remote one behind the same protocol)."""
     @server.tool(annotations=RUNS_CODE, description=RUN_CODE_DESCRIPTION)
     @caller_errors
     async def run_code(
@@ -50,7 +50,7 @@ def register(server: MCPServer, executor: LocalExecutor) -> None:
     ) -> CodeRun:
         return await executor.run(language, code, timeout_s, None if workdir is None else Path(workdir))
 
-    state_in_schema(server, "run_code", "timeout_s", maximum=executor.settings.max_timeout_seconds)
+    state_in_schema(server, "run_code", "timeout_s", maximum=max_timeout_s)
 
 
 def register_agent(server: MCPServer, coder: CoderService) -> None:
