@@ -25,8 +25,8 @@ from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.limits import MAX_ECHO, MAX_ERROR_MESSAGE
 from symphony_mcp.server import build_server
 from symphony_mcp.tools.common import caller_errors
-from tests.test_transports import INIT, base_env, serve_command
-from tests.test_unreadable_messages import read_reply
+from tests.test_transports import base_env, serve_command
+from tests.test_unreadable_messages import raw_stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -134,30 +134,13 @@ NON_FINITE = [
 
 
 def test_nan_and_infinity_are_tool_errors_not_internal_errors() -> None:
-    process = subprocess.Popen(
-        [*serve_command(), "serve", "--virtual-display", "never"],
-        env=base_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdin is not None
-    try:
-        process.stdin.write((json.dumps(INIT) + "\n").encode())
-        process.stdin.flush()
-        assert read_reply(process)["id"] == 1
+    with raw_stdio_server() as server:
         for request_id, (tool, arguments) in enumerate(NON_FINITE, start=10):
             params = f'{{"name":"{tool}","arguments":{arguments}}}'
-            call = f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":{params}}}'
-            process.stdin.write(call.encode() + b"\n")
-            process.stdin.flush()
-            reply = read_reply(process)
+            reply = server.send(f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":{params}}}')
             assert reply["id"] == request_id and reply["result"]["isError"], (tool, arguments, reply)
             text = reply["result"]["content"][0]["text"]
             assert "finite number" in text and "internal error" not in text, (tool, arguments, text)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 @pytest.mark.parametrize("task_id", ["probe\n", "", "../probe", "probe/x", ".hidden", "a" * 129])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import subprocess
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -37,7 +39,23 @@ def read_reply(process: subprocess.Popen[bytes], timeout: float = 20.0) -> dict[
     raise AssertionError(f"no reply within {timeout} s")
 
 
-def test_stdio_answers_lines_it_cannot_parse() -> None:
+class RawStdio:
+    """A server over stdio spoken to line by line: for what the MCP client cannot send (unparseable lines, NaN)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+
+    def send(self, line: str) -> dict[str, Any]:
+        """Write one line and return the server's reply to it."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+        return read_reply(self.process)
+
+
+@contextlib.contextmanager
+def raw_stdio_server() -> Iterator[RawStdio]:
+    """`symphony-mcp serve` with no display, initialized; stopped afterwards."""
     process = subprocess.Popen(
         [*serve_command(), "serve", "--virtual-display", "never"],
         env=base_env(),
@@ -45,23 +63,22 @@ def test_stdio_answers_lines_it_cannot_parse() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
-    assert process.stdin is not None
     try:
-        process.stdin.write((json.dumps(INIT) + "\n").encode())
-        process.stdin.flush()
-        assert read_reply(process)["id"] == 1
-        for line, request_id, code in UNREADABLE:
-            process.stdin.write(line.encode() + b"\n")
-            process.stdin.flush()
-            reply = read_reply(process)
-            assert reply["id"] == request_id and reply["error"]["code"] == code, (line, reply)
-            assert len(reply["error"]["message"]) < 300
-        process.stdin.write(b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n')
-        process.stdin.flush()
-        assert read_reply(process) == {"jsonrpc": "2.0", "id": 9, "result": {}}
+        server = RawStdio(process)
+        assert server.send(json.dumps(INIT))["id"] == 1
+        yield server
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_stdio_answers_lines_it_cannot_parse() -> None:
+    with raw_stdio_server() as server:
+        for line, request_id, code in UNREADABLE:
+            reply = server.send(line)
+            assert reply["id"] == request_id and reply["error"]["code"] == code, (line, reply)
+            assert len(reply["error"]["message"]) < 300
+        assert server.send('{"jsonrpc":"2.0","id":9,"method":"ping"}') == {"jsonrpc": "2.0", "id": 9, "result": {}}
 
 
 async def test_http_answers_bodies_it_cannot_parse() -> None:
