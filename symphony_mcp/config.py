@@ -381,6 +381,79 @@ class CodeSettings(BaseModel):
         return value.expanduser() if isinstance(value, Path) else value
 
 
+SearchEngine = Literal["duckduckgo", "searxng", "template", "local"]
+
+
+def _default_docs_index() -> Path:
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "symphony-mcp" / "docs.sqlite"
+
+
+class SearchSettings(BaseModel):
+    """Tutorial search (search_tutorial, search_docs): where searches start, what the browser may reach, budgets.
+
+    The searcher browses in a fresh, isolated headless Chromium per search. Offline, `engine = "local"` serves
+    an index built by `symphony-mcp docs index PATH...` on 127.0.0.1.
+    """
+
+    engine: SearchEngine = Field(
+        "duckduckgo",
+        description="where searches start: duckduckgo (HTML endpoint), searxng (searxng_url), template "
+        "(url_template) or local (the offline docs index)",
+    )
+    duckduckgo_url: str = Field("https://html.duckduckgo.com/html/", description="DuckDuckGo's HTML endpoint")
+    searxng_url: str | None = Field(None, description="a SearXNG instance, e.g. http://127.0.0.1:8888")
+    searxng_format: Literal["json", "html"] = Field(
+        "json", description="how search_docs reads SearXNG: its JSON API (must be enabled there) or its HTML page"
+    )
+    url_template: str | None = Field(
+        None, description="any results page, {query} replaced by the URL-encoded query, e.g. https://x.org/?q={query}"
+    )
+    docs_index: Path = Field(
+        default_factory=_default_docs_index, description="the offline docs index (SQLite FTS5) for engine=local"
+    )
+    browser: Path | None = Field(
+        None, description="the Chromium executable (default: chromium, chromium-browser or google-chrome on PATH)"
+    )
+    headful: bool = Field(False, description="show the searcher's browser on the server's display, for watching")
+    viewport: str = Field("1280x800", description="the browser's viewport, WIDTHxHEIGHT")
+    budget: int = Field(20, ge=2, le=50, description="browsing steps per search (the last one only concludes)")
+    step_timeout_seconds: float = Field(30, gt=0, le=600, description="bound of one page action or load")
+    search_timeout_seconds: float = Field(600, gt=0, le=3600, description="bound of one whole search")
+    allow_urls: list[str] = Field(
+        default_factory=list, description="glob patterns; when any is given, only matching URLs may be opened"
+    )
+    deny_urls: list[str] = Field(default_factory=list, description="glob patterns of URLs never opened")
+    private_hosts: list[str] = Field(
+        default_factory=list,
+        description="hosts (host or host:port) on loopback or private addresses the browser may reach, e.g. an "
+        "intranet wiki; the configured engine's host and the local docs server are always allowed",
+    )
+    max_elements: int = Field(80, ge=5, le=500, description="interactive elements listed (and marked) per step")
+    max_images: int = Field(4, ge=0, le=10, description="pictures a tutorial returns at most")
+    image_max_side: int = Field(1024, ge=128, le=4096, description="longest side of each returned picture")
+
+    @field_validator("allow_urls", "deny_urls", "private_hosts", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("viewport")
+    @classmethod
+    def _viewport(cls, value: str) -> str:
+        width, _, height = value.partition("x")
+        if not (width.isdigit() and height.isdigit() and 320 <= int(width) <= 4096 and 240 <= int(height) <= 4096):
+            raise ValueError(f"viewport must be WIDTHxHEIGHT between 320x240 and 4096x4096, got {value!r}")
+        return value
+
+    @property
+    def viewport_size(self) -> tuple[int, int]:
+        width, _, height = self.viewport.partition("x")
+        return int(width), int(height)
+
+
 class Settings(BaseSettings):
     """All settings of one server process."""
 
@@ -399,6 +472,7 @@ class Settings(BaseSettings):
     orchestrator: OrchestratorSettings = Field(default_factory=OrchestratorSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     code: CodeSettings = Field(default_factory=CodeSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod
