@@ -18,7 +18,7 @@ packages=(
   bubblewrap                                               # confinement of the code tools (run_code)
 )
 if [[ $dev -eq 1 ]]; then
-  packages+=(chromium python3-doc)  # the tests drive a real browser window over real documentation pages
+  packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi
 missing=()

@@ -59,6 +59,7 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "policy_timeout_seconds": ("policy", "timeout_seconds"),
     "policy_audit": ("policy", "audit"),
     "policy_audit_file": ("policy", "audit_file"),
+    "docs_index": ("search", "docs_index"),
 }
 EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
 
@@ -123,6 +124,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="write the static HTML report of a results directory")
     report.add_argument("results", type=Path, help="results directory")
+
+    docs = commands.add_parser("docs", help="the offline documentation index (search engine 'local')")
+    docs_commands = docs.add_subparsers(dest="docs_command", required=True)
+    index = docs_commands.add_parser("index", help="index local HTML documentation (replaces the index)")
+    index.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="HTML files or directories")
+    search = docs_commands.add_parser("search", help="query the index: title, file and snippet of each hit")
+    search.add_argument("query", help="free text, e.g. 'how to freeze rows in Calc'")
+    search.add_argument("--limit", type=int, default=10, help="hits at most (default 10)")
+    for command in (index, search):
+        command.add_argument("--config", type=Path, help="TOML or JSON settings file")
+        command.add_argument("--index", dest="docs_index", type=Path, help="the index file (default search.docs_index)")
     return parser
 
 
@@ -181,12 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"symphony-mcp: invalid settings: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # Logs go to stderr: stdout carries the stdio transport. A run shows its live view there instead.
-    level = settings.log_level if args.command == "serve" or args.log_level else "WARNING"
+    level = settings.log_level if args.command == "serve" or getattr(args, "log_level", None) else "WARNING"
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(_clipped)
     if args.command == "serve":
         return _serve(settings)
+    if args.command == "docs":
+        return _docs(settings.search.docs_index, args)
     return _run(settings, args)
 
 
@@ -236,6 +250,31 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     message = f": {outcome.record.message}" if outcome.record.message else ""
     print(f"{outcome.outcome} {outcome.task_id} {outcome.directory}{note}{message}")
     return {"success": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
+
+
+def _docs(index: Path, args: argparse.Namespace) -> int:
+    from symphony_mcp.search.docs_index import DocsIndex, build_index, plain_snippet
+
+    try:
+        if args.docs_command == "index":
+            report = build_index(args.paths, index)
+            skipped = ", ".join(f"{count} {why}" for why, count in report.skipped.items()) or "none"
+            more = " (stopped at the page bound)" if report.truncated else ""
+            print(f"indexed {report.pages} pages{more} in {report.seconds:.1f} s, skipped: {skipped}; {report.index}")
+            return 0
+        docs = DocsIndex(index)
+        try:
+            hits = docs.search(args.query, args.limit)
+        finally:
+            docs.close()
+    except (SymphonyError, OSError) as exc:
+        print(f"symphony-mcp: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    for number, hit in enumerate(hits, 1):
+        print(f"{number}. {hit.title}\n   {hit.path}\n   {plain_snippet(hit.snippet)}")
+    if not hits:
+        print("no results", file=sys.stderr)
+    return 0 if hits else EXIT_FAIL
 
 
 def _serve(settings: Settings) -> int:

@@ -1,0 +1,153 @@
+"""The offline docs index over real Debian documentation (libreoffice-help-en-us, installed by install.sh --dev)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.search.docs_index import DocsIndex, build_index, match_expression, parse_page, plain_snippet
+from symphony_mcp.search.types import SearchUnavailableError
+from testkit.server_process import base_env
+from tests.conftest import wait_for
+
+HELP = Path("/usr/share/libreoffice/help/en-US")
+TEXT = HELP / "text"
+
+
+@pytest.fixture(scope="module")
+def help_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (TEXT / "scalc/guide/line_fix.html").is_file():
+        pytest.fail("libreoffice-help-en-us is not installed; scripts/install.sh --dev installs it")
+    index = tmp_path_factory.mktemp("docs") / "docs.sqlite"
+    report = build_index([HELP], index)
+    assert report.pages == 2561 and report.skipped == {} and not report.truncated
+    return index
+
+
+@pytest.fixture(scope="module")
+def docs(help_index: Path) -> DocsIndex:
+    return DocsIndex(help_index)
+
+
+@pytest.mark.parametrize(
+    ("query", "page"),
+    [
+        ("how to freeze rows in Calc", "scalc/guide/line_fix.html"),  # "Freezing Rows or Columns as Headers"
+        ("how to apply autofilter to data in calc", "scalc/guide/autofilter.html"),  # "Applying AutoFilter"
+        ("conditional formatting in calc", "scalc/guide/cellstyle_conditional.html"),  # "Applying Conditional ..."
+        ("insert page numbers in footer", "swriter/guide/footer_pagenumber.html"),  # "... Page Numbers in Footers"
+        ("page numbers in Writer", "swriter/guide/pagenumbers.html"),  # "Page Numbers"
+    ],
+)
+def test_known_queries_find_the_right_page_first(docs: DocsIndex, query: str, page: str) -> None:
+    hits = docs.search(query, 5)
+    assert hits[0].path == TEXT / page, [(h.title, str(h.path)) for h in hits]
+
+
+def test_hit_has_title_and_a_snippet_around_the_words(docs: DocsIndex) -> None:
+    hit = docs.search("how to freeze rows in Calc", 1)[0]
+    assert hit.title == "Freezing Rows or Columns as Headers"
+    assert "\x02rows\x03" in hit.snippet.lower()
+    assert "long rows or columns of data" in plain_snippet(hit.snippet)
+
+
+def test_page_text_leaves_the_help_chrome_out() -> None:
+    page = parse_page((TEXT / "scalc/guide/line_fix.html").read_text())
+    assert page.title == "Freezing Rows or Columns as Headers" and page.base == "../../../../"
+    assert "freezing rows or columns" in page.keywords and "rows, freezing" in page.keywords
+    body = " ".join("".join(page.body).split())
+    assert "Select the row below, or the column to the right" in body
+    assert "View - Freeze Rows and Columns" in body  # inline spans kept inside their sentence
+    for chrome in ("LibreOffice 7.4 Help", "Search in chosen module", "Contents", "Help content debug info"):
+        assert chrome not in body
+    assert {"default.css", "help.js", "media/icon-themes/res/helpimg/note.svg"} <= set(page.references)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["AND", "rows AND", '"freeze', 'freeze" OR "', "*", "rows*", "NEAR(rows", "-rows", "col:rows", "^rows", "{x}"],
+)
+def test_fts_syntax_in_a_query_is_only_text(docs: DocsIndex, query: str) -> None:
+    expression = match_expression(query)
+    assert expression is None or all(part.startswith('"') and part.endswith('"') for part in expression.split(" OR "))
+    docs.search(query, 5)  # answers (maybe nothing) instead of an FTS5 syntax error
+
+
+def test_a_query_of_nothing_but_punctuation_finds_nothing(docs: DocsIndex) -> None:
+    assert docs.search('"*^-()', 5) == []
+
+
+def test_missing_or_foreign_index_says_how_to_build_one(tmp_path: Path) -> None:
+    with pytest.raises(SearchUnavailableError, match=r"symphony-mcp docs index PATH"):
+        DocsIndex(tmp_path / "none.sqlite")
+    (tmp_path / "other.sqlite").write_text("not a database")
+    with pytest.raises(SearchUnavailableError, match=r"not a docs index"):
+        DocsIndex(tmp_path / "other.sqlite")
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        build_index([tmp_path / "nowhere"], tmp_path / "x.sqlite")
+
+
+def test_skips_oversized_unreadable_and_symlinked_out_pages(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir(), outside.mkdir()
+    (root / "good.html").write_text("<title>Good page</title><p>pelican</p>")
+    (root / "big.html").write_text("<title>Big</title><p>" + "pelican " * 1000 + "</p>")
+    (root / "gone.html").symlink_to(root / "missing.html")  # inside the root, but nothing to read
+    (outside / "secret.html").write_text("<title>Secret</title><p>pelican</p>")
+    (root / "leak.html").symlink_to(outside / "secret.html")
+    report = build_index([root], tmp_path / "ix.sqlite", max_file_bytes=1000)
+    assert report.pages == 1
+    assert report.skipped == {"larger than the size bound": 1, "unreadable": 1, "symlink out of the roots": 1}
+    index = DocsIndex(tmp_path / "ix.sqlite")
+    assert [hit.title for hit in index.search("pelican", 10)] == ["Good page"]
+    index.close()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "symphony_mcp", "docs", *args],
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_cli_indexes_and_searches(tmp_path: Path) -> None:
+    index = tmp_path / "calc.sqlite"
+    built = run_cli("index", str(TEXT / "scalc/guide"), "--index", str(index))
+    assert built.returncode == 0, built.stderr
+    assert built.stdout.startswith("indexed ") and " pages in " in built.stdout and "skipped: none" in built.stdout
+    found = run_cli("search", "how to freeze rows in Calc", "--limit", "2", "--index", str(index))
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert lines[0] == "1. Freezing Rows or Columns as Headers"
+    assert lines[1].strip() == str(TEXT / "scalc/guide/line_fix.html")
+    assert "long rows or columns of data" in lines[2] and lines[3].startswith("2. ")
+    missing = run_cli("search", "rows", "--index", str(tmp_path / "none.sqlite"))
+    assert missing.returncode == 3 and "symphony-mcp docs index PATH" in missing.stderr
+
+
+def test_a_killed_build_leaves_the_previous_index(tmp_path: Path) -> None:
+    index = tmp_path / "docs.sqlite"
+    assert run_cli("index", str(TEXT / "scalc/guide/line_fix.html"), "--index", str(index)).returncode == 0
+    before = index.read_bytes()
+    build = subprocess.Popen(
+        [sys.executable, "-m", "symphony_mcp", "docs", "index", str(HELP), "--index", str(index)], env=base_env()
+    )
+    try:
+        wait_for(lambda: any(path.name.endswith(".building") for path in tmp_path.iterdir()), timeout=30, interval=0.01)
+        os.kill(build.pid, signal.SIGKILL)
+    finally:
+        build.wait(30)
+    assert build.returncode == -signal.SIGKILL  # killed midway, not finished
+    assert index.read_bytes() == before
+    survivor = DocsIndex(index)
+    assert [hit.title for hit in survivor.search("freeze rows", 5)] == ["Freezing Rows or Columns as Headers"]
+    survivor.close()
