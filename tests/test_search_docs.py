@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import http.client
 import os
+import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urljoin
 
+import httpx
 import pytest
 
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.search.docs_index import DocsIndex, build_index, match_expression, parse_page, plain_snippet
+from symphony_mcp.search.docs_server import DocsServer
 from symphony_mcp.search.types import SearchUnavailableError
 from testkit.server_process import base_env
 from tests.conftest import wait_for
@@ -151,3 +157,91 @@ def test_a_killed_build_leaves_the_previous_index(tmp_path: Path) -> None:
     survivor = DocsIndex(index)
     assert [hit.title for hit in survivor.search("freeze rows", 5)] == ["Freezing Rows or Columns as Headers"]
     survivor.close()
+
+
+# The docs server: results pages and documents over real HTTP
+
+
+@pytest.fixture(scope="module")
+def server(docs: DocsIndex) -> Iterator[DocsServer]:
+    running = DocsServer(docs)
+    yield running
+    running.close()
+
+
+def raw_get(server: DocsServer, target: str) -> int:
+    """GET `target` exactly as written (httpx would normalise ../ away before sending)."""
+    connection = http.client.HTTPConnection(server.host, timeout=10)
+    try:
+        connection.request("GET", target)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_results_page_links_to_served_pages(server: DocsServer) -> None:
+    page = httpx.get(server.results_url("how to freeze rows in Calc"), timeout=10)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<form action="/search"' in page.text and 'value="how to freeze rows in Calc"' in page.text
+    links = re.findall(r'<a class="result-title" href="([^"]+)">([^<]+)</a>', page.text)
+    assert links[0] == (server.file_url(TEXT / "scalc/guide/line_fix.html"), "Freezing Rows or Columns as Headers")
+    assert all(url.startswith(server.base_url + "/files/") for url, _ in links) and "file://" not in page.text
+    assert "<b>" in page.text  # matched words in bold
+    empty = httpx.get(server.results_url("zzqqxx"), timeout=10)
+    assert empty.status_code == 200 and "No results for <b>zzqqxx</b>" in empty.text
+
+
+def test_a_query_is_escaped_in_the_results_page(server: DocsServer) -> None:
+    page = httpx.get(server.results_url('<script>alert(1)</script> "rows'), timeout=10)
+    assert page.status_code == 200 and "<script>alert" not in page.text and "&lt;script&gt;" in page.text
+
+
+def test_a_served_page_finds_its_stylesheet_through_its_base_href(server: DocsServer) -> None:
+    url = server.file_url(TEXT / "scalc/guide/line_fix.html")
+    page = httpx.get(url, timeout=10)
+    assert page.status_code == 200 and "<title>Freezing Rows or Columns as Headers</title>" in page.text
+    base = re.search(r'<base href="([^"]+)">', page.text)
+    stylesheet = re.search(r'<link type="text/css" href="(default\.css)"', page.text)
+    assert base and stylesheet
+    css = httpx.get(urljoin(urljoin(url, base.group(1)), stylesheet.group(1)), timeout=10)
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css") and "{" in css.text
+    icon = httpx.get(urljoin(urljoin(url, base.group(1)), "media/icon-themes/res/helpimg/note.svg"), timeout=10)
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert server.hits("freeze rows", 1)[0].url == url
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/files/etc/passwd",
+        f"/files{HELP}/../../../../../etc/passwd",
+        f"/files{HELP}/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+        f"/files{HELP}/text/",  # no directory listings
+        f"/files{HELP}/text",
+        f"/files{HELP}/text/scalc/guide/line_fix.html%00",
+        "/files/usr/share/libreoffice/help/../../../../etc/passwd",
+        "/etc/passwd",
+        "/files",
+    ],
+)
+def test_nothing_outside_the_index_is_served(server: DocsServer, target: str) -> None:
+    assert raw_get(server, target) == 404
+
+
+def test_a_symlink_out_of_the_root_is_not_served(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "page.html").write_text("<title>Page</title><p>heron</p>")
+    (tmp_path / "secret.txt").write_text("secret")
+    (root / "secret.txt").symlink_to(tmp_path / "secret.txt")
+    (root / "inside.txt").write_text("inside")
+    build_index([root], tmp_path / "ix.sqlite")
+    index = DocsIndex(tmp_path / "ix.sqlite")
+    running = DocsServer(index)
+    try:
+        assert httpx.get(running.file_url(root / "inside.txt"), timeout=10).text == "inside"
+        assert httpx.get(running.file_url(root / "secret.txt"), timeout=10).status_code == 404
+        assert httpx.get(running.file_url(tmp_path / "secret.txt"), timeout=10).status_code == 404
+    finally:
+        running.close()
+        index.close()
