@@ -89,6 +89,17 @@ def test_a_query_of_nothing_but_punctuation_finds_nothing(docs: DocsIndex) -> No
     assert docs.search('"*^-()', 5) == []
 
 
+def test_sphinx_sidebars_are_left_out_by_their_aria_roles() -> None:
+    page = parse_page(Path("/usr/share/doc/python3.11/html/library/csv.html").read_text())  # python3-doc
+    body = " ".join("".join(page.body).split())
+    assert "The so-called CSV (Comma Separated Values) format" in body
+    for chrome in ("Previous topic", "Quick search", "This Page", "Navigation"):
+        assert chrome not in body
+    assert page.headings[:2] == ["csv — CSV File Reading and Writing", "Module Contents"]
+    # a void element with such a role (it has no end) does not hide the rest of the page
+    assert "".join(parse_page('<p>a <input role="search"> b</p>').body).split() == ["a", "b"]
+
+
 def test_missing_or_foreign_index_says_how_to_build_one(tmp_path: Path) -> None:
     with pytest.raises(SearchUnavailableError, match=r"symphony-mcp docs index PATH"):
         DocsIndex(tmp_path / "none.sqlite")
