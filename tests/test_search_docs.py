@@ -168,6 +168,9 @@ def test_a_killed_build_leaves_the_previous_index(tmp_path: Path) -> None:
     survivor = DocsIndex(index)
     assert [hit.title for hit in survivor.search("freeze rows", 5)] == ["Freezing Rows or Columns as Headers"]
     survivor.close()
+    assert [path.name for path in tmp_path.iterdir() if path.name.endswith(".building")]  # the killed build's
+    assert run_cli("index", str(TEXT / "scalc/guide/autofilter.html"), "--index", str(index)).returncode == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["docs.sqlite"]  # the next build removed it
 
 
 # The docs server: results pages and documents over real HTTP

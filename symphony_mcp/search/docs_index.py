@@ -219,6 +219,7 @@ def build_index(
     roots = _resolve_roots(paths)
     index = Path(os.path.abspath(index))
     index.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_builds(index)
     temporary = index.with_name(f".{index.name}.{os.getpid()}.building")
     temporary.unlink(missing_ok=True)
     skipped: Counter[str] = Counter()
@@ -283,6 +284,14 @@ def build_index(
     finally:
         temporary.unlink(missing_ok=True)
     return IndexReport(index, roots, pages, dict(skipped), time.monotonic() - started, truncated)
+
+
+def _remove_abandoned_builds(index: Path) -> None:
+    """Delete the temporary files of builds whose process is gone (killed midway); a running build's stays."""
+    for stale in index.parent.glob(f".{index.name}.*.building"):
+        pid = stale.name.removeprefix(f".{index.name}.").removesuffix(".building")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            stale.unlink(missing_ok=True)
 
 
 def match_expression(query: str) -> str | None:

@@ -37,7 +37,7 @@ class DocsServer:
     def __init__(self, index: DocsIndex) -> None:
         self.index = index
         self._http = _Http(self)
-        self._thread = threading.Thread(target=self._http.serve_forever, name="docs-server", daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), name="docs-server", daemon=True)
         self._thread.start()
         self.host = f"127.0.0.1:{self._http.server_port}"
         self.base_url = f"http://{self.host}"
