@@ -23,6 +23,7 @@ from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_d
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.server import SymphonyServer, build_server
 from testkit.model_server import StandInModel
+from testkit.web_site import WebSite, running_site
 
 APPS = Path(__file__).parent / "apps"
 SCREEN = (1920, 1080)
@@ -232,3 +233,10 @@ def stand_in(stand_in_server: StandInModel) -> StandInModel:
     """The stand-in model server with an empty script."""
     stand_in_server.script()
     return stand_in_server
+
+
+@pytest.fixture(scope="session")
+def web_site() -> Iterator[WebSite]:
+    """The local search engine and help centre (testkit/web_site.py) over real HTTP on 127.0.0.1."""
+    with running_site() as site:
+        yield site
