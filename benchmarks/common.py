@@ -58,6 +58,10 @@ class Stats:
         return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
 
     @property
+    def p95(self) -> float:
+        return statistics.quantiles(self.samples, n=20, method="inclusive")[-1]
+
+    @property
     def p99(self) -> float:
         return statistics.quantiles(self.samples, n=100, method="inclusive")[-1]
 
