@@ -12,7 +12,8 @@ Pages (paths on `site.base`; `{...}` are filled in when served):
 - `/help/`                 Tabula Sheets Help Centre (a fictional spreadsheet app): article index.
 - `/help/freeze-first-row.html`  "How to freeze the first row in Tabula Sheets": a long page; the numbered
                            steps (View ▸ Freeze Cells ▸ Freeze First Row) start well below the first screen,
-                           with a figure (`/img/freeze-first-row.svg`), then "Unfreeze".
+                           with a figure (`/img/freeze-first-row.svg`), then "Unfreeze", then "Was this
+                           article helpful?" Yes / No buttons that open alert() / confirm() dialogs.
 - `/help/insert-rows.html` a short how-to (another hop; links on to the freeze article).
 - `/help/resources.html`   a download (`/files/tabula-shortcuts.csv`, Content-Disposition: attachment), a
                            target=_blank link and a window.open link (both to help articles), a dead link

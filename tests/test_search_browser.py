@@ -282,3 +282,30 @@ async def test_a_browser_that_cannot_start_says_what_to_do(tmp_path: Path) -> No
         await launch_chromium(SearchSettings(browser=tmp_path / "nothing"))
     with pytest.raises(BrowserFailure, match=r"/bin/false\) did not start.*apt-get install chromium"):
         await launch_chromium(SearchSettings(browser=Path("/bin/false")))
+
+
+async def test_dialogs_are_dismissed_and_the_page_goes_on(web_site: WebSite, chromium: ChromiumProcess) -> None:
+    async with session(web_site, chromium) as browser:
+        await browser.open(web_site.url("/help/freeze-first-row.html"))
+        view = await accept_cookies(browser)
+        while not any(e.text == "Yes" for e in view.elements):
+            await browser.scroll("down", 5)
+            view = await browser.view()
+        await browser.click(find(view, "Yes"))
+        await browser.click(next(e for e in view.elements if e.text == "No"))
+        after = await browser.view()
+        assert "the page opened a dialog ('Thanks for your feedback!'); it was dismissed" in after.notices
+        assert "the page opened a dialog ('Tell us what was missing?'); it was dismissed" in after.notices
+        await browser.click(find(after, "Insert or delete rows"))
+        assert (await browser.view()).url == web_site.url("/help/insert-rows.html")
+
+
+async def test_headful_on_the_display(web_site: WebSite, xdisplay: object) -> None:
+    settings = SETTINGS.model_copy(update={"headful": True})
+    before = chromium_processes()
+    async with session(web_site, None, settings) as browser:
+        started = {pid: command for pid, command in descendants().items() if pid in chromium_processes() - before}
+        assert started and not any("--headless" in command for command in started.values())
+        await browser.open(web_site.url("/"))
+        view = await browser.view()
+        assert view.image.size == (1280, 800) and any(e.kind == "searchbox" for e in view.elements)

@@ -196,3 +196,11 @@ async def test_names_that_do_not_resolve_or_resolve_too_slowly_are_refused() -> 
     slow = policy()
     slow.resolve_timeout = 0
     assert "took over 0 s" in await refused("http://example.org/", slow)
+
+
+async def test_a_failed_lookup_is_remembered_for_the_session() -> None:
+    checker = policy()
+    first = await refused("http://no-such-host.invalid/a.png", checker)
+    checker.resolve_timeout = 0  # a second lookup would now fail differently ("took over 0 s")
+    second = await refused("http://no-such-host.invalid/b.png", checker)
+    assert "does not resolve" in first and "does not resolve" in second

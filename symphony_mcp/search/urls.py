@@ -157,7 +157,7 @@ class UrlPolicy:
     deny: tuple[str, ...] = ()
     trusted: frozenset[tuple[str, int | None]] = frozenset()
     resolve_timeout: float = RESOLVE_TIMEOUT_SECONDS
-    _resolved: dict[str, list[IPAddress]] = field(default_factory=dict, repr=False)
+    _resolved: dict[str, list[IPAddress] | str] = field(default_factory=dict, repr=False)  # addresses or why not
 
     @classmethod
     def build(cls, settings: SearchSettings, trusted_hosts: Iterable[str] = ()) -> UrlPolicy:
@@ -225,20 +225,26 @@ class UrlPolicy:
             raise _refuse(url, f"it matches none of the allow patterns {list(self.allow)} (settings search.allow_urls)")
 
     async def _resolve(self, url: str, host: str, port: int) -> list[IPAddress]:
-        if host in self._resolved:
-            return self._resolved[host]
+        """The host's addresses; a failure is remembered too, so a page's many requests to a dead name do not
+        each wait for the resolver again."""
+        known = self._resolved.get(host)
+        if known is None:
+            known = self._resolved[host] = await self._lookup(host, port)
+        if isinstance(known, str):
+            raise _refuse(url, known)
+        return known
+
+    async def _lookup(self, host: str, port: int) -> list[IPAddress] | str:
         loop = asyncio.get_running_loop()
         try:
             infos = await asyncio.wait_for(
                 loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout=self.resolve_timeout
             )
         except TimeoutError:
-            raise _refuse(url, f"resolving {host} took over {self.resolve_timeout:g} s") from None
+            return f"resolving {host} took over {self.resolve_timeout:g} s"
         except OSError as exc:
-            raise _refuse(url, f"the host name {host} does not resolve ({exc.strerror or exc})") from None
-        addresses = [ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos]
-        self._resolved[host] = addresses
-        return addresses
+            return f"the host name {host} does not resolve ({exc.strerror or exc})"
+        return [ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos]
 
 
 def _has_port(netloc: str) -> bool:
