@@ -9,7 +9,9 @@ Pages (paths on `site.base`; `{...}` are filled in when served):
 - `/`                      Findr, a search engine's home page: a search box (`q`) and a Search button.
 - `/search?q=...`          Findr's results: titles, green URLs, snippets, for the words of `q` (over the
                            entries of RESULTS below); "freeze first row" ranks the how-to first.
-- `/help/`                 Tabula Sheets Help Centre (a fictional spreadsheet app): article index.
+- `/help/`                 Tabula Sheets Help Centre (a fictional spreadsheet app): article index, with a
+                           Version list (select: 7.4 (current), 7.2, 6.x (archived)) that rewrites the line
+                           "Showing articles for Tabula Sheets 7.4."
 - `/help/freeze-first-row.html`  "How to freeze the first row in Tabula Sheets": a long page; the numbered
                            steps (View ▸ Freeze Cells ▸ Freeze First Row) start well below the first screen,
                            with a figure (`/img/freeze-first-row.svg`), then "Unfreeze", then "Was this

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from symphony_mcp.config import SearchSettings
+from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.search.browser import ChromiumBrowser, marked_image
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
 from symphony_mcp.search.types import BrowserFailure, PageElement, PageView, UrlRefusedError
@@ -309,3 +310,17 @@ async def test_headful_on_the_display(web_site: WebSite, xdisplay: object) -> No
         await browser.open(web_site.url("/"))
         view = await browser.view()
         assert view.image.size == (1280, 800) and any(e.kind == "searchbox" for e in view.elements)
+
+
+async def test_typing_into_a_list_chooses_the_option(web_site: WebSite, chromium: ChromiumProcess) -> None:
+    async with session(web_site, chromium) as browser:
+        await browser.open(web_site.url("/help/"))
+        view = await accept_cookies(browser)
+        versions = next(e for e in view.elements if e.kind == "select")
+        assert versions.text == "Version: 7.4 (current)"
+        await browser.type(versions, "6.x", enter=False)
+        view = await browser.view()
+        assert "Showing articles for Tabula Sheets 6.x." in view.text
+        assert next(e for e in view.elements if e.kind == "select").text == "Version: 6.x (archived)"
+        with pytest.raises(InvalidInputError, match=r"no option '8.0'; its options are: \['7.4 \(current\)'"):
+            await browser.type(versions, "8.0", enter=False)

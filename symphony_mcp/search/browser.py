@@ -26,6 +26,7 @@ from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
 from symphony_mcp.search.dom import (
+    CHOOSE_OPTION_SCRIPT,
     INIT_SCRIPT,
     MAX_ELEMENT_TEXT,
     MAX_VIEW_TEXT,
@@ -199,8 +200,12 @@ class ChromiumBrowser:
         await self._act(page, lambda: page.mouse.click(x, y))
 
     async def type(self, element: PageElement, text: str, enter: bool) -> None:
+        """Type into a field (focused by a click, emptied first); into a list (select), choose the option."""
         x, y = self._centre(element)
         page = await self._current_page()
+        if element.kind == "select":
+            await self._act(page, lambda: self._choose(page, element, x, y, text))
+            return
         await self._act(page, lambda: page.mouse.click(x, y))
         page = await self._current_page()
         await page.keyboard.press("Control+A")
@@ -261,6 +266,15 @@ class ChromiumBrowser:
             await asyncio.wait_for(self._navigation_done.wait(), timeout=self._settings.step_timeout_seconds)
         except TimeoutError:
             self._load_error = f"the page did not finish loading within {self._settings.step_timeout_seconds:g} s"
+
+    async def _choose(self, page: Page, element: PageElement, x: float, y: float, text: str) -> None:
+        answer = await page.evaluate(CHOOSE_OPTION_SCRIPT, [x, y, text])
+        if answer is None:
+            raise InvalidInputError(f"element {element.id} is no longer a list; take a new view")
+        if answer is not True:
+            raise InvalidInputError(
+                f"element {element.id} has no option {clip(text)}; its options are: {clip(answer, 1000)}"
+            )
 
     async def _navigations_in(self, page: Page) -> int | None:
         """Navigations the document started; None when it is gone (a navigation replaced it)."""
@@ -364,8 +378,10 @@ class ChromiumBrowser:
             page = request.frame.page
         except PlaywrightError:
             page = None  # a worker's request
-        if page is not None and page is not self._page:
-            await route.abort("blockedbyclient")
+        if (page is not None and page is not self._page) or request.resource_type == "media":
+            # Another window's request (it is being closed), or audio and video: no use in screenshots, and a
+            # stream would be fetched whole before the page got it.
+            await _abort_quietly(route, "blockedbyclient")
             return
         try:
             await self._policy.check(request.url)
@@ -389,7 +405,7 @@ class ChromiumBrowser:
         """Fetch without following redirects; check each Location; answer with the response or a redirect to
         the last hop (checked), which Chromium then loads directly."""
         url, method, body = request.url, request.method, request.post_data_buffer
-        headers = dict(request.headers)
+        headers: dict[str, str] | None = None  # the request's own, cookies included
         for hop in range(MAX_REDIRECTS + 1):
             try:
                 response = await route.fetch(
@@ -410,7 +426,9 @@ class ChromiumBrowser:
             await self._policy.check(url)
             if response.status in (301, 302, 303) and method not in ("GET", "HEAD"):
                 method, body = "GET", None
-            headers = {k: v for k, v in headers.items() if k.lower() not in ("cookie", "authorization", "host")}
+            # Another host gets none of the first one's credentials (the context's own cookies for it still go).
+            kept = headers if headers is not None else request.headers
+            headers = {k: v for k, v in kept.items() if k.lower() not in ("cookie", "authorization", "host")}
         raise _FetchFailed("failed", "net::ERR_TOO_MANY_REDIRECTS", f"more than {MAX_REDIRECTS} redirects")
 
     # -- pages and crashes ----------------------------------------------------------------------------------

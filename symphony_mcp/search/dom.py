@@ -76,6 +76,26 @@ SCROLL_SETTLED_SCRIPT = """
 })
 """
 
+# Picks the option of the <select> at (x, y) whose text (or value) is the wanted one, exactly or else as a part,
+# as a user's choice would (input and change events). Answers true, the options when none fits, null when no list.
+CHOOSE_OPTION_SCRIPT = """
+([x, y, wanted]) => {
+  const hit = document.elementFromPoint(x, y);
+  const select = hit ? hit.closest('select') : null;
+  if (!select) return null;
+  const norm = (text) => (text || '').replace(/\\s+/g, ' ').trim().toLowerCase();
+  const want = norm(wanted);
+  const options = Array.from(select.options).filter((option) => !option.disabled);
+  const option = options.find((o) => norm(o.text) === want || norm(o.value) === want)
+    || options.find((o) => want && norm(o.text).includes(want));
+  if (!option) return options.map((o) => o.text.trim());
+  select.value = option.value;
+  select.dispatchEvent(new Event('input', {bubbles: true}));
+  select.dispatchEvent(new Event('change', {bubbles: true}));
+  return true;
+}
+"""
+
 SNAPSHOT_SCRIPT = """
 ([maxElements, maxElementText, maxText]) => {
   const selector = [
