@@ -87,8 +87,13 @@ def descendants() -> dict[int, str]:
     return {pid: commands[pid] for pid in mine if pid != os.getpid() and pid in commands}
 
 
-def kill_renderers() -> list[int]:
-    renderers = [pid for pid, command in descendants().items() if "--type=renderer" in command]
+def chromium_processes() -> set[int]:
+    return {pid for pid, command in descendants().items() if "chromium" in command}
+
+
+def kill_renderers(spare: set[int]) -> list[int]:
+    """SIGKILL the renderer processes of this run's Chromiums, but those in `spare` (other tests' browser)."""
+    renderers = [pid for pid, command in descendants().items() if "--type=renderer" in command and pid not in spare]
     for pid in renderers:
         os.kill(pid, signal.SIGKILL)
     return renderers
@@ -253,20 +258,17 @@ async def test_no_cookies_survive_into_the_next_session(web_site: WebSite, chrom
 
 
 async def test_a_crashed_page_is_reopened_once_then_the_session_fails(web_site: WebSite) -> None:
+    others = chromium_processes()  # the module's shared Chromium and its renderers stay alive
     async with session(web_site, None) as browser:
         await browser.open(web_site.url("/help/insert-rows.html"))
         await accept_cookies(browser)
-        assert kill_renderers()
+        assert kill_renderers(others)
         view = await browser.view()
         assert view.url == web_site.url("/help/insert-rows.html")
         assert f"the page crashed and was reopened at {web_site.url('/help/insert-rows.html')}" in view.notices
-        assert kill_renderers()
+        assert kill_renderers(others)
         with pytest.raises(BrowserFailure, match="crashed again after being reopened once"):
             await browser.view()
-
-
-def chromium_processes() -> set[int]:
-    return {pid for pid, command in descendants().items() if "chromium" in command}
 
 
 async def test_close_leaves_no_chromium_process(web_site: WebSite) -> None:
