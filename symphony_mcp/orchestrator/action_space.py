@@ -15,6 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from mcp.types import Tool
 
+from symphony_mcp.models.calls import CallError, bind_arguments, call_name, last_code_block, literal, single_call
 from symphony_mcp.orchestrator.records import ParsedAction
 
 # Tools the loop itself uses (observation, memory, bookkeeping) or that are too low-level to plan with.
@@ -56,11 +57,9 @@ _CONTROL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "object", "properties": {"reason": {"type": "string", "description": "why not"}}},
     ),
 }
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
 
-class ActionError(ValueError):
-    """The answer's action cannot be used; the message is feedback for the model."""
+ActionError = CallError  # the answer's action cannot be used; the message is feedback for the model
 
 
 @dataclass(frozen=True)
@@ -127,13 +126,13 @@ class ActionSpace:
 
     def parse(self, answer: str, final_step: bool) -> ParsedAction:
         """The answer's one action, checked; ActionError says what is wrong and what is allowed."""
-        code = extract_code(answer)
-        call = _single_call(code)
-        name = _call_name(call)
+        code = last_code_block(answer)
+        call = single_call(code)
+        name = call_name(call)
         if name in (DONE, FAIL):
             return ParsedAction(name=name, arguments=_control_arguments(name, call), code=code)
         spec = self._spec(name, final_step)
-        return self._checked(spec, _arguments(call, spec), code)
+        return self._checked(spec, bind_arguments(call, spec.name, spec.parameters), code)
 
     def parse_call(self, name: str, arguments_json: str, final_step: bool) -> ParsedAction:
         """A native function call, checked like a written one."""
@@ -187,14 +186,6 @@ def _problem(action: str, error: ValidationError) -> str:
     return f"{'.'.join(map(str, error.absolute_path)) or action}: {error.message}"
 
 
-def extract_code(answer: str) -> str:
-    """The code of the grounded action: the last fenced block (the answer's final section)."""
-    blocks = _CODE_BLOCK.findall(answer)
-    if not blocks:
-        raise ActionError("no action found: end the answer with the action in a ```python code block")
-    return blocks[-1].strip()
-
-
 def section(answer: str, title: str) -> str | None:
     """The text of a `(Title)` section of the answer, if present."""
     pattern = rf"\(\s*{re.escape(title)}\s*\)\s*(.*?)(?=\n\s*\([A-Z][^)\n]{{2,40}}\)|```|\Z)"
@@ -202,54 +193,12 @@ def section(answer: str, title: str) -> str | None:
     return match.group(1).strip() if match and match.group(1).strip() else None
 
 
-def _single_call(code: str) -> ast.Call:
-    try:
-        tree = ast.parse(code, mode="eval")
-    except SyntaxError as exc:
-        raise ActionError(f"the action is not a valid Python call ({exc.msg}); write exactly one call") from exc
-    if not isinstance(tree.body, ast.Call):
-        raise ActionError('the action must be exactly one function call, e.g. click(description="the OK button")')
-    return tree.body
-
-
-def _call_name(call: ast.Call) -> str:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):  # agent.click(...)
-        return call.func.attr
-    raise ActionError("call the action by its name, e.g. click(...)")
-
-
-def _literal(node: ast.expr, where: str) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError) as exc:
-        raise ActionError(f"{where} must be a literal value (string, number, list, True/False/None)") from exc
-
-
-def _arguments(call: ast.Call, spec: ActionSpec) -> dict[str, Any]:
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        raise ActionError("write arguments out; *args and **kwargs are not allowed")
-    names = spec.parameters
-    if len(call.args) > len(names):
-        raise ActionError(f"{spec.name}() takes at most {len(names)} arguments ({', '.join(names)})")
-    arguments = {names[i]: _literal(node, f"argument {i + 1}") for i, node in enumerate(call.args)}
-    for keyword in call.keywords:
-        assert keyword.arg is not None
-        if keyword.arg in arguments:
-            raise ActionError(f"{keyword.arg} is given twice")
-        if keyword.arg not in names:
-            raise ActionError(f"{spec.name}() has no parameter {keyword.arg!r}; its parameters: {', '.join(names)}")
-        arguments[keyword.arg] = _literal(keyword.value, keyword.arg)
-    return arguments
-
-
 def _control_arguments(name: str, call: ast.Call) -> dict[str, Any]:
     if name == DONE:
         if call.args or call.keywords:
             raise ActionError("done() takes no arguments")
         return {}
-    values = [_literal(n, "reason") for n in call.args] + [_literal(k.value, "reason") for k in call.keywords]
+    values = [literal(n, "reason") for n in call.args] + [literal(k.value, "reason") for k in call.keywords]
     if len(values) > 1 or any(k.arg not in (None, "reason") for k in call.keywords):
         raise ActionError('fail takes one argument: fail(reason="...")')
     return {"reason": str(values[0])} if values else {}
