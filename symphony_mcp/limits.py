@@ -37,3 +37,6 @@ MAX_COUNTER = 2**53 - 1  # step numbers and record ids (the largest integer ever
 # What messages and logs repeat of a caller's input
 MAX_ECHO = 200  # characters of one echoed value
 MAX_ERROR_MESSAGE = 4_000  # characters of one error message (listings included)
+MAX_QUERY = 1_000  # a search query
+MAX_URL = 4_096  # a URL the searcher opens (browsers take more; search links never need it)
+MAX_TUTORIAL = 20_000  # characters of a tutorial the searcher returns

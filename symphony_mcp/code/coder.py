@@ -9,7 +9,6 @@ run gets a task id of its own (`coder-<time>-<hex>`), so every transcript is at
 from __future__ import annotations
 
 import logging
-import re
 import time
 from pathlib import Path
 
@@ -18,15 +17,12 @@ from symphony_mcp.code.results import CoderResult
 from symphony_mcp.code.types import CodeExecutor
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.desktop.controller import DesktopController
-from symphony_mcp.errors import InvalidInputError, SymphonyError, clip
-from symphony_mcp.memory.layout import check_task_id, new_task_id
+from symphony_mcp.errors import SymphonyError
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.models.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
 CODER_FOLDER = "coder"
-RUN_PATTERN = r"run-[0-9]{1,9}"
-_RUN = re.compile(RUN_PATTERN)
 
 
 class CoderService:
@@ -51,7 +47,7 @@ class CoderService:
         languages = tuple(self.settings.languages)
         if not languages:
             raise SymphonyError("no language is enabled for code: set SYMPHONY_CODE__LANGUAGES (python, bash)")
-        task_id, directory = self._run_folder()
+        task_id, directory = self.tasks.new_run_folder(CODER_FOLDER)
         setup = CoderSetup(
             run_id=directory.name,
             directory=directory,
@@ -79,31 +75,5 @@ class CoderService:
         return result.model_copy(update={"task_step": record.task_step})
 
     def transcript(self, task_id: str, run: str) -> Path:
-        """A run's transcript file, for the resource; ids are checked before they become a path."""
-        check_task_id(task_id)
-        if not _RUN.fullmatch(run):
-            raise InvalidInputError(f"run must look like run-1, got {clip(run)}")
-        path = self.tasks.root / task_id / CODER_FOLDER / run / TRANSCRIPT_FILE
-        if not path.exists():
-            raise InvalidInputError(
-                f"no coder run {run!r} in task {task_id!r}; a code_agent result names its transcript"
-            )
-        return path
-
-    def _run_folder(self) -> tuple[str, Path]:
-        running = self.tasks.running()
-        if running is not None:
-            task_id, base = running.info.task_id, Path(running.info.directory)
-        else:
-            task_id = f"coder-{new_task_id()}"
-            base = self.tasks.root / task_id
-        runs = base / CODER_FOLDER
-        runs.mkdir(parents=True, exist_ok=True)
-        number = 1 + max((int(p.name[4:]) for p in runs.glob("run-*") if _RUN.fullmatch(p.name)), default=0)
-        while True:
-            directory = runs / f"run-{number}"
-            try:
-                directory.mkdir()
-                return task_id, directory
-            except FileExistsError:  # another call took it meanwhile
-                number += 1
+        """A run's transcript file, for the resource."""
+        return self.tasks.run_file(task_id, CODER_FOLDER, run, TRANSCRIPT_FILE)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from contextvars import ContextVar
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.limits import MAX_INSTRUCTION
 from symphony_mcp.memory.layout import (
     TASK_FILE,
@@ -38,6 +39,8 @@ from symphony_mcp.models.registry import ModelRegistry
 log = logging.getLogger(__name__)
 DEFAULT_SESSION = "default"
 current_session: ContextVar[str] = ContextVar("symphony_session", default=DEFAULT_SESSION)
+RUN_PATTERN = r"run-[0-9]{1,9}"  # a tool agent's run folder inside a task: run-1, run-2, ...
+_RUN = re.compile(RUN_PATTERN)
 
 
 class TaskManager:
@@ -117,6 +120,37 @@ class TaskManager:
         if not (directory / TASK_FILE).exists():
             raise InvalidInputError(f"no task {task_id!r} in {self.root}; list_tasks shows the ids")
         return directory
+
+    def new_run_folder(self, kind: str) -> tuple[str, Path]:
+        """A fresh `<task>/<kind>/run-N` folder for a tool agent's run (the Coder's, the searcher's): in the
+        session's running task, else in a task id of its own (`<kind>-<time>-<hex>`). Returns (task id, folder)."""
+        running = self.running()
+        if running is not None:
+            task_id, base = running.info.task_id, Path(running.info.directory)
+        else:
+            task_id = f"{kind}-{new_task_id()}"
+            base = self.root / task_id
+        runs = base / kind
+        runs.mkdir(parents=True, exist_ok=True)
+        number = 1 + max((int(p.name[4:]) for p in runs.glob("run-*") if _RUN.fullmatch(p.name)), default=0)
+        while True:
+            directory = runs / f"run-{number}"
+            try:
+                directory.mkdir()
+                return task_id, directory
+            except FileExistsError:  # another call took it meanwhile
+                number += 1
+
+    def run_file(self, task_id: str, kind: str, run: str, name: str) -> Path:
+        """A file of a tool agent's run (its transcript), for a resource; ids are checked before they become
+        a path."""
+        check_task_id(task_id)
+        if not _RUN.fullmatch(run):
+            raise InvalidInputError(f"run must look like run-1, got {clip(run)}")
+        path = self.root / task_id / kind / run / name
+        if not path.exists():
+            raise InvalidInputError(f"no {kind} run {run!r} in task {task_id!r}; the tool's result names its resource")
+        return path
 
     async def screenshot(self, task_id: str, step: int) -> Path:
         """A step's screenshot file. It is written after the step's line: while the task runs here,

@@ -1,0 +1,307 @@
+"""The searcher loop (SeeAct-style): each step the searcher model sees the page with numbered element marks
+and its element list, answers with one action, the browser does it, until done(tutorial), fail(hint), the
+budget, or a failure of the browser; then the tutorial is assembled with its pictures and sources.
+
+Model output and page text are data: actions are parsed (`parsing.py`), elements resolved against the
+page's own list, URLs checked by the browser's policy; every refusal goes back to the model as feedback.
+The transcript is rewritten to disk after every step, so a crash leaves what happened so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+from rapidfuzz import fuzz, process
+
+from symphony_mcp.errors import ModelError, SymphonyError, clip
+from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image
+from symphony_mcp.imaging.geometry import Rect
+from symphony_mcp.memory.trajectory import write_json_atomically
+from symphony_mcp.models.calls import CallError
+from symphony_mcp.models.client import ChatClient
+from symphony_mcp.models.images import prepare_image
+from symphony_mcp.models.messages import ChatMessage, ModelImage, assistant, system, user
+from symphony_mcp.search.parsing import SearchAction, parse_action
+from symphony_mcp.search.prompts import OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, retry, step_message
+from symphony_mcp.search.results import (
+    CompletionReason,
+    SearchNote,
+    SearchStep,
+    SearchTranscript,
+    TutorialImage,
+    TutorialResult,
+)
+from symphony_mcp.search.types import Browser, BrowserFailure, PageElement, PageView, UrlRefusedError
+from symphony_mcp.vision.annotate import draw_marks
+
+log = logging.getLogger(__name__)
+TRANSCRIPT_FILE = "transcript.json"
+Progress = Callable[[int, int, str], Awaitable[None]]
+DESCRIPTION_MATCH = 70  # rapidfuzz score (0-100) a description needs to name an element
+NOTE_PADDING = 40  # pixels kept around an element cropped for a note
+_HISTORY_CHARS = 300
+
+
+@dataclass(frozen=True)
+class SearchSetup:
+    """Where the run is kept and how large its pictures may be."""
+
+    run_id: str
+    directory: Path  # the run's folder in the task's trajectory folder
+    transcript_uri: str
+    engine: str
+    deadline_s: float  # the whole search, from its start
+    max_images: int = 4
+    image_max_side: int = 1024
+    format_retries: int = 2
+
+
+async def no_progress(step: int, budget: int, message: str) -> None:
+    return None
+
+
+class _Ended(Exception):
+    """The search ends here, with this reason and message."""
+
+    def __init__(self, reason: CompletionReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class SearchLoop:
+    def __init__(self, model: ChatClient, browser: Browser, setup: SearchSetup, progress: Progress = no_progress):
+        self.model = model
+        self.browser = browser
+        self.setup = setup
+        self.progress = progress
+        self.notes: list[SearchNote] = []
+        self.history: list[str] = []
+
+    async def run(self, query: str, start_url: str, budget: int, screen: Image.Image | None) -> TutorialResult:
+        setup = self.setup
+        transcript = SearchTranscript(
+            run_id=setup.run_id,
+            query=query,
+            engine=setup.engine,
+            start_url=start_url,
+            budget=budget,
+            started_at=time.time(),
+        )
+        reason: CompletionReason = "BUDGET_EXHAUSTED"
+        tutorial = hint = error = None
+        view: PageView | None = None
+        deadline = asyncio.get_running_loop().time() + setup.deadline_s
+        try:
+            async with asyncio.timeout_at(deadline):
+                view = await self._start(start_url)
+                opening = await self._opening(query, budget, screen)
+                feedback: str | None = None
+                for step in range(1, budget + 1):
+                    await self.progress(step - 1, budget, f"search step {step} of {budget}: {clip(view.url, 120)}")
+                    record, action = await self._step(opening, view, step, budget, feedback)
+                    transcript.steps.append(record)
+                    await asyncio.to_thread(self._save, transcript)
+                    if action is not None and action.name == "done":
+                        reason, tutorial = "DONE", action.text
+                        break
+                    if action is not None and action.name == "fail":
+                        reason, hint = "FAIL", action.text
+                        break
+                    feedback = record.outcome
+                    view = await self.browser.view()
+        except _Ended as ended:
+            reason, error = ended.reason, ended.message
+        except TimeoutError:
+            reason, error = "ERROR", f"the search took longer than its bound of {setup.deadline_s:g} s"
+        except BrowserFailure as exc:
+            reason, error = "ERROR", str(exc)
+        except ModelError as exc:
+            reason, error = "ERROR", f"the searcher model failed: {exc}"
+        await self.progress(len(transcript.steps), budget, f"search finished: {reason}")
+        images = await asyncio.to_thread(self._pictures, view if reason in ("DONE", "BUDGET_EXHAUSTED") else None)
+        sources = list(dict.fromkeys([*(n.url for n in self.notes), *([view.url] if view and tutorial else [])]))
+        result = TutorialResult(
+            query=query,
+            completion_reason=reason,
+            tutorial=tutorial,
+            hint=hint,
+            error=error,
+            notes=self.notes,
+            sources=sources,
+            images=images,
+            steps_used=len(transcript.steps),
+            budget=budget,
+            engine=setup.engine,
+            transcript_uri=setup.transcript_uri,
+            transcript_file=str(setup.directory / TRANSCRIPT_FILE),
+        )
+        transcript.result, transcript.ended_at = result, time.time()
+        await asyncio.to_thread(self._save, transcript)
+        return result
+
+    async def _start(self, start_url: str) -> PageView:
+        """The results page; an engine that does not answer ends the search before any model call."""
+        try:
+            await self.browser.open(start_url)
+        except UrlRefusedError as exc:
+            raise _Ended("ERROR", f"the search engine's page {clip(start_url)} may not be opened: {exc}") from exc
+        view = await self.browser.view()
+        if view.load_error:
+            raise _Ended("ERROR", f"the search engine at {clip(start_url)} did not answer: {view.load_error}")
+        return view
+
+    async def _opening(self, query: str, budget: int, screen: Image.Image | None) -> list[ChatMessage]:
+        prompt = system(SYSTEM_PROMPT.format(budget=budget))
+        if screen is None:
+            return [prompt, user(OPENING_NO_SCREEN.format(query=query))]
+        image = await asyncio.to_thread(prepare_image, screen, self.model.endpoint)
+        return [prompt, user(OPENING.format(query=query), image)]
+
+    async def _step(
+        self, opening: list[ChatMessage], view: PageView, step: int, budget: int, feedback: str | None
+    ) -> tuple[SearchStep, SearchAction | None]:
+        started = time.perf_counter()
+        record = SearchStep(step=step, url=view.url, title=view.title, elements=len(view.elements))
+        record.notices = list(view.notices)
+        image = await asyncio.to_thread(self._marked, view, step, record)
+        notes = [f"{n.text} (from {n.url})" for n in self.notes]
+        asked = [*opening, user(step_message(view, step, budget, self.history, notes, feedback), image)]
+        final = step >= budget
+        for _ in range(self.setup.format_retries + 1):
+            completion = await self.model.complete(asked)
+            record.model_ms += completion.elapsed_ms
+            record.answer = completion.text
+            try:
+                action = parse_action(completion.text, final)
+                target = self._target(view, action)
+            except CallError as exc:
+                record.rejected.append(str(exc))
+                asked = [*asked, assistant(completion.text), user(retry(str(exc)))]
+                continue
+            record.thought, record.action = action.thought or None, action.code
+            record.outcome = await self._act(view, action, target, step)
+            self.history.append(f"{step}. at {clip(view.url, 150)}: {action.code[:_HISTORY_CHARS]} -> {record.outcome}")
+            record.overhead_ms = round((time.perf_counter() - started) * 1000 - record.model_ms, 2)
+            return record, action
+        record.outcome = "no usable answer was given; nothing was done"
+        self.history.append(f"{step}. at {clip(view.url, 150)}: no usable answer")
+        record.overhead_ms = round((time.perf_counter() - started) * 1000 - record.model_ms, 2)
+        return record, None
+
+    def _marked(self, view: PageView, step: int, record: SearchStep) -> ModelImage:
+        """The screenshot with numbered marks, kept in the run's folder and sized for the model."""
+        width, height = view.image.size
+        marked = draw_marks(view.image, Rect(left=0, top=0, width=width, height=height), _marks(view.elements))
+        path = self.setup.directory / f"step_{step}.png"
+        marked.save(path, format="PNG", compress_level=1)
+        record.screenshot_file = str(path)
+        return prepare_image(marked, self.model.endpoint)
+
+    def _target(self, view: PageView, action: SearchAction) -> PageElement | None:
+        """The element an action names, from this page's list; CallError when it names none."""
+        if action.element is None:
+            return None
+        if isinstance(action.element, int):
+            found = view.element(action.element)
+            if found is None:
+                ids = f"1 to {len(view.elements)}" if view.elements else "none (the page shows no elements)"
+                raise CallError(f"there is no element {action.element} on this page; the ids are {ids}")
+            return found
+        choices = {e.id: f"{e.text} {e.kind}" for e in view.elements}
+        match = process.extractOne(action.element, choices, scorer=fuzz.WRatio, score_cutoff=DESCRIPTION_MATCH)
+        if match is None:
+            raise CallError(f"no element on this page matches {clip(action.element)!r}; give its id from the list")
+        return view.element(int(match[2]))
+
+    async def _act(self, view: PageView, action: SearchAction, target: PageElement | None, step: int) -> str:
+        """Do the action; what happened, in words for the model's next step."""
+        browser = self.browser
+        try:
+            if action.name == "click" and target is not None:
+                await browser.click(target)
+                return f"clicked [{target.id}] {clip(target.text, 80)!r}"
+            if action.name == "type" and target is not None and action.text is not None:
+                await browser.type(target, action.text, action.enter)
+                return f"typed into [{target.id}]" + (" and pressed Enter" if action.enter else "")
+            if action.name == "scroll":
+                await browser.scroll(action.direction, action.amount)
+                return f"scrolled {action.direction} by {action.amount * 100} pixels"
+            if action.name == "go_back":
+                await browser.go_back()
+                return "went back"
+            if action.name == "open_url" and action.url is not None:
+                await browser.open(action.url)
+                return f"opened {clip(action.url, 150)}"
+            if action.name == "save_note" and action.text is not None:
+                await asyncio.to_thread(self._note, view, action.text, target, step)
+                return f"note {len(self.notes)} saved"
+        except UrlRefusedError as exc:
+            return f"refused, nothing was opened: {exc}"
+        except (BrowserFailure, TimeoutError):
+            raise
+        except SymphonyError as exc:
+            return f"the action failed: {exc}"
+        return "concluded"  # done / fail
+
+    def _note(self, view: PageView, text: str, target: PageElement | None, step: int) -> None:
+        image = view.image
+        if target is not None:
+            box = target.box
+            image = image.crop(
+                (
+                    max(0, box.left - NOTE_PADDING),
+                    max(0, box.top - NOTE_PADDING),
+                    min(image.width, box.left + box.width + NOTE_PADDING),
+                    min(image.height, box.top + box.height + NOTE_PADDING),
+                )
+            )
+        path = self.setup.directory / f"note_{len(self.notes) + 1}.png"
+        image.save(path, format="PNG", compress_level=1)
+        self.notes.append(SearchNote(step=step, text=text, url=view.url, title=view.title, image_file=str(path)))
+
+    def _pictures(self, last_view: PageView | None) -> list[TutorialImage]:
+        """The notes' pictures (the first max_images), else the last page; each encoded within the size bound."""
+        pictures: list[tuple[str, str, Image.Image]] = []
+        for note in self.notes:
+            if note.image_file and len(pictures) < self.setup.max_images:
+                with Image.open(note.image_file) as saved:
+                    pictures.append((note.text, note.url, saved.convert("RGB")))
+        if not pictures and last_view is not None and self.setup.max_images:
+            pictures.append((f"the page the search ended on: {last_view.title}", last_view.url, last_view.image))
+        images = []
+        for number, (caption, url, image) in enumerate(pictures, start=1):
+            encoded = _encoded(image, self.setup.image_max_side)
+            path = self.setup.directory / f"tutorial_{number}.{encoded.format}"
+            path.write_bytes(encoded.data)
+            images.append(
+                TutorialImage(
+                    caption=clip(caption, 300),
+                    source_url=url,
+                    file=str(path),
+                    mime_type=encoded.mime_type,
+                    width=encoded.width,
+                    height=encoded.height,
+                )
+            )
+        return images
+
+    def _save(self, transcript: SearchTranscript) -> None:
+        write_json_atomically(self.setup.directory / TRANSCRIPT_FILE, transcript.model_dump(mode="json"))
+
+
+def _marks(elements: list[PageElement]) -> list[tuple[int, Rect]]:
+    return [(e.id, e.box) for e in elements]
+
+
+def _encoded(image: Image.Image, max_side: int) -> EncodedImage:
+    """PNG keeps page text sharp; encode_image falls back to smaller sizes to stay within the byte bound."""
+    return encode_image(
+        image, EncodeOptions(format="png", max_width=max_side, max_height=max_side, max_bytes=400_000)
+    )
