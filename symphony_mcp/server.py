@@ -38,9 +38,10 @@ from symphony_mcp.limits import MAX_ECHO
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
+from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_replies import AnsweringReadStream
 from symphony_mcp.stop_signals import cancellable_stdin, serve_until_signalled
-from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, windows
+from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, search, windows
 from symphony_mcp.tools.arguments import state_shared_rules
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
@@ -66,6 +67,9 @@ applications. Every action returns a record of what was done; `action_history` l
 For file and data work the GUI does badly (fill a spreadsheet column, change a config key, rename
 files), `code_agent` hands the task to the Coder, which writes and runs confined code and returns a
 short account; `run_code` runs one confined python or bash block.
+When you do not know how to do something in an application, `search_tutorial` has a browsing agent find a
+how-to (numbered steps with pictures) on the web or in the offline docs; `search_docs` lists results
+without a model.
 For long tasks, `start_task` records every action as a trajectory step; `reflect` audits it
 (On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
 
@@ -137,6 +141,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     tasks = TaskManager(controller, models, settings.memory)
     executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     coder = CoderService(controller, models, tasks, executor, settings.code, executor.default_workdir)
+    searcher = TutorialSearcher(controller, models, tasks, settings.search)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -146,6 +151,7 @@ def build_server(settings: Settings) -> SymphonyServer:
             yield
         finally:
             tasks.close()
+            await searcher.aclose()
             await models.aclose()
 
     server = SymphonyMCP(
@@ -167,6 +173,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     memory.register(server, tasks, controller)
     code.register(server, executor, settings.code.max_timeout_seconds)
     code.register_agent(server, coder)
+    search.register(server, searcher)
     state_shared_rules(server)
     server.policy.check_names()
     return SymphonyServer(

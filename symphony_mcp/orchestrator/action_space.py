@@ -40,11 +40,13 @@ INFRASTRUCTURE_TOOLS = frozenset(
         "key_up",
         # The Coder's own tool: the planner hands code work to the Coder (call_code_agent), as in OS-Symphony.
         "run_code",
+        # The searcher's model-free listing; the planner asks the searcher itself (call_search_agent).
+        "search_docs",
     }
 )
 # OS-Symphony's names for tool agents, and the arguments the planner gives them (the rest keep their defaults).
-PLANNER_NAMES = {"code_agent": "call_code_agent"}
-PLANNER_ARGUMENTS = {"code_agent": ("task",)}
+PLANNER_NAMES = {"code_agent": "call_code_agent", "search_tutorial": "call_search_agent"}
+PLANNER_ARGUMENTS = {"code_agent": ("task",), "search_tutorial": ("query",)}
 DONE, FAIL = "done", "fail"
 _CONTROL_DOCS = {
     DONE: "done()\n    The task is complete: the screen shows it.",

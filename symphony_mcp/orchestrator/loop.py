@@ -11,6 +11,7 @@ lost screen or server is an Error with a clear message.
 from __future__ import annotations
 
 import base64
+import io
 import logging
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any
 
 from mcp import Client
 from mcp.types import ImageContent, TextContent
+from PIL import Image as PILImage
 
 from symphony_mcp.code.results import CoderResult
 from symphony_mcp.config import OrchestratorSettings
@@ -33,12 +35,21 @@ from symphony_mcp.models.registry import ModelStatus
 from symphony_mcp.models.usage import UsageLedger
 from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace, section
 from symphony_mcp.orchestrator.checker import Checker
-from symphony_mcp.orchestrator.prompts import StepContext, Turn, build_messages, retry_feedback, system_prompt
+from symphony_mcp.orchestrator.prompts import (
+    StepContext,
+    Turn,
+    Tutorial,
+    build_messages,
+    retry_feedback,
+    system_prompt,
+)
 from symphony_mcp.orchestrator.records import ParsedAction, RunRecord, RunStep, State
 from symphony_mcp.orchestrator.state import StateMachine
+from symphony_mcp.search.results import TutorialResult
 
 log = logging.getLogger(__name__)
 CODE_AGENT = "code_agent"
+SEARCH_AGENT = "search_tutorial"
 
 
 class RunError(SymphonyError):
@@ -115,6 +126,7 @@ class _Run:
         self.history: list[Turn] = []
         self.feedback: list[str] = []
         self.tool_results: list[str] = []
+        self.tutorials: list[Tutorial] = []  # this task's only: a run is one task
         self.trajectory_steps = 0
         self.reflection_on = self.settings.reflection
         self.verify_failures = 0
@@ -168,6 +180,7 @@ class _Run:
             reflection=reflection,
             tool_results=self.tool_results,
             feedback=self.feedback,
+            tutorials=self.tutorials,
         )
         self.tool_results, self.feedback = [], []
         planned = time.perf_counter()
@@ -278,7 +291,7 @@ class _Run:
         structured = result.structured_content or {}
         current.tool_result = structured
         current.screen_points = _screen_points(structured)
-        self.fold(action.tool or action.name, structured)
+        self.fold(action.tool or action.name, structured, result.content)
         recorded = time.perf_counter()
         await self.annotate(current, structured)
         current.timings.record_ms = _since(recorded)
@@ -311,8 +324,16 @@ class _Run:
         self.history.append(Turn(current.step, image, current.model_output, f"checker: {verdict.feedback}"))
         return False
 
-    def fold(self, tool: str, structured: dict[str, Any]) -> None:
-        """A result that is not an action record but has a summary (a tool agent's, folded) is shown once."""
+    def fold(self, tool: str, structured: dict[str, Any], content: list[Any]) -> None:
+        """A result that is not an action record but has a summary (a tool agent's, folded) is shown once;
+        a tutorial found is kept, with its pictures, for the rest of the task."""
+        if tool == SEARCH_AGENT:
+            found = TutorialResult.model_validate(structured)
+            if found.completion_reason == "DONE":
+                self.tutorials.append(Tutorial(f"call_search_agent: {found.folded()}", tuple(_images(content))))
+            else:  # no tutorial: what was learned is shown once, like any tool result
+                self.tool_results.append(f"call_search_agent: {found.folded()}")
+            return
         if tool == CODE_AGENT:
             self.tool_results.append(f"call_code_agent: {CoderResult.model_validate(structured).folded()}")
             return
@@ -367,6 +388,27 @@ def _written(completion: Completion) -> str:
     """The answer as text; native calls are appended as code, so histories and reports read the same."""
     calls = "\n".join(f"{c.name}({c.arguments})" for c in completion.tool_calls)
     return f"{completion.text}\n```python\n{calls}\n```" if calls else completion.text
+
+
+def _images(content: list[Any]) -> list[ModelImage]:
+    """A result's pictures as the planner's model sees them."""
+    images = []
+    for block in content:
+        if isinstance(block, ImageContent):
+            data = base64.b64decode(block.data)
+            with PILImage.open(io.BytesIO(data)) as picture:
+                width, height = picture.size
+            images.append(
+                ModelImage(
+                    data=data,
+                    format=block.mime_type.split("/")[-1],
+                    width=width,
+                    height=height,
+                    content_width=width,
+                    content_height=height,
+                )
+            )
+    return images
 
 
 def _records(structured: dict[str, Any]) -> list[ActionRecord]:

@@ -3,7 +3,8 @@
 The history keeps every earlier answer as text but at most `max_images` screenshots (the current
 one included; the task's first one kept when asked), so the prompt stays within the model's image
 limit however long the task runs. The task, the reflection, tool results and feedback appear only in
-the current step's message, never accumulated.
+the current step's message, never accumulated. Tutorials the searcher found are the exception: they stay
+in every later step's message of the same task, their pictures counted in the image budget.
 """
 
 from __future__ import annotations
@@ -81,6 +82,14 @@ class Turn:
     feedback: str | None = None  # what came back after the answer (tool error, checker verdict)
 
 
+@dataclass(frozen=True)
+class Tutorial:
+    """A searcher's result, kept for the rest of its task: the folded text and its pictures."""
+
+    text: str
+    images: tuple[ModelImage, ...] = ()
+
+
 @dataclass
 class StepContext:
     step: int
@@ -90,6 +99,7 @@ class StepContext:
     reflection: Reflection | None = None
     tool_results: list[str] = field(default_factory=list)  # folded results, shown once
     feedback: list[str] = field(default_factory=list)
+    tutorials: list[Tutorial] = field(default_factory=list)  # kept for the whole task
 
     @property
     def final(self) -> bool:
@@ -100,6 +110,8 @@ def build_messages(
     system_text: str, context: StepContext, history: list[Turn], max_images: int, keep_first: bool
 ) -> list[ChatMessage]:
     images_left = max_images - 1  # the current screenshot always goes
+    tutorial_images = _tutorial_images(context.tutorials, images_left)
+    images_left -= len(tutorial_images)
     kept: set[int] = set()
     if keep_first and history and images_left > 0:
         kept.add(history[0].step)
@@ -118,11 +130,17 @@ def build_messages(
             messages.append(user(f"Step {turn.step}. (screenshot omitted)"))
         answer = turn.answer if turn.feedback is None else f"{turn.answer}\n\n[Result: {turn.feedback}]"
         messages.append(assistant(answer))
-    messages.append(user(*_current(context)))
+    messages.append(user(*_current(context, tutorial_images)))
     return messages
 
 
-def _current(context: StepContext) -> list[str | ModelImage]:
+def _tutorial_images(tutorials: list[Tutorial], room: int) -> list[ModelImage]:
+    """The tutorials' pictures that fit the image budget, the newest tutorial's first."""
+    pictures = [image for tutorial in reversed(tutorials) for image in tutorial.images]
+    return pictures[: max(0, room)]
+
+
+def _current(context: StepContext, tutorial_images: list[ModelImage]) -> list[str | ModelImage]:
     lines = [f"Task: {context.instruction}", f"Step {context.step} of {context.max_steps}."]
     if context.final:
         lines.append("This is the last step: answer done() or fail(reason=...) only.")
@@ -130,7 +148,11 @@ def _current(context: StepContext) -> list[str | ModelImage]:
         lines.append(reflection_text(context.reflection))
     lines += [f"Tool result: {result}" for result in context.tool_results]
     lines += context.feedback
-    return ["\n\n".join(lines), "Current screenshot:", context.image]
+    parts: list[str | ModelImage] = ["\n\n".join(lines)]
+    for number, tutorial in enumerate(context.tutorials, start=1):
+        parts.append(f"Tutorial {number} (found for this task; follow it where it fits the screen):\n{tutorial.text}")
+        parts += [image for image in tutorial.images if image in tutorial_images]
+    return [*parts, "Current screenshot:", context.image]
 
 
 def retry_feedback(problem: str, function_calling: bool) -> str:

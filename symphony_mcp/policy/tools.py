@@ -20,9 +20,10 @@ def setting_name(field_name: str) -> str:
     return f"policy.{field_name} (SYMPHONY_POLICY__{field_name.upper()}, --{field_name.replace('_', '-')})"
 
 
-# Tools that run a whole agent loop of model calls (code_agent: up to 50 turns) get a longer default bound
+# Tools that run a whole agent loop of model calls (code_agent: up to 50 turns; search_tutorial: bounded by its own
+# search.search_timeout_seconds, at most 3600) get a longer default bound
 # than single calls; policy.timeouts sets theirs like any other tool's.
-LONG_TOOL_BOUNDS: dict[str, float] = {"code_agent": 1800.0}
+LONG_TOOL_BOUNDS: dict[str, float] = {"code_agent": 1800.0, "search_tutorial": 3700.0}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""MCP tools that look things up: `search_tutorial` hands a question to the searcher (a browsing agent in an
+isolated Chromium, symphony_mcp/search) and returns a tutorial with pictures; `search_docs` queries the
+configured engine or offline docs index without a model. Search transcripts are resources."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from symphony_mcp.limits import MAX_QUERY
+from symphony_mcp.search.results import TutorialResult
+from symphony_mcp.search.searcher import TutorialSearcher
+from symphony_mcp.search.types import DocHit
+from symphony_mcp.tools.common import caller_errors, resource_errors
+from symphony_mcp.tools.progress import report_step
+
+# Both read the web (or the local docs) and change nothing on the desktop; a search writes only its transcript.
+SEARCHES_THE_WEB = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=False, openWorldHint=True)
+QUERIES_THE_WEB = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True)
+MAX_SEARCH_BUDGET = 50
+MAX_DOC_RESULTS = 50
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="what to look up, in plain words")]
+
+
+class DocResults(BaseModel):
+    query: str
+    engine: str = Field(description="the backend that answered: duckduckgo, searxng or local")
+    results: list[DocHit]
+
+
+def register(server: MCPServer, searcher: TutorialSearcher) -> None:
+    @server.tool(annotations=SEARCHES_THE_WEB)
+    @caller_errors
+    async def search_tutorial(
+        query: Query,
+        budget: Annotated[
+            int | None,
+            Field(ge=2, le=MAX_SEARCH_BUDGET, description="browsing steps (the last only concludes); default 20"),
+        ] = None,
+    ) -> Annotated[CallToolResult, TutorialResult]:
+        """Find a how-to for a task in the application on screen: a browsing agent searches the web (or the
+        offline docs) in an isolated browser, guided by the current screenshot, and returns numbered steps in
+        Markdown with the key pictures, source URLs and how it ended (DONE, FAIL with a hint, BUDGET_EXHAUSTED,
+        ERROR). Takes a minute or more; progress is reported per step."""
+
+        async def progress(step: int, total: int, message: str) -> None:
+            await report_step(message)
+
+        result = await searcher.search(query, budget, progress)
+        content: list[TextContent | ImageContent] = [TextContent(type="text", text=result.folded())]
+        for image in result.images:
+            content.append(_image_content(image.file, image.mime_type))
+            content.append(TextContent(type="text", text=f"Picture: {image.caption} (from {image.source_url})"))
+        return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
+
+    @server.tool(annotations=QUERIES_THE_WEB)
+    @caller_errors
+    async def search_docs(
+        query: Query,
+        limit: Annotated[int, Field(ge=1, le=MAX_DOC_RESULTS, description="results at most")] = 5,
+    ) -> DocResults:
+        """Search the configured engine (DuckDuckGo, SearXNG) or the offline docs index, without a model:
+        title, URL and snippet per result, best first."""
+        results = await searcher.search_docs(query, limit)
+        return DocResults(query=query, engine=searcher.backend.name, results=results[:limit])
+
+    @server.resource(
+        "trajectory://{task_id}/search/{run}",
+        name="search-transcript",
+        description="A search_tutorial run's browsing transcript (JSON): every page, answer, action and the result",
+        mime_type="application/json",
+    )
+    @resource_errors
+    async def search_transcript(task_id: str, run: str) -> str:
+        return searcher.transcript(task_id, run).read_text(encoding="utf-8")
+
+
+def _image_content(file: str, mime_type: str) -> ImageContent:
+    data = base64.b64encode(Path(file).read_bytes()).decode("ascii")
+    return ImageContent(type="image", data=data, mimeType=mime_type)
