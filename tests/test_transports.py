@@ -53,6 +53,8 @@ EXPECTED_TOOLS = {
     "memory_audit",
     "check_loop",
     "code_agent",
+    "search_tutorial",
+    "search_docs",
 }
 READ_ONLY_TOOLS = {
     "screenshot",
@@ -67,6 +69,8 @@ READ_ONLY_TOOLS = {
     "list_tasks",
     "memory_audit",
     "check_loop",
+    "search_tutorial",
+    "search_docs",
 }
 
 
