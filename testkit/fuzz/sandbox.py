@@ -21,6 +21,8 @@ from pathlib import Path
 
 from mcp import StdioServerParameters
 
+from symphony_mcp.search.docs_index import build_index
+
 # Programs the server needs on PATH to start its own display (Xvfb, openbox) and to confine run_code's python
 # (bwrap, prlimit: without them run_code refuses and fuzzed code never runs), and harmless ones open_app may
 # start. No shell, no xterm (`xterm -e /abs/path` runs any program), no xdg-open (opens any file in any app).
@@ -29,6 +31,11 @@ HARMLESS_PROGRAMS = ("xmessage", "true")
 # Shared places a stray file would most likely land in, scanned in depth at the end of a run.
 SHARED_AREAS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path.home())
 RESOLUTION = "1024x768"
+_DOC_PAGES = (
+    ("freeze", "Freezing rows or columns", "Choose View - Freeze Cells - Freeze First Row."),
+    ("filter", "Applying AutoFilter", "Select the columns, then choose Data - AutoFilter."),
+    ("numbers", "Page numbers", "Choose Insert - Field - Page Number in the footer."),
+)
 
 
 @dataclass
@@ -61,6 +68,10 @@ class Sandbox:
     def bin(self) -> Path:
         return self.root / "bin"
 
+    @property
+    def docs_index(self) -> Path:
+        return self.root / "docs.sqlite"
+
     def prepare(self) -> Sandbox:
         for directory in (self.home, self.cwd, self.tmp, self.trajectories, self.bin):
             directory.mkdir(parents=True, exist_ok=True)
@@ -69,7 +80,19 @@ class Sandbox:
             if found is None:
                 raise RuntimeError(f"{program} is not installed; the fuzz sandbox needs it")
             (self.bin / program).symlink_to(found)
+        self._index_docs()
         return self
+
+    def _index_docs(self) -> None:
+        """A small offline docs index, so search_docs answers from real pages (engine=local, no network)."""
+        docs = self.root / "docs"
+        docs.mkdir(exist_ok=True)
+        for name, title, body in _DOC_PAGES:
+            (docs / f"{name}.html").write_text(
+                f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{body}</p></body></html>",
+                encoding="utf-8",
+            )
+        build_index([docs], self.docs_index)
 
     def env(self) -> dict[str, str]:
         grounder = {}
@@ -97,6 +120,8 @@ class Sandbox:
             "SYMPHONY_OCR__WARM_UP": "false",
             # No pause after actions for apps to react: the invariants are checked on the X server, not in apps.
             "SYMPHONY_INPUT__SETTLE_SECONDS": "0",
+            "SYMPHONY_SEARCH__ENGINE": "local",
+            "SYMPHONY_SEARCH__DOCS_INDEX": str(self.docs_index),
         }
 
     def server_params(self, *args: str) -> StdioServerParameters:
