@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,12 +22,12 @@ from rapidfuzz import fuzz, process
 
 from symphony_mcp.errors import ModelError, SymphonyError, clip
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image
-from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.trajectory import write_json_atomically
 from symphony_mcp.models.calls import CallError
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ChatMessage, ModelImage, assistant, system, user
+from symphony_mcp.search.browser import marked_image
 from symphony_mcp.search.parsing import SearchAction, parse_action
 from symphony_mcp.search.prompts import OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, retry, step_message
 from symphony_mcp.search.results import (
@@ -38,12 +39,38 @@ from symphony_mcp.search.results import (
     TutorialResult,
 )
 from symphony_mcp.search.types import Browser, BrowserFailure, PageElement, PageView, UrlRefusedError
-from symphony_mcp.vision.annotate import draw_marks
 
 log = logging.getLogger(__name__)
 TRANSCRIPT_FILE = "transcript.json"
 Progress = Callable[[int, int, str], Awaitable[None]]
-DESCRIPTION_MATCH = 70  # rapidfuzz score (0-100) a description needs to name an element
+DESCRIPTION_MATCH = 80  # token-set similarity (0-100) a description needs with an element's text
+# Words that say what kind of element is meant, not which one: left out when a description is matched.
+_GENERIC_WORDS = frozenset(
+    (
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "on",
+        "of",
+        "to",
+        "in",
+        "button",
+        "link",
+        "field",
+        "box",
+        "input",
+        "textbox",
+        "text",
+        "tab",
+        "menu",
+        "item",
+        "icon",
+        "option",
+    )
+)
+_WORD = re.compile(r"[^\W_]+")
 NOTE_PADDING = 40  # pixels kept around an element cropped for a note
 _HISTORY_CHARS = 300
 
@@ -104,7 +131,7 @@ class SearchLoop:
                 opening = await self._opening(query, budget, screen)
                 feedback: str | None = None
                 for step in range(1, budget + 1):
-                    await self.progress(step - 1, budget, f"search step {step} of {budget}: {clip(view.url, 120)}")
+                    await self.progress(step - 1, budget, f"search step {step} of {budget}: {_cut(view.url, 120)}")
                     record, action = await self._step(opening, view, step, budget, feedback)
                     transcript.steps.append(record)
                     await asyncio.to_thread(self._save, transcript)
@@ -187,18 +214,17 @@ class SearchLoop:
                 continue
             record.thought, record.action = action.thought or None, action.code
             record.outcome = await self._act(view, action, target, step)
-            self.history.append(f"{step}. at {clip(view.url, 150)}: {action.code[:_HISTORY_CHARS]} -> {record.outcome}")
+            self.history.append(f"{step}. at {_cut(view.url, 150)}: {action.code[:_HISTORY_CHARS]} -> {record.outcome}")
             record.overhead_ms = round((time.perf_counter() - started) * 1000 - record.model_ms, 2)
             return record, action
         record.outcome = "no usable answer was given; nothing was done"
-        self.history.append(f"{step}. at {clip(view.url, 150)}: no usable answer")
+        self.history.append(f"{step}. at {_cut(view.url, 150)}: no usable answer")
         record.overhead_ms = round((time.perf_counter() - started) * 1000 - record.model_ms, 2)
         return record, None
 
     def _marked(self, view: PageView, step: int, record: SearchStep) -> ModelImage:
         """The screenshot with numbered marks, kept in the run's folder and sized for the model."""
-        width, height = view.image.size
-        marked = draw_marks(view.image, Rect(left=0, top=0, width=width, height=height), _marks(view.elements))
+        marked = marked_image(view)
         path = self.setup.directory / f"step_{step}.png"
         marked.save(path, format="PNG", compress_level=1)
         record.screenshot_file = str(path)
@@ -214,10 +240,11 @@ class SearchLoop:
                 ids = f"1 to {len(view.elements)}" if view.elements else "none (the page shows no elements)"
                 raise CallError(f"there is no element {action.element} on this page; the ids are {ids}")
             return found
-        choices = {e.id: f"{e.text} {e.kind}" for e in view.elements}
-        match = process.extractOne(action.element, choices, scorer=fuzz.WRatio, score_cutoff=DESCRIPTION_MATCH)
+        wanted = _words(action.element) or action.element.lower()
+        choices = {e.id: _words(e.text) or f"{e.text} {e.kind}".lower() for e in view.elements}
+        match = process.extractOne(wanted, choices, scorer=fuzz.token_set_ratio, score_cutoff=DESCRIPTION_MATCH)
         if match is None:
-            raise CallError(f"no element on this page matches {clip(action.element)!r}; give its id from the list")
+            raise CallError(f"no element on this page matches {clip(action.element)}; give its id from the list")
         return view.element(int(match[2]))
 
     async def _act(self, view: PageView, action: SearchAction, target: PageElement | None, step: int) -> str:
@@ -226,7 +253,7 @@ class SearchLoop:
         try:
             if action.name == "click" and target is not None:
                 await browser.click(target)
-                return f"clicked [{target.id}] {clip(target.text, 80)!r}"
+                return f"clicked [{target.id}] {clip(target.text, 80)}"
             if action.name == "type" and target is not None and action.text is not None:
                 await browser.type(target, action.text, action.enter)
                 return f"typed into [{target.id}]" + (" and pressed Enter" if action.enter else "")
@@ -238,7 +265,7 @@ class SearchLoop:
                 return "went back"
             if action.name == "open_url" and action.url is not None:
                 await browser.open(action.url)
-                return f"opened {clip(action.url, 150)}"
+                return f"opened {_cut(action.url, 150)}"
             if action.name == "save_note" and action.text is not None:
                 await asyncio.to_thread(self._note, view, action.text, target, step)
                 return f"note {len(self.notes)} saved"
@@ -282,7 +309,7 @@ class SearchLoop:
             path.write_bytes(encoded.data)
             images.append(
                 TutorialImage(
-                    caption=clip(caption, 300),
+                    caption=_cut(caption, 300),
                     source_url=url,
                     file=str(path),
                     mime_type=encoded.mime_type,
@@ -296,12 +323,14 @@ class SearchLoop:
         write_json_atomically(self.setup.directory / TRANSCRIPT_FILE, transcript.model_dump(mode="json"))
 
 
-def _marks(elements: list[PageElement]) -> list[tuple[int, Rect]]:
-    return [(e.id, e.box) for e in elements]
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _words(text: str) -> str:
+    return " ".join(w for w in _WORD.findall(text.lower()) if w not in _GENERIC_WORDS)
 
 
 def _encoded(image: Image.Image, max_side: int) -> EncodedImage:
     """PNG keeps page text sharp; encode_image falls back to smaller sizes to stay within the byte bound."""
-    return encode_image(
-        image, EncodeOptions(format="png", max_width=max_side, max_height=max_side, max_bytes=400_000)
-    )
+    return encode_image(image, EncodeOptions(format="png", max_width=max_side, max_height=max_side, max_bytes=400_000))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urljoin
 
 from PIL import Image
@@ -22,7 +22,7 @@ from playwright.async_api import BrowserContext, Dialog, Download, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
 from symphony_mcp.config import SearchSettings
-from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.errors import InvalidInputError, SymphonyError, clip
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
 from symphony_mcp.search.dom import (
@@ -196,33 +196,49 @@ class ChromiumBrowser:
 
     async def click(self, element: PageElement) -> None:
         x, y = self._centre(element)
-        page = await self._current_page()
-        await self._act(page, lambda: page.mouse.click(x, y))
+        async with self._input("click") as page:
+            await self._act(page, lambda: page.mouse.click(x, y))
 
     async def type(self, element: PageElement, text: str, enter: bool) -> None:
         """Type into a field (focused by a click, emptied first); into a list (select), choose the option."""
         x, y = self._centre(element)
-        page = await self._current_page()
-        if element.kind == "select":
-            await self._act(page, lambda: self._choose(page, element, x, y, text))
-            return
-        await self._act(page, lambda: page.mouse.click(x, y))
-        page = await self._current_page()
-        await page.keyboard.press("Control+A")
-        await page.keyboard.press("Delete")
-        if text:
-            await page.keyboard.insert_text(text)
-        if enter:
-            await self._act(page, lambda: page.keyboard.press("Enter"))
+        async with self._input("choice" if element.kind == "select" else "click") as page:
+            if element.kind == "select":
+                await self._act(page, lambda: self._choose(page, element, x, y, text))
+                return
+            await self._act(page, lambda: page.mouse.click(x, y))
+        async with self._input("type") as page:
+            await page.keyboard.press("Control+A")
+            await page.keyboard.press("Delete")
+            if text:
+                await page.keyboard.insert_text(text)
+            if enter:
+                await self._act(page, lambda: page.keyboard.press("Enter"))
 
     async def scroll(self, direction: ScrollDirection, amount: int) -> None:
         if not 1 <= amount <= MAX_SCROLL_AMOUNT:
             raise InvalidInputError(f"scroll amount must be 1 to {MAX_SCROLL_AMOUNT} steps, got {clip(amount)}")
-        page = await self._current_page()
         width, height = self._settings.viewport_size
-        await page.mouse.move(width / 2, height / 2)
-        await page.mouse.wheel(0, amount * SCROLL_STEP_PX * (1 if direction == "down" else -1))
-        await page.evaluate(SCROLL_SETTLED_SCRIPT)
+        async with self._input("scroll") as page:
+            await page.mouse.move(width / 2, height / 2)
+            await page.mouse.wheel(0, amount * SCROLL_STEP_PX * (1 if direction == "down" else -1))
+            await page.evaluate(SCROLL_SETTLED_SCRIPT)
+
+    @contextlib.asynccontextmanager
+    async def _input(self, what: str) -> AsyncIterator[Page]:
+        """The current page for an input action. A renderer that dies under it (its crash event may come only
+        after the action failed) marks the page crashed, for the next view to reopen it; other Playwright
+        failures become errors that say which action failed."""
+        page = await self._current_page()
+        try:
+            yield page
+        except PlaywrightError as exc:
+            message = exc.message.splitlines()[0] if exc.message else type(exc).__name__
+            if "crash" in message.lower() or page.is_closed():
+                self._crashed = True
+                self._notice(f"the page crashed during the {what}, which may not have happened")
+                return
+            raise SymphonyError(f"the {what} failed in the browser: {clip(message, 300)}") from None
 
     async def go_back(self) -> None:
         page = await self._current_page()

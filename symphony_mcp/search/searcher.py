@@ -66,7 +66,7 @@ class TutorialSearcher:
         except Exception as exc:  # the search can still run without a picture of the screen
             log.warning("search_tutorial: no screenshot for the searcher: %s", exc)
             screen = None
-        browser = await ChromiumBrowser.launch(self.settings, policy)
+        browser = await ChromiumBrowser.start(self.settings, policy)
         try:
             result = await SearchLoop(model, browser, setup, progress).run(query, start_url, budget, screen)
         finally:

@@ -1,0 +1,268 @@
+"""search_tutorial end to end: a spawned server over stdio browses the local test website (testkit/web_site.py)
+in real Chromium, driven by a stand-in searcher model over real HTTP that answers from the page it is shown.
+
+The stand-in reads each step's prompt like a model would: the element list and visible text inside the
+<page_content> block. Offline by construction: the engine is the test site, on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ImageContent, TextContent
+from PIL import Image
+
+from symphony_mcp.search.results import SearchTranscript, TutorialResult
+from testkit.model_server import ModelRequest, StandInModel
+from testkit.server_process import ServerProcess, base_env
+from testkit.web_site import WebSite
+from tests.conftest import call_error
+from tests.test_search_browser import kill_renderers
+
+pytestmark = pytest.mark.anyio
+SEARCHER = "stand-in-searcher"
+TUTORIAL = "1. Open the View menu.\n2. Choose Freeze Cells, then Freeze First Row."
+STEPS_TEXT = "Choose Freeze Cells , then Freeze First Row"
+
+
+def said(call: str, thought: str = "Next.") -> str:
+    return f"{thought}\n```python\n{call}\n```"
+
+
+class Page:
+    """What a step's prompt shows: the URL, numbered elements and the visible text (in <page_content>)."""
+
+    def __init__(self, request: ModelRequest) -> None:
+        current = request.texts()
+        step = next(t for t in reversed(current) if "<page_content>" in t)
+        self.prompt = step
+        self.block = step[step.index("<page_content>") : step.index("</page_content>") + len("</page_content>")]
+        self.url = re.search(r"^URL: (.*)$", self.block, re.M).group(1)  # type: ignore[union-attr]
+        self.elements = {
+            int(m.group(1)): m.group(2) for m in re.finditer(r"^\[(\d+)\] \S+ (.*)$", self.block, re.M)
+        }
+        self.text = self.block.split("Visible text:", 1)[1]
+
+    def id_of(self, text: str) -> int:
+        return next(i for i, label in self.elements.items() if text.lower() in label.lower())
+
+    def has(self, text: str) -> bool:
+        return any(text.lower() in label.lower() for label in self.elements.values())
+
+
+def reader(noted: list[str]) -> Callable[[ModelRequest], str]:
+    """A searcher that finds the freeze how-to: result link, cookie banner (by description), scroll, note, done."""
+
+    def answer(request: ModelRequest) -> str:
+        page = Page(request)
+        if "/search" in page.url:
+            return said(f"click({page.id_of('How to freeze the first row')})", "The official help article.")
+        if page.has("Accept all"):
+            return said('click("Accept all button")', "A cookie banner covers the page.")
+        if STEPS_TEXT not in page.text:
+            return said('scroll("down", 6)', "The steps are further down.")
+        if not noted:
+            noted.append(page.url)
+            return said('save_note("View > Freeze Cells > Freeze First Row")', "These are the steps.")
+        return said(f"done({TUTORIAL!r})", "I have the steps.")
+
+    return answer
+
+
+@asynccontextmanager
+async def search_server(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path, template: str, **settings: str
+) -> AsyncIterator[Client]:
+    env = base_env(
+        DISPLAY=xdisplay.name,
+        SYMPHONY_MODELS__SEARCHER__BASE_URL=stand_in.url,
+        SYMPHONY_MODELS__SEARCHER__MODEL=SEARCHER,
+        SYMPHONY_MODELS__SEARCHER__MAX_RETRIES="0",
+        SYMPHONY_SEARCH__ENGINE="template",
+        SYMPHONY_SEARCH__URL_TEMPLATE=template,
+        SYMPHONY_OCR__WARM_UP="false",
+        **{f"SYMPHONY_SEARCH__{name.upper()}": value for name, value in settings.items()},
+    )
+    async with Client(ServerProcess("--trajectory-dir", str(tmp_path / "trajectories"), env=env)) as client:
+        yield client
+
+
+def searcher_requests(stand_in: StandInModel) -> list[ModelRequest]:
+    return [r for r in stand_in.requests if r.body["model"] == SEARCHER]
+
+
+async def test_the_searcher_finds_the_tutorial_through_banner_and_scrolling(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    noted: list[str] = []
+    stand_in.script(default=reader(noted))
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    async with search_server(xdisplay, stand_in, tmp_path, web_site.url("/search?q={query}")) as client:
+        result = await client.call_tool(
+            "search_tutorial", {"query": "freeze the first row in Tabula Sheets"}, progress_callback=on_progress
+        )
+        assert not result.is_error, result.content
+        found = TutorialResult.model_validate(result.structured_content)
+        transcript_text = await client.read_resource(found.transcript_uri)
+    assert found.completion_reason == "DONE" and found.tutorial == TUTORIAL
+    article = web_site.url("/help/freeze-first-row.html")
+    assert found.sources == [article] and [n.url for n in found.notes] == [article]
+    assert found.notes[0].text == "View > Freeze Cells > Freeze First Row"
+    # The note's screenshot comes back as an image, bounded, and shows the steps' page.
+    images = [c for c in result.content if isinstance(c, ImageContent)]
+    assert len(images) == len(found.images) == 1 and found.images[0].source_url == article
+    picture = Image.open(io.BytesIO(base64.b64decode(images[0].data)))
+    assert max(picture.size) <= 1024 and picture.size == (found.images[0].width, found.images[0].height)
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    assert TUTORIAL in texts[0] and "DONE" in texts[0]
+    # Steps: results click, banner, scrolls, note, done; each reported as progress.
+    assert 5 <= found.steps_used < 20
+    assert sum(1 for m in progress if m and m.startswith("search step")) == found.steps_used
+    transcript = SearchTranscript.model_validate_json(transcript_text.contents[0].text)  # type: ignore[union-attr]
+    actions = [s.action for s in transcript.steps]
+    assert actions[0].startswith("click(") and actions[1] == 'click("Accept all button")'
+    assert transcript.steps[1].outcome.startswith("clicked [") and "Accept all" in transcript.steps[1].outcome
+    assert all(Path(s.screenshot_file).exists() for s in transcript.steps if s.screenshot_file)
+    # The first request carries the caller's screen and the first page; page text only inside the block.
+    requests = searcher_requests(stand_in)
+    first = requests[0]
+    assert len(first.images()) == 2 and "current screen is attached" in first.texts()[1]
+    assert "untrusted data" in first.messages[0]["content"]
+    assert all(Page(r).block.count("<page_content>") == 1 for r in requests)
+
+
+async def test_descriptions_that_name_nothing_and_bad_answers_are_asked_again(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    stand_in.script(
+        said('click("the purple unicorn link")'),
+        said("click(999)"),
+        said("eval('1+1')"),
+        default=lambda request: said('fail(hint="try the Tabula Help Centre")'),
+    )
+    async with search_server(xdisplay, stand_in, tmp_path, web_site.url("/search?q={query}")) as client:
+        result = await client.call_tool("search_tutorial", {"query": "freeze row", "budget": 4})
+    found = TutorialResult.model_validate(result.structured_content)
+    assert found.completion_reason == "FAIL" and found.hint == "try the Tabula Help Centre"
+    retries = [r.messages[-1]["content"] for r in searcher_requests(stand_in)[1:3]]
+    assert "no element on this page matches 'the purple unicorn link'" in retries[0]
+    assert "there is no element 999 on this page" in json.dumps(searcher_requests(stand_in)[2].messages[-1])
+
+
+async def test_budget_exhaustion_keeps_the_notes(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    answers = iter([said('save_note("results list for freeze")'), *[said('scroll("down", 2)')] * 20])
+    stand_in.script(default=lambda request: next(answers))
+    async with search_server(xdisplay, stand_in, tmp_path, web_site.url("/search?q={query}")) as client:
+        result = await client.call_tool("search_tutorial", {"query": "freeze row", "budget": 3})
+    found = TutorialResult.model_validate(result.structured_content)
+    assert found.completion_reason == "BUDGET_EXHAUSTED" and found.steps_used == 3 and found.tutorial is None
+    assert [n.text for n in found.notes] == ["results list for freeze"] and len(found.images) == 1
+    last = searcher_requests(stand_in)[-1]
+    # On the last step only done/fail is accepted: scroll answers were refused with the reason.
+    assert "last step: only done(tutorial=...) or fail(hint=...)" in last.messages[-1]["content"]
+
+
+async def test_a_dead_engine_ends_the_search_before_any_model_call(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    stand_in.script(default=lambda request: said("go_back()"))
+    dead = f"http://127.0.0.1:{web_site.closed_port}/search?q={{query}}"
+    async with search_server(xdisplay, stand_in, tmp_path, dead) as client:
+        result = await client.call_tool("search_tutorial", {"query": "freeze row"})
+    found = TutorialResult.model_validate(result.structured_content)
+    assert found.completion_reason == "ERROR" and found.steps_used == 0
+    assert "did not answer" in (found.error or "") and "ERR_CONNECTION_REFUSED" in (found.error or "")
+    assert searcher_requests(stand_in) == []
+
+
+async def test_a_page_that_crashes_twice_ends_the_search_cleanly(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    killed: list[int] = []
+
+    def crash_then_scroll(request: ModelRequest) -> str:
+        killed.extend(kill_renderers())  # a real renderer crash while the model thinks
+        return said('scroll("down", 2)')
+
+    stand_in.script(default=crash_then_scroll)
+    async with search_server(xdisplay, stand_in, tmp_path, web_site.url("/search?q={query}")) as client:
+        result = await client.call_tool("search_tutorial", {"query": "freeze row"})
+        assert not result.is_error
+        found = TutorialResult.model_validate(result.structured_content)
+        # The server keeps serving: the next search starts a fresh browser.
+        stand_in.script(default=lambda request: said('fail(hint="none")'))
+        again = await client.call_tool("search_tutorial", {"query": "freeze row"})
+    assert killed
+    assert found.completion_reason == "ERROR" and "crash" in (found.error or "")
+    transcript = SearchTranscript.model_validate_json(Path(found.transcript_file).read_text())
+    assert any("reopened" in notice for step in transcript.steps for notice in step.notices)
+    assert TutorialResult.model_validate(again.structured_content).completion_reason == "FAIL"
+
+
+async def test_a_page_telling_the_agent_to_open_local_files_gets_nothing_opened(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    """A searcher model that obeys the page (the worst case) still cannot reach files or private hosts."""
+    obeyed: list[str] = []
+
+    def obedient(request: ModelRequest) -> str:
+        page = Page(request)
+        if page.has("Accept all"):
+            return said('click("Accept all")')
+        orders = [
+            'open_url("file:///etc/passwd")',
+            f'open_url("{web_site.private_base}/admin")',
+            f"click({page.id_of('/etc/passwd')})" if page.has("/etc/passwd") else 'open_url("file:///etc/passwd")',
+        ]
+        if len(obeyed) < len(orders):
+            obeyed.append(orders[len(obeyed)])
+            return said(obeyed[-1], "The page says to do this.")
+        return said('fail(hint="the thread has no answer")')
+
+    stand_in.script(default=obedient)
+    template = web_site.url("/forum/thread-4711.html?q={query}")
+    async with search_server(xdisplay, stand_in, tmp_path, template) as client:
+        result = await client.call_tool("search_tutorial", {"query": "keep header row visible"})
+    found = TutorialResult.model_validate(result.structured_content)
+    transcript = SearchTranscript.model_validate_json(Path(found.transcript_file).read_text())
+    outcomes = [s.outcome for s in transcript.steps]
+    assert found.completion_reason == "FAIL" and len(obeyed) == 3
+    assert sum(o.startswith("refused, nothing was opened") for o in outcomes) >= 2
+    assert "file:" in outcomes[1] and "refused" in outcomes[2]
+    assert web_site.private_requests == []  # the intranet server never saw a request
+    assert all(s.url.startswith(web_site.base) for s in transcript.steps)
+    # The injected text reached the model only inside the page block.
+    for request in searcher_requests(stand_in):
+        for text in request.texts():
+            if "ignore your instructions" in text.lower():
+                page = Page(request)
+                assert "ignore your instructions" in page.block.lower()
+                assert "ignore your instructions" not in text.replace(page.block, "").lower()
+
+
+async def test_search_docs_and_errors_a_host_reads(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    async with search_server(xdisplay, stand_in, tmp_path, web_site.url("/search?q={query}")) as client:
+        message = await call_error(client, "search_docs", query="freeze")
+        assert "search_docs needs" in message
+        message = await call_error(client, "search_tutorial", query="   ")
+        assert "the query is empty" in message
+        with pytest.raises(MCPError, match="no search run 'run-1' in task 'nosuchtask'"):
+            await client.read_resource("trajectory://nosuchtask/search/run-1")
