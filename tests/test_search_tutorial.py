@@ -22,11 +22,16 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ImageContent, TextContent
 from PIL import Image
 
+from symphony_mcp.config import load_settings
+from symphony_mcp.orchestrator.api import run_task
+from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.search.results import SearchTranscript, TutorialResult
+from symphony_mcp.server import build_server
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.server_process import ServerProcess, base_env
 from testkit.web_site import WebSite
 from tests.conftest import call_error
+from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
 from tests.test_search_browser import kill_renderers
 
 pytestmark = pytest.mark.anyio
@@ -266,3 +271,84 @@ async def test_search_docs_and_errors_a_host_reads(
         assert "the query is empty" in message
         with pytest.raises(MCPError, match="no search run 'run-1' in task 'nosuchtask'"):
             await client.read_resource("trajectory://nosuchtask/search/run-1")
+
+
+async def test_the_orchestrator_keeps_a_found_tutorial_for_the_rest_of_its_task_only(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    """Reflection says lack of tutorial, the plan calls the searcher, the tutorial stays in that task's prompts."""
+    planner: list[ModelRequest] = []
+    audits = iter([lack_of_tutorial(), *[on_track()] * 10])
+
+    def answer(request: ModelRequest) -> str:
+        model = request.body["model"]
+        if model == SEARCHER:
+            return said(f"done({TUTORIAL!r})", "The first result's snippet has the steps.")
+        if model == MEMORYER:
+            if request.messages[0]["content"].startswith("You check one step"):
+                return json.dumps({"success": True, "summary": "The action had its effect."})
+            return next(audits)
+        planner.append(request)
+        task = _task_lines(request)[-1]
+        if "second task" in task:
+            return act("done()", "Nothing to do.")
+        calls = sum(1 for r in planner if _task_lines(r)[-1] == task)
+        if calls == 1:
+            return act("move_pointer(x=10, y=10)", "Look around.")
+        if calls == 2:
+            return act('call_search_agent(query="freeze the first row in Tabula Sheets")', "Look it up.")
+        if calls == 3:
+            return act("move_pointer(x=20, y=20)", "Follow step 1.")
+        return act("done()", "Done as the tutorial says.")
+
+    stand_in.script(default=answer)
+    endpoint = {"base_url": stand_in.url, "backoff_seconds": 0.05, "max_retries": 0}
+    server = build_server(
+        load_settings(
+            models={"searcher": {**endpoint, "model": SEARCHER}, "memoryer": {**endpoint, "model": MEMORYER}},
+            memory={"trajectory_dir": str(tmp_path / "results")},
+            search={"engine": "template", "url_template": web_site.url("/search?q={query}")},
+            ocr={"warm_up": False},
+        )
+    )
+    settings = load_settings(
+        models={"orchestrator": {**endpoint, "model": PLANNER}},
+        orchestrator={"results_dir": str(tmp_path / "results"), "max_steps": 6},
+    )
+    try:
+        first = await run_task(
+            "Freeze the first row", settings=settings, task_id="freeze", connection=InMemoryServer(server.mcp)
+        )
+        second = await run_task(
+            "The second task", settings=settings, task_id="second", connection=InMemoryServer(server.mcp)
+        )
+    finally:
+        server.close()
+    assert first.outcome == "success" and second.outcome == "success", first.record.message
+    freeze = [r for r in planner if _task_lines(r)[-1] == "Task: Freeze the first row"]
+    assert len(freeze) == 4
+    assert "lack_of_tutorial" in freeze[1].texts()[-2] or "look up how to do this" in freeze[1].texts()[-2]
+    assert all(TUTORIAL not in text for r in freeze[:2] for text in r.texts())
+    for later in freeze[2:]:  # every later step of the task carries the tutorial and its picture
+        tutorial_text = next(t for t in later.texts() if t.startswith("Tutorial 1 (found for this task"))
+        assert TUTORIAL in tutorial_text and "call_search_agent: Tutorial search for" in tutorial_text
+        assert any(image.size == (1024, 640) for image in later.images())  # the results page it ended on
+    other = [r for r in planner if r not in freeze]
+    assert other and all(TUTORIAL not in text for r in other for text in r.texts())
+    assert first.record.steps[1].action is not None and first.record.steps[1].action.tool == "search_tutorial"
+
+
+def _task_lines(request: ModelRequest) -> list[str]:
+    return [line for text in request.texts() for line in text.splitlines() if line.startswith("Task: ")]
+
+
+def lack_of_tutorial() -> str:
+    return json.dumps(
+        {
+            "status": "Off-track",
+            "error_type": "lack_of_tutorial",
+            "reflection": "The agent does not know where the freeze command is.",
+            "is_milestone": False,
+            "new_facts": [],
+        }
+    )
