@@ -32,7 +32,7 @@ from testkit.server_process import ServerProcess, base_env
 from testkit.web_site import WebSite
 from tests.conftest import call_error
 from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
-from tests.test_search_browser import kill_renderers
+from tests.test_search_browser import descendants, kill_renderers
 
 pytestmark = pytest.mark.anyio
 SEARCHER = "stand-in-searcher"
@@ -200,9 +200,10 @@ async def test_a_page_that_crashes_twice_ends_the_search_cleanly(
     xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
 ) -> None:
     killed: list[int] = []
+    others = {pid for pid, command in descendants().items() if "--type=renderer" in command}
 
     def crash_then_scroll(request: ModelRequest) -> str:
-        killed.extend(kill_renderers())  # a real renderer crash while the model thinks
+        killed.extend(kill_renderers(spare=others))  # a real renderer crash while the model thinks
         return said('scroll("down", 2)')
 
     stand_in.script(default=crash_then_scroll)
