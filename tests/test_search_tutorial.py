@@ -25,9 +25,10 @@ from PIL import Image
 from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.connection import InMemoryServer
+from symphony_mcp.search.docs_index import build_index
 from symphony_mcp.search.results import SearchTranscript, TutorialResult
 from symphony_mcp.server import build_server
-from testkit.model_server import ModelRequest, StandInModel
+from testkit.model_server import ModelRequest, Reply, StandInModel
 from testkit.server_process import ServerProcess, base_env
 from testkit.web_site import WebSite
 from tests.conftest import call_error
@@ -353,3 +354,63 @@ def lack_of_tutorial() -> str:
             "new_facts": [],
         }
     )
+
+
+HELP = Path("/usr/share/libreoffice/help/en-US/text/scalc")  # Debian's libreoffice-help-en-us (install.sh --dev)
+
+
+async def test_offline_the_searcher_browses_real_help_pages_from_the_local_docs_index(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """engine=local: the results page and LibreOffice's own help pages come from the server's docs server."""
+    assert HELP.is_dir(), "libreoffice-help-en-us is not installed (scripts/install.sh --dev installs it)"
+    index = tmp_path / "docs.sqlite"
+    build_index([HELP], index)
+    seen: list[Page] = []
+
+    def answer(request: ModelRequest) -> str:
+        page = Page(request)
+        seen.append(page)
+        if "/search" in page.url:
+            return said(f"click({page.id_of('Freezing Rows or Columns as Headers')})", "The guide page.")
+        if len(seen) == 2:
+            return said('save_note("View - Freeze Cells - Freeze Rows and Columns")', "The steps are here.")
+        return said('done("1. Click the cell below the row to freeze.\\n2. Choose View - Freeze Cells.")')
+
+    stand_in.script(default=answer)
+    env = base_env(
+        DISPLAY=xdisplay.name,
+        SYMPHONY_MODELS__SEARCHER__BASE_URL=stand_in.url,
+        SYMPHONY_MODELS__SEARCHER__MODEL=SEARCHER,
+        SYMPHONY_SEARCH__ENGINE="local",
+        SYMPHONY_SEARCH__DOCS_INDEX=str(index),
+        SYMPHONY_OCR__WARM_UP="false",
+    )
+    async with Client(ServerProcess("--trajectory-dir", str(tmp_path / "trajectories"), env=env)) as client:
+        listed = await client.call_tool("search_docs", {"query": "how to freeze rows in Calc", "limit": 3})
+        result = await client.call_tool("search_tutorial", {"query": "how to freeze rows in Calc"})
+    hits = listed.structured_content["results"]  # type: ignore[index]
+    assert listed.structured_content["engine"] == "local"  # type: ignore[index]
+    assert hits[0]["title"] == "Freezing Rows or Columns as Headers" and hits[0]["url"].endswith("guide/line_fix.html")
+    found = TutorialResult.model_validate(result.structured_content)
+    assert found.completion_reason == "DONE" and found.engine == "local", found.error
+    assert seen[0].url.startswith("http://127.0.0.1:") and "/search?" in seen[0].url
+    guide = seen[1]
+    assert guide.url.endswith("/usr/share/libreoffice/help/en-US/text/scalc/guide/line_fix.html")
+    assert "Title: Freezing Rows or Columns as Headers" in guide.block and "Freeze" in guide.text
+    assert found.sources == [guide.url] and len(found.images) == 1
+
+
+async def test_a_search_past_its_time_bound_ends_with_an_error_and_its_steps_so_far(
+    xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
+) -> None:
+    stand_in.script(default=lambda request: Reply(said('scroll("down", 2)'), delay=1.5))  # a slow model
+    template = web_site.url("/search?q={query}")
+    async with search_server(xdisplay, stand_in, tmp_path, template, search_timeout_seconds="4") as client:
+        result = await client.call_tool("search_tutorial", {"query": "freeze row"})
+        assert not result.is_error
+        found = TutorialResult.model_validate(result.structured_content)
+        assert not (await client.call_tool("screen_info", {})).is_error  # still serving
+    assert found.completion_reason == "ERROR" and "longer than its bound of 4 s" in (found.error or "")
+    transcript = SearchTranscript.model_validate_json(Path(found.transcript_file).read_text())
+    assert 1 <= len(transcript.steps) == found.steps_used < 4 and transcript.result is not None
