@@ -67,14 +67,23 @@ class Page:
 
 
 def reader(noted: list[str]) -> Callable[[ModelRequest], str]:
-    """A searcher that finds the freeze how-to: result link, cookie banner (by description), scroll, note, done."""
+    """A searcher that finds the freeze how-to in several hops: the help centre from the results, its cookie
+    banner (by description), a dead article link and back, the how-to, scrolling, a note, done."""
+    tried: list[str] = []
 
     def answer(request: ModelRequest) -> str:
         page = Page(request)
         if "/search" in page.url:
-            return said(f"click({page.id_of('How to freeze the first row')})", "The official help article.")
+            return said(f"click({page.id_of('Tabula Sheets Help Centre')})", "The official help centre.")
         if page.has("Accept all"):
             return said('click("Accept all button")', "A cookie banner covers the page.")
+        if "Load error:" in page.block:
+            return said("go_back()", "That article is gone.")
+        if page.url.endswith("/help/"):
+            if not tried:
+                tried.append(page.url)
+                return said(f"click({page.id_of('Conditional formatting rules')})", "Maybe related.")
+            return said(f"click({page.id_of('How to freeze the first row')})", "This one.")
         if STEPS_TEXT not in page.text:
             return said('scroll("down", 6)', "The steps are further down.")
         if not noted:
@@ -107,7 +116,7 @@ def searcher_requests(stand_in: StandInModel) -> list[ModelRequest]:
     return [r for r in stand_in.requests if r.body["model"] == SEARCHER]
 
 
-async def test_the_searcher_finds_the_tutorial_through_banner_and_scrolling(
+async def test_the_searcher_finds_the_tutorial_in_hops_past_a_banner_a_dead_link_and_scrolling(
     xdisplay: Any, stand_in: StandInModel, web_site: WebSite, tmp_path: Path
 ) -> None:
     noted: list[str] = []
@@ -135,13 +144,18 @@ async def test_the_searcher_finds_the_tutorial_through_banner_and_scrolling(
     assert max(picture.size) <= 1024 and picture.size == (found.images[0].width, found.images[0].height)
     texts = [c.text for c in result.content if isinstance(c, TextContent)]
     assert TUTORIAL in texts[0] and "DONE" in texts[0]
-    # Steps: results click, banner, scrolls, note, done; each reported as progress.
-    assert 5 <= found.steps_used < 20
+    # Steps: help centre, banner, dead link, back, the how-to, scrolls, note, done; each reported as progress.
+    assert 8 <= found.steps_used < 20
     assert sum(1 for m in progress if m and m.startswith("search step")) == found.steps_used
     transcript = SearchTranscript.model_validate_json(transcript_text.contents[0].text)  # type: ignore[union-attr]
     actions = [s.action for s in transcript.steps]
-    assert actions[0].startswith("click(") and actions[1] == 'click("Accept all button")'
+    assert actions[0].startswith("click(") and actions[1] == 'click("Accept all button")' and actions[3] == "go_back()"
     assert transcript.steps[1].outcome.startswith("clicked [") and "Accept all" in transcript.steps[1].outcome
+    assert transcript.steps[3].url.endswith("/help/missing-conditional.html") and transcript.steps[4].url.endswith(
+        "/help/"
+    )
+    dead = Page(searcher_requests(stand_in)[3])
+    assert "Load error: HTTP 404" in dead.block
     assert all(Path(s.screenshot_file).exists() for s in transcript.steps if s.screenshot_file)
     # The first request carries the caller's screen and the first page; page text only inside the block.
     requests = searcher_requests(stand_in)
