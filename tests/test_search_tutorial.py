@@ -352,6 +352,11 @@ async def test_the_orchestrator_keeps_a_found_tutorial_for_the_rest_of_its_task_
     other = [r for r in planner if r not in freeze]
     assert other and all(TUTORIAL not in text for r in other for text in r.texts())
     assert first.record.steps[1].action is not None and first.record.steps[1].action.tool == "search_tutorial"
+    # The search step is judged by its result (off the screen), not by a screenshot step check.
+    memoryer = [r for r in stand_in.requests if r.body["model"] == MEMORYER]
+    checks = [r for r in memoryer if r.messages[0]["content"].startswith("You check one step")]
+    assert len(checks) == 2 and all("search_tutorial" not in t for r in checks for t in r.texts()[1:])
+    assert any("search_tutorial (DONE, 1 steps)" in t for r in memoryer for t in r.texts()[1:])
 
 
 def _task_lines(request: ModelRequest) -> list[str]:

@@ -37,8 +37,9 @@ milestones, the latest step and the latest screenshot, decide the status:
 - "Off-track": it is not, with error_type "gui_operation_error" (an action missed its element or had
   no effect), "lack_of_tutorial" (the agent does not know how to go on: it repeats itself, loops or
   wanders), "code_error" (code it ran failed or did the wrong thing) or "other".
-  A code_agent step ran code on files, not a GUI action: judge it by its result in the step
-  summaries (what it changed, how it ended), not by the screen.
+  A code_agent step ran code on files and a search_tutorial step searched the web, not GUI actions:
+  judge them by their results in the step summaries (what changed or was found, how it ended), not
+  by the screen.
 - "Completed": the whole task is done AND the latest screenshot shows visible evidence of it.
 - "Infeasible": the task cannot be done here, with evidence on screen.
 The reflection diagnoses what happened and why, in at most three sentences; it never tells the

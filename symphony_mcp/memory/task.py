@@ -31,8 +31,8 @@ from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ModelImage
 
-# Steps done off the screen: their record says what happened, a screenshot would not.
-CODE_ACTIONS = frozenset({"code_agent"})
+# Steps done off the screen (code on files, a web search): their record says what happened, a screenshot would not.
+OFF_SCREEN_ACTIONS = frozenset({"code_agent", "search_tutorial"})
 _VERDICT_CHARS = 400  # StepVerdict.summary's limit
 
 
@@ -134,7 +134,7 @@ class Task:
             model_ms = 0.0
             checked = []
             for step in [s for s in self.steps if s.verdict is None]:
-                if step.record.action in CODE_ACTIONS:  # code mode: the coder's own result is the evidence
+                if step.record.action in OFF_SCREEN_ACTIONS:  # the tool agent's own result is the evidence
                     value = StepVerdict(success=step.record.ok, summary=step.record.summary[:_VERDICT_CHARS])
                 else:
                     verdict = await check_step(memoryer, await self._evidence(step, memoryer.endpoint))
