@@ -99,28 +99,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a task with the bundled OS-Symphony orchestrator")
     run.add_argument("instruction", help="the task, in words")
-    run.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
     run.add_argument("--task-id", help="result directory name (default: time-based)")
-    run.add_argument("--max-steps", type=int, help="action budget (default 15)")
     run.add_argument("--results", type=Path, help="results directory (default ./results)")
     run.add_argument("--checker", help="shell command whose exit status 0 means the task is done")
-    run.add_argument("--no-reflection", dest="reflection", action="store_const", const=False)
-    run.add_argument(
-        "--enabled-tools", type=lambda v: [t.strip() for t in v.split(",") if t.strip()], help="comma-separated"
-    )
-    run.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")
-    run.add_argument(
-        "--function-calling", action="store_const", const=True, help="actions as native tool calls (OpenAI tools)"
-    )
     run.add_argument("--force", action="store_true", help="run again even if the task finished before")
     run.add_argument("--server-url", help="use a running server (streamable HTTP) instead of spawning one")
     run.add_argument("--token", help="bearer token for --server-url")
-    run.add_argument("--orchestrator-url", help="planner model endpoint")
-    run.add_argument("--orchestrator-model", help="planner model name")
-    run.add_argument("--memoryer-url", help="Reflection-Memory Agent model endpoint")
-    run.add_argument("--memoryer-model", help="Reflection-Memory Agent model name")
-    _grounder_flags(run)
-    run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    _agent_flags(run)
+
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark's tasks on parallel virtual desktops; `bench list BENCHMARK` lists its tasks",
+        usage="%(prog)s [list] BENCHMARK [options]",
+    )
+    bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld (or `list` BENCHMARK)")
+    bench.add_argument("--adapter", metavar="MODULE:NAME", help="a custom adapter: a callable returning an Adapter")
+    bench.add_argument("--tasks", type=_comma_list, help="comma-separated task ids")
+    bench.add_argument("--domains", type=_comma_list, help="comma-separated domains")
+    bench.add_argument("--all", action="store_true", help="the whole task list, not the default subset")
+    bench.add_argument("--parallel", type=int, default=1, help="environments at once (default 1)")
+    bench.add_argument("--results", type=Path, help="results root (default ./results): <results>/<benchmark>/...")
+    bench.add_argument("--force", action="store_true", help="run finished tasks again too")
+    bench.add_argument("--backend", choices=["local", "ray"], default="local")
+    bench.add_argument("--ray-address", help="an existing Ray cluster, e.g. auto or ray://host:10001")
+    bench.add_argument("--resolution", help="each environment's display size (default 1920x1080)")
+    bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
+    _agent_flags(bench)
 
     report = commands.add_parser("report", help="write the static HTML report of a results directory")
     report.add_argument("results", type=Path, help="results directory")
@@ -136,6 +140,28 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--config", type=Path, help="TOML or JSON settings file")
         command.add_argument("--index", dest="docs_index", type=Path, help="the index file (default search.docs_index)")
     return parser
+
+
+def _agent_flags(parser: argparse.ArgumentParser) -> None:
+    """The orchestrator's and its models' settings, shared by `run` and `bench`."""
+    parser.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
+    parser.add_argument("--max-steps", type=int, help="action budget (default 15)")
+    parser.add_argument("--no-reflection", dest="reflection", action="store_const", const=False)
+    parser.add_argument("--enabled-tools", type=_comma_list, help="comma-separated")
+    parser.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")
+    parser.add_argument(
+        "--function-calling", action="store_const", const=True, help="actions as native tool calls (OpenAI tools)"
+    )
+    parser.add_argument("--orchestrator-url", help="planner model endpoint")
+    parser.add_argument("--orchestrator-model", help="planner model name")
+    parser.add_argument("--memoryer-url", help="Reflection-Memory Agent model endpoint")
+    parser.add_argument("--memoryer-model", help="Reflection-Memory Agent model name")
+    _grounder_flags(parser)
+    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _comma_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 def _grounder_flags(parser: argparse.ArgumentParser) -> None:
@@ -201,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(settings)
     if args.command == "docs":
         return _docs(settings.search.docs_index, args)
+    if args.command == "bench":
+        return _bench(settings, args)
     return _run(settings, args)
 
 
@@ -250,6 +278,50 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     message = f": {outcome.record.message}" if outcome.record.message else ""
     print(f"{outcome.outcome} {outcome.task_id} {outcome.directory}{note}{message}")
     return {"success": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
+
+
+def _bench(settings: Settings, args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from symphony_mcp.bench.command import BenchRequest, list_tasks, run_bench
+    from symphony_mcp.bench.registry import adapter_spec
+    from symphony_mcp.bench.types import TaskFilter
+
+    listing = bool(args.words) and args.words[0] == "list"
+    names = args.words[1:] if listing else args.words
+    if len(names) > 1 or (not names and not args.adapter):
+        print("symphony-mcp bench: give one BENCHMARK (or --adapter MODULE:NAME)", file=sys.stderr)
+        return EXIT_USAGE
+    selection = TaskFilter(tuple(args.tasks or ()), tuple(args.domains or ()), args.all)
+    try:
+        spec = adapter_spec(names[0] if names else None, args.adapter)
+        if listing:
+            print("\n".join(list_tasks(spec, selection)))
+            return 0
+        request = BenchRequest(
+            spec,
+            selection,
+            args.parallel,
+            args.force,
+            args.backend,
+            args.ray_address,
+            args.quiet,
+            ("--config", str(args.config)) if args.config else (),
+        )
+        summary, path = run_bench(request, settings, Console(stderr=True))
+    except (SymphonyError, ValueError, OSError) as exc:
+        print(f"symphony-mcp: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("symphony-mcp: stopped; unfinished tasks run again next time", file=sys.stderr)
+        return 130
+    overall = summary.overall
+    rate = "—" if overall.success_rate is None else f"{overall.success_rate:.1%}"
+    print(
+        f"{summary.benchmark}: {overall.successes}/{overall.finished} succeeded ({rate}), "
+        f"{len(summary.skipped)} skipped, {summary.ran_now} run now; {path}"
+    )
+    return EXIT_ERROR if summary.not_run else 0
 
 
 def _docs(index: Path, args: argparse.Namespace) -> int:

@@ -1,0 +1,119 @@
+"""`symphony-mcp bench`: plan, run on the chosen backend, write the summary and its page.
+
+SIGTERM and SIGINT cancel the run: the tasks in flight stop (their folders stay unfinished and run
+again next time), the environments' displays are stopped, and nothing finished is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from rich.console import Console
+
+from symphony_mcp.bench.environments import started_environments
+from symphony_mcp.bench.progress import progress_view
+from symphony_mcp.bench.registry import load_adapter
+from symphony_mcp.bench.results import benchmark_dir
+from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
+from symphony_mcp.bench.summary import BenchSummary, summarise, write_summary
+from symphony_mcp.bench.types import Adapter, TaskFilter
+from symphony_mcp.config import Settings
+from symphony_mcp.stop_signals import STOP_SIGNALS
+
+Backend = Literal["local", "ray"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    spec: str  # the adapter's factory, "module:callable" (registry.adapter_spec)
+    selection: TaskFilter
+    parallel: int = 1
+    force: bool = False
+    backend: Backend = "local"
+    ray_address: str | None = None
+    quiet: bool = False
+    server_args: tuple[str, ...] = ()  # e.g. ("--config", path) for every spawned server
+
+
+def results_root(settings: Settings) -> Path:
+    return settings.orchestrator.results_dir.expanduser().resolve()
+
+
+def list_tasks(spec: str, selection: TaskFilter) -> list[str]:
+    """`bench list`: one line per selected task, skipped ones with their reason."""
+    adapter = load_adapter(spec)
+    try:
+        tasks = adapter.list_tasks(selection)
+    finally:
+        asyncio.run(adapter.close())
+    return [f"{t.domain}/{t.task_id}" + (f"  SKIPPED: {t.skip_reason}" if t.skip_reason else "") for t in tasks]
+
+
+def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tuple[BenchSummary, Path]:
+    """Run what the request selects; returns the summary and where it was written."""
+    results = results_root(settings)
+    adapter = load_adapter(request.spec)
+    plan = make_plan(adapter, request.selection, results, request.force)
+    environments = [f"env-{i}" for i in range(min(request.parallel, len(plan.pending)))]
+    with progress_view(console, len(plan.pending), environments, request.quiet) as observer:
+        if request.backend == "ray" and plan.pending:
+            asyncio.run(adapter.close())  # the actors make their own
+            from symphony_mcp.bench.ray_backend import run_ray
+
+            result = run_ray(request, plan, settings, results, observer)
+        else:
+            result = _run_with_local_environments(adapter, request, plan, settings, results, observer)
+    summary = summarise(
+        plan.benchmark,
+        [*plan.earlier, *result.evaluations],
+        plan.skipped,
+        result.not_run,
+        result.seconds,
+        len(result.evaluations),
+    )
+    return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
+
+
+def _run_with_local_environments(
+    adapter: Adapter, request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver
+) -> RunResult:
+    """Everything async of the adapter (setup, tasks, teardown, close) in one event loop."""
+
+    async def closing(run: Awaitable[RunResult]) -> RunResult:
+        try:
+            return await run
+        finally:
+            await adapter.close()
+
+    if not plan.pending:
+        return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
+    count = min(request.parallel, len(plan.pending))
+    with started_environments(count, settings, server_args=request.server_args) as environments:
+        return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def run_until_signalled(make: Callable[[], Awaitable[T]]) -> T:
+    """asyncio.run(make()), with SIGTERM/SIGINT cancelling it (KeyboardInterrupt raised after cleanup)."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for number in STOP_SIGNALS:
+            loop.add_signal_handler(number, task.cancel)
+        try:
+            return await make()
+        finally:
+            for number in STOP_SIGNALS:
+                loop.remove_signal_handler(number)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt(signal.Signals.SIGTERM.name) from None

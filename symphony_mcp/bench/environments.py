@@ -1,0 +1,66 @@
+"""Parallel slots for a benchmark run: each its own Xvfb display, work folder and server settings.
+
+The displays are started from the calling thread (the main thread in the CLI and in a Ray actor), so
+they get SIGTERM when the runner dies even by SIGKILL (virtual_display's parent-death signal), and
+`stop()` ends them on a normal exit, an exception or a SIGTERM/SIGINT turned into cancellation.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from symphony_mcp.bench.types import Environment
+from symphony_mcp.config import Settings
+from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
+from symphony_mcp.orchestrator.api import spawned_server
+from symphony_mcp.orchestrator.connection import SpawnServer
+
+
+def environment_server(settings: Settings, display: str, *server_args: str) -> SpawnServer:
+    """`symphony-mcp serve` on `display` with the client's settings (its trajectory dir set per task)."""
+    base = spawned_server(settings, *server_args)
+    return SpawnServer(
+        base.args,
+        {**base.env, "DISPLAY": display, "SYMPHONY_DISPLAY__DISPLAY": display, "SYMPHONY_DISPLAY__VIRTUAL": "never"},
+    )
+
+
+def server_for_task(environment: Environment, trajectory_dir: Path) -> SpawnServer:
+    """The environment's server writing its trajectory into the task's results folder."""
+    server = environment.server
+    return replace(server, env={**server.env, "SYMPHONY_MEMORY__TRAJECTORY_DIR": str(trajectory_dir)})
+
+
+@contextmanager
+def started_environment(
+    name: str, settings: Settings, workdir: Path, server_args: tuple[str, ...] = ()
+) -> Iterator[Environment]:
+    """One environment: a display of the configured resolution, stopped on the way out."""
+    display: VirtualDisplay = start_virtual_display(settings.display)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield Environment(name, display.name, workdir, environment_server(settings, display.name, *server_args))
+    finally:
+        display.stop()
+
+
+@contextmanager
+def started_environments(
+    count: int, settings: Settings, root: Path | None = None, server_args: tuple[str, ...] = ()
+) -> Iterator[list[Environment]]:
+    """`count` environments named env-0, env-1, ... with folders under `root` (a temporary one by default)."""
+    if count < 1:
+        raise ValueError(f"--parallel must be at least 1, got {count}")
+    with ExitStack() as stack:
+        if root is None:
+            root = Path(tempfile.mkdtemp(prefix="symphony-bench-"))
+            stack.callback(shutil.rmtree, root, True)
+        yield [
+            stack.enter_context(started_environment(f"env-{i}", settings, root / f"env-{i}", server_args))
+            for i in range(count)
+        ]

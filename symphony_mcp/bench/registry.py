@@ -1,0 +1,61 @@
+"""Benchmarks by name: which module holds each adapter, imported only when that benchmark is used.
+
+A benchmark's optional dependencies (miniwob, desktop-env) are imported by its module, so a missing one
+surfaces here as one clear error naming the install command, not as an ImportError at start-up. Custom
+adapters need no registration: `--adapter package.module:Factory` names any zero-argument callable that
+returns an Adapter (a class or a function), importable from the runner's Python path.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from symphony_mcp.bench.types import Adapter
+from symphony_mcp.errors import SymphonyError
+
+
+class BenchmarkUnavailable(SymphonyError):
+    """An unknown benchmark, or one whose optional dependencies are not installed."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    factory: str  # "package.module:callable", the callable taking no arguments
+    install: str  # how to install what the module imports
+
+
+BENCHMARKS: dict[str, Registration] = {
+    "miniwob": Registration("symphony_mcp.bench.miniwob:MiniWobAdapter", "pip install 'symphony-mcp[miniwob]'"),
+    "osworld": Registration("symphony_mcp.bench.osworld:OSWorldAdapter", "pip install 'symphony-mcp[osworld]'"),
+}
+
+
+def adapter_spec(benchmark: str | None, custom: str | None) -> str:
+    """The factory spec of a named benchmark, or the custom one; what Ray actors re-create adapters from."""
+    if custom:
+        if ":" not in custom:
+            raise BenchmarkUnavailable(f"--adapter must look like package.module:Factory, got {custom!r}")
+        return custom
+    if benchmark not in BENCHMARKS:
+        known = ", ".join(sorted(BENCHMARKS))
+        raise BenchmarkUnavailable(f"unknown benchmark {benchmark!r}: known are {known}, or give --adapter MODULE:NAME")
+    return BENCHMARKS[benchmark].factory
+
+
+def load_adapter(spec: str) -> Adapter:
+    """Import `module:callable` and call it; a missing dependency names the install command."""
+    module_name, _, attribute = spec.partition(":")
+    install = next((r.install for r in BENCHMARKS.values() if r.factory == spec), None)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        missing = exc.name or module_name
+        how = f": {install}" if install else ""
+        raise BenchmarkUnavailable(f"cannot import {module_name} ({missing} is missing){how}") from exc
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise BenchmarkUnavailable(f"{module_name} has no callable {attribute!r} (from {spec!r})")
+    return cast(Adapter, cast(Callable[[], object], factory)())

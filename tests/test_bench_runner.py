@@ -1,0 +1,240 @@
+"""The benchmark runner end to end: `symphony-mcp bench` as a real process, two environments (each its own
+Xvfb and spawned server), the real orchestrator loop driven by a stand-in planner over real HTTP that
+opens a real Tk editor on the environment's display, types and saves; a small real adapter scores the
+saved file. The runner is killed mid-run with SIGKILL and rerun: only the unfinished tasks run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from symphony_mcp.bench.summary import SUMMARY_FILE, BenchSummary
+from symphony_mcp.bench.types import EVALUATION_FILE, SCORE_FILE, BenchTask, Environment, Score, TaskFilter
+from symphony_mcp.orchestrator.api import TaskOutcome
+from symphony_mcp.orchestrator.connection import serve_command
+from testkit.model_server import ModelRequest, Reply, StandInModel
+from testkit.server_process import base_env
+from tests.conftest import APPS, wait_for
+from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track, step_of
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES_VARIABLE = "SYMPHONY_TEST_BENCH_FILES"
+INSTRUCTION = re.compile(
+    r"\[(?P<task>[\w-]+)\] Type '(?P<text>[^']*)' into a new editor on (?P<path>\S+) and save it\."
+)
+TASKS = ("t1", "t2", "t3", "t4", "t5", "t6")
+
+
+class FileTasks:
+    """A benchmark of one kind of task: save a given text in a file of the environment's own folder."""
+
+    name = "files"
+
+    def __init__(self) -> None:
+        self.root = Path(os.environ[FILES_VARIABLE])
+
+    def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
+        tasks = [
+            BenchTask(self.name, "notes" if n % 2 else "memos", task_id, data={"text": f"note number {n}"})
+            for n, task_id in enumerate(TASKS, 1)
+        ]
+        tasks.insert(2, BenchTask(self.name, "notes", "t-online", skip_reason="needs the network"))
+        tasks.append(BenchTask(self.name, "memos", "t-broken", data={"text": "x", "broken": True}))
+        return [
+            t
+            for t in tasks
+            if (not selection.task_ids or t.task_id in selection.task_ids)
+            and (not selection.domains or t.domain in selection.domains)
+        ]
+
+    def path(self, environment: Environment, task: BenchTask) -> Path:
+        return self.root / environment.name / f"{task.task_id}.txt"
+
+    async def setup(self, environment: Environment) -> None:
+        (self.root / environment.name).mkdir(parents=True, exist_ok=True)
+
+    async def reset(self, environment: Environment, task: BenchTask) -> str:
+        if task.data.get("broken"):
+            raise RuntimeError("the task's fixture file is missing")
+        path = self.path(environment, task)
+        path.unlink(missing_ok=True)
+        return f"[{task.task_id}] Type '{task.data['text']}' into a new editor on {path} and save it."
+
+    async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
+        path = self.path(environment, task)
+        saved = path.read_text(encoding="utf-8") if path.exists() else None
+        return Score(value=float(saved == task.data["text"]), detail=f"{path.name} holds {saved!r}")
+
+    async def teardown(self, environment: Environment) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+def editor(path: str) -> str:
+    return f"{sys.executable} {APPS / 'tk_editor.py'} {path}"
+
+
+class Planner:
+    """Per task: open the editor on the file, type the text, save, done. Tasks in `held` wait at step 1."""
+
+    def __init__(self) -> None:
+        self.held: set[str] = set()
+        self.asked: list[str] = []  # the task of each planner request, in order
+
+    def __call__(self, request: ModelRequest) -> str | Reply:
+        if request.body["model"] == MEMORYER:
+            if request.messages[0]["content"].startswith("You check one step"):
+                return json.dumps({"success": True, "summary": "The action had its effect."})
+            return on_track()
+        match = next(m for t in request.texts() if (m := INSTRUCTION.search(t)))
+        self.asked.append(match["task"])
+        step = step_of(request)
+        answers = {
+            1: act(f"open_app(target={editor(match['path'])!r}, wait_seconds=30)"),
+            2: act(f"type(text={match['text']!r})"),
+            3: act('hotkey(keys=["ctrl", "s"])'),
+        }
+        answer = answers.get(step, act("done()"))
+        if match["task"] in self.held and step == 1:
+            return Reply(text=answer, delay=120)  # in flight until the runner is killed
+        return answer
+
+
+def bench(stand_in: StandInModel, results: Path, files: Path, *extra: str) -> subprocess.Popen[str]:
+    env = base_env(
+        PYTHONPATH=str(ROOT),
+        SYMPHONY_OCR__WARM_UP="false",
+        **{FILES_VARIABLE: str(files)},
+    )
+    command = [
+        *serve_command(),
+        "bench",
+        "--adapter",
+        "tests.test_bench_runner:FileTasks",
+        "--parallel",
+        "2",
+        "--results",
+        str(results),
+        "--max-steps",
+        "6",
+        "--no-reflection",
+        "--reset",
+        "--resolution",
+        "1280x800",
+        "--orchestrator-url",
+        stand_in.url,
+        "--orchestrator-model",
+        PLANNER,
+        "--memoryer-url",
+        stand_in.url,
+        "--memoryer-model",
+        MEMORYER,
+        *extra,
+    ]
+    return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(results: Path, task: str) -> Path | None:
+    found = list(results.glob(f"files/*/{task}/{EVALUATION_FILE}"))
+    return found[0] if found else None
+
+
+def evaluation(results: Path, task: str) -> dict[str, Any]:
+    path = finished(results, task)
+    assert path is not None, f"{task} has no evaluation"
+    return json.loads(path.read_text())
+
+
+def wait_until(predicate: Callable[[], Any], process: subprocess.Popen[str], timeout: float) -> None:
+    def ready() -> Any:
+        if process.poll() is not None:
+            out, err = process.communicate()
+            raise AssertionError(f"the runner exited with {process.returncode}:\n{out}\n{err[-3000:]}")
+        return predicate()
+
+    wait_for(ready, timeout=timeout)
+
+
+def test_kill_and_resume_runs_only_unfinished_tasks(stand_in: StandInModel, tmp_path: Path) -> None:
+    results, files = tmp_path / "results", tmp_path / "files"
+    planner = Planner()
+    planner.held = {"t3", "t4"}
+    stand_in.script(default=planner)
+
+    first = bench(stand_in, results, files)
+    try:
+        # t1 and t2 finish; t3 and t4 are then in flight on the two environments, waiting for the model
+        wait_until(lambda: finished(results, "t1") and finished(results, "t2"), first, timeout=90)
+        wait_until(lambda: {"t3", "t4"} <= set(planner.asked), first, timeout=60)
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.communicate()
+    assert finished(results, "t3") is None and finished(results, "t4") is None
+    kept = {task: finished(results, task).stat().st_mtime_ns for task in ("t1", "t2")}  # type: ignore[union-attr]
+
+    planner.held = set()
+    planner.asked.clear()
+    second = bench(stand_in, results, files)
+    out, err = second.communicate(timeout=150)
+    assert second.returncode == 0, err[-3000:]
+
+    assert set(planner.asked) == {"t3", "t4", "t5", "t6"}  # never t1 or t2 again
+    assert {task: finished(results, task).stat().st_mtime_ns for task in kept} == kept  # type: ignore[union-attr]
+    for task in TASKS:
+        record = evaluation(results, task)
+        assert record["score"] == 1.0, record
+        assert record["failure"] is None and record["outcome"] == "success"
+        assert record["steps"] == 4 and record["tokens"]["orchestrator"] > 0
+        folder = finished(results, task).parent  # type: ignore[union-attr]
+        assert (folder / SCORE_FILE).read_text().strip() == "1.0"
+        assert (folder / "run.json").exists() and (folder / "traj.jsonl").exists()
+    t3 = finished(results, "t3").parent  # type: ignore[union-attr]
+    assert list(t3.parent.glob("t3.attempt-*")), "the killed attempt is set aside, not deleted"
+    environments = {evaluation(results, task)["environment"] for task in TASKS}
+    assert environments == {"env-0", "env-1"}
+
+    broken = evaluation(results, "t-broken")
+    assert broken["failure"] == "setup_error" and "fixture file is missing" in broken["message"]
+    assert broken["score"] == 0.0 and broken["steps"] == 0
+
+    summary = BenchSummary.model_validate_json((results / "files" / SUMMARY_FILE).read_text())
+    assert summary.overall.finished == 7 and summary.overall.successes == 6
+    assert summary.overall.failures == {"setup_error": 1}
+    assert summary.ran_now == 5
+    assert [(s.task_id, s.reason) for s in summary.skipped] == [("t-online", "needs the network")]
+    assert {d.domain: (d.successes, d.finished) for d in summary.domains} == {"notes": (3, 3), "memos": (3, 4)}
+    assert summary.tokens["orchestrator"] > 0
+    assert "files: 6/7 succeeded" in out
+
+
+def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: Path) -> None:
+    env = base_env(PYTHONPATH=str(ROOT), **{FILES_VARIABLE: str(tmp_path)})
+    listing = subprocess.run(
+        [*serve_command(), "bench", "list", "--adapter", "tests.test_bench_runner:FileTasks", "--domains", "notes"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout.splitlines() == [
+        "notes/t1",
+        "notes/t-online  SKIPPED: needs the network",
+        "notes/t3",
+        "notes/t5",
+    ]
+    unknown = subprocess.run([*serve_command(), "bench", "nosuch"], env=env, capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 3 and "unknown benchmark 'nosuch'" in unknown.stderr
+    assert "miniwob" in unknown.stderr
