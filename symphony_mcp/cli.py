@@ -210,9 +210,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "report":
-        from symphony_mcp.orchestrator.report import report_command
-
-        return report_command(args.results)
+        return _report(args.results)
     try:
         settings = settings_from_args(args)
     except (ValidationError, ValueError) as exc:
@@ -280,11 +278,25 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     return {"success": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
 
 
+def _report(results: Path) -> int:
+    """A benchmark's folder (or a results root holding some) gets the benchmark page; any other the plain report."""
+    from symphony_mcp.bench.report import benchmark_folders, write_bench_report
+    from symphony_mcp.orchestrator.report import report_command
+
+    folders = list(benchmark_folders(results))
+    if not folders:
+        return report_command(results)
+    for folder in folders:
+        print(write_bench_report(folder))
+    return 0
+
+
 def _bench(settings: Settings, args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from symphony_mcp.bench.command import BenchRequest, list_tasks, run_bench
     from symphony_mcp.bench.registry import adapter_spec
+    from symphony_mcp.bench.report import write_bench_report
     from symphony_mcp.bench.types import TaskFilter
 
     listing = bool(args.words) and args.words[0] == "list"
@@ -321,6 +333,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
         f"{summary.benchmark}: {overall.successes}/{overall.finished} succeeded ({rate}), "
         f"{len(summary.skipped)} skipped, {summary.ran_now} run now; {path}"
     )
+    print(write_bench_report(path.parent))
     return EXIT_ERROR if summary.not_run else 0
 
 

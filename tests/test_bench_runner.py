@@ -16,16 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import sync_playwright
+
 from symphony_mcp.bench.summary import SUMMARY_FILE, BenchSummary
 from symphony_mcp.bench.types import EVALUATION_FILE, SCORE_FILE, BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import serve_command
+from testkit.chromium import QUIET_ARGS, chromium_executable
 from testkit.model_server import ModelRequest, Reply, StandInModel
 from testkit.server_process import base_env
 from tests.conftest import APPS, wait_for
 from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track, step_of
 
 ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = chromium_executable()
 FILES_VARIABLE = "SYMPHONY_TEST_BENCH_FILES"
 INSTRUCTION = re.compile(
     r"\[(?P<task>[\w-]+)\] Type '(?P<text>[^']*)' into a new editor on (?P<path>\S+) and save it\."
@@ -216,6 +220,36 @@ def test_kill_and_resume_runs_only_unfinished_tasks(stand_in: StandInModel, tmp_
     assert {d.domain: (d.successes, d.finished) for d in summary.domains} == {"notes": (3, 3), "memos": (3, 4)}
     assert summary.tokens["orchestrator"] > 0
     assert "files: 6/7 succeeded" in out
+    page = Path(out.strip().splitlines()[-1])
+    assert page == results / "files" / "report" / "index.html"
+    check_report(page)
+
+
+def check_report(page: Path) -> None:
+    """In real Chromium: every task in the table with a link that opens its trajectory page, the skipped one
+    with its reason, the domain table."""
+    assert CHROMIUM is not None, "Chromium is needed (scripts/install.sh --dev installs it)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(QUIET_ARGS))
+        try:
+            view = browser.new_page()
+            view.goto(page.as_uri())
+            rows = view.locator("#tasks tr.task")
+            assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.task)")) == sorted([*TASKS, "t-broken"])
+            assert "setup_error" in (view.locator("#tasks tr[data-task=t-broken]").text_content() or "")
+            skipped = view.locator("#skipped tr.skipped")
+            assert skipped.count() == 1 and "needs the network" in skipped.inner_text()
+            assert view.locator("#domains tr[data-domain=memos]").inner_text().split("\t")[1:3] == ["4", "3"]
+            links = view.locator("#tasks a.task-link").evaluate_all("as => as.map(a => a.href)")
+            assert len(links) == len(TASKS)  # t-broken never ran: no trajectory to link to
+            for link in links:
+                view.goto(link)
+                assert view.locator("h1").count() == 1 and view.title(), link
+            view.goto(links[2])
+            assert view.locator("img").count() > 0  # the trajectory's screenshots load from the domain folder
+            assert view.locator("img").first.evaluate("i => i.naturalWidth") == 1280
+        finally:
+            browser.close()
 
 
 def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: Path) -> None:

@@ -125,8 +125,19 @@ class Summary:
     overall_rate: float | None  # of all tasks
 
 
+@dataclass(frozen=True)
+class WrittenReport:
+    index: Path
+    pages: dict[str, Path]  # task directory name -> its page
+
+
 def write_report(results_dir: Path, output: Path | None = None) -> Path:
     """Write `index.html` and one `<task>.html` per task directory into `output`; return the index path."""
+    return write_report_pages(results_dir, output).index
+
+
+def write_report_pages(results_dir: Path, output: Path | None = None) -> WrittenReport:
+    """`write_report`, also saying which page shows which task directory (pages that link to them)."""
     results_dir = results_dir.absolute()
     if not results_dir.is_dir():
         raise FileNotFoundError(f"no results directory {results_dir}")
@@ -136,9 +147,9 @@ def write_report(results_dir: Path, output: Path | None = None) -> Path:
             output = results_dir / f"_{REPORT_DIR}"
     output = output.absolute()
     output.mkdir(parents=True, exist_ok=True)
-    env = _environment()
+    env = template_environment()
     tasks = _collect(results_dir, output)
-    generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    generated = now_text()
     task_page = env.get_template("task.html")
     for task in tasks:
         html = task_page.render(task=task, generated=generated, index=INDEX_FILE)
@@ -153,7 +164,12 @@ def write_report(results_dir: Path, output: Path | None = None) -> Path:
         generated=generated,
     )
     index.write_text(html, encoding="utf-8")
-    return index
+    return WrittenReport(index, {task.name: output / task.page for task in tasks})
+
+
+def now_text() -> str:
+    """When a page was generated, as its footer says."""
+    return datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def report_command(results_dir: Path) -> int:
@@ -469,9 +485,10 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f} %"
 
 
-def _environment() -> Environment:
+def template_environment(*extra: Path) -> Environment:
+    """The report's templates and filters; `extra` template folders (searched first) may extend base.html."""
     env = Environment(
-        loader=FileSystemLoader(TEMPLATES),
+        loader=FileSystemLoader([*extra, TEMPLATES]),
         autoescape=True,  # every template is HTML, and all run text is untrusted
         undefined=StrictUndefined,
         trim_blocks=True,
