@@ -6,20 +6,27 @@ saved file. The runner is killed mid-run with SIGKILL and rerun: only the unfini
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import sync_playwright
+from rich.console import Console
 
+from symphony_mcp.bench.command import BenchRequest, run_bench
 from symphony_mcp.bench.summary import SUMMARY_FILE, BenchSummary
 from symphony_mcp.bench.types import EVALUATION_FILE, SCORE_FILE, BenchTask, Environment, Score, TaskFilter
+from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import serve_command
 from testkit.chromium import QUIET_ARGS, chromium_executable
@@ -272,3 +279,61 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
     unknown = subprocess.run([*serve_command(), "bench", "nosuch"], env=env, capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 3 and "unknown benchmark 'nosuch'" in unknown.stderr
     assert "miniwob" in unknown.stderr
+
+
+def test_ray_backend_gives_the_same_results_layout(
+    stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local Ray cluster of 2 CPUs started here (its state in a temporary folder and HOME, auth off, so
+    nothing is left behind): one actor per environment, the same folders, evaluations and summary."""
+    ray = pytest.importorskip("ray", reason="the Ray backend needs ray: pip install -e '.[dev]' installs it")
+    results, files, home = tmp_path / "results", tmp_path / "files", tmp_path / "home"
+    home.mkdir()
+    variables = {
+        "HOME": str(home),
+        "RAY_AUTH_MODE": "disabled",
+        "PYTHONPATH": str(ROOT),
+        "SYMPHONY_OCR__WARM_UP": "false",
+        FILES_VARIABLE: str(files),
+    }
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    stand_in.script(default=Planner())
+    settings = load_settings(
+        models={
+            "orchestrator": {"base_url": stand_in.url, "model": PLANNER},
+            "memoryer": {"base_url": stand_in.url, "model": MEMORYER},
+        },
+        orchestrator={"results_dir": str(results), "max_steps": 6, "reflection": False, "reset": True},
+        display={"resolution": "1280x800"},
+    )
+    selection = TaskFilter(task_ids=("t1", "t2", "t3", "t-online", "t-broken"))
+    request = BenchRequest("tests.test_bench_runner:FileTasks", selection, parallel=2, backend="ray", quiet=True)
+    ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
+    try:
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            _temp_dir=ray_temp,
+            runtime_env={"env_vars": variables},
+        )
+        summary, path = run_bench(request, settings, Console(file=io.StringIO()))
+    finally:
+        ray.shutdown()
+        shutil.rmtree(ray_temp, ignore_errors=True)
+
+    assert path == results / "files" / SUMMARY_FILE
+    for task in ("t1", "t2", "t3"):
+        record = evaluation(results, task)
+        assert record["score"] == 1.0 and record["failure"] is None, record
+        folder = finished(results, task).parent  # type: ignore[union-attr]
+        assert folder.parent.parent == results / "files"
+        assert {"run.json", "traj.jsonl", SCORE_FILE, EVALUATION_FILE, "step_1.png"} <= {
+            p.name for p in folder.iterdir()
+        }
+    assert evaluation(results, "t-broken")["failure"] == "setup_error"
+    assert {evaluation(results, t)["environment"] for t in ("t1", "t2", "t3")} == {"env-0", "env-1"}
+    assert (summary.overall.finished, summary.overall.successes, summary.ran_now) == (4, 3, 4)
+    assert [s.task_id for s in summary.skipped] == ["t-online"]
+    assert not (home / ".ray").exists(), "Ray left its auth token in HOME"

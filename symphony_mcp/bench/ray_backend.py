@@ -1,0 +1,122 @@
+"""The Ray backend: one actor per environment (num_cpus=1 each), on one machine or a cluster.
+
+Each actor owns its environment (display, folder, adapter) for the whole run and runs the tasks the
+driver hands it, one at a time, through the same `run_one` as the local backend, so the results layout,
+the evaluation written last, and so resume are the same. The driver keeps the queue (work stealing: an
+actor that finishes gets the next task) and writes the summary. On a cluster the results folder must be
+the same shared path on every node (the actors and the servers they spawn write into it).
+
+`ray` is an optional extra (`pip install 'symphony-mcp[ray]'`); it is imported only here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from symphony_mcp.bench.environments import started_environment
+from symphony_mcp.bench.registry import BenchmarkUnavailable, load_adapter
+from symphony_mcp.bench.runner import NoEnvironment, Plan, RunObserver, RunResult, run_one
+from symphony_mcp.bench.types import BenchTask, TaskEvaluation
+from symphony_mcp.config import Settings
+
+if TYPE_CHECKING:
+    from symphony_mcp.bench.command import BenchRequest
+
+ACTOR_CPUS = 1
+
+
+class EnvironmentActor:
+    """Lives in a Ray worker process: its display is tied to that process (the worker's main thread)."""
+
+    def __init__(self, name: str, spec: str, settings: Settings, server_args: tuple[str, ...]) -> None:
+        self.settings = settings
+        self.loop = asyncio.new_event_loop()  # one loop for the actor's life: adapters may hold loop-bound objects
+        self.stack = ExitStack()
+        workdir = Path(tempfile.mkdtemp(prefix=f"symphony-bench-{name}-"))  # on the actor's own node
+        self.stack.callback(shutil.rmtree, workdir, True)
+        self.environment = self.stack.enter_context(started_environment(name, settings, workdir, server_args))
+        self.adapter = load_adapter(spec)
+        self.ready = False
+
+    def setup(self) -> str | None:
+        """Prepare the environment; the error's text when it failed (the driver then gives it no tasks)."""
+        try:
+            self.loop.run_until_complete(self.adapter.setup(self.environment))
+        except Exception as exc:
+            return f"{self.environment.name}: {type(exc).__name__}: {exc}"
+        self.ready = True
+        return None
+
+    def run(self, task: BenchTask, results: str) -> TaskEvaluation:
+        return self.loop.run_until_complete(run_one(self.adapter, self.environment, task, self.settings, Path(results)))
+
+    def close(self) -> None:
+        try:
+            if self.ready:
+                self.loop.run_until_complete(self.adapter.teardown(self.environment))
+            self.loop.run_until_complete(self.adapter.close())
+        finally:
+            self.stack.close()
+            self.loop.close()
+
+
+def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver) -> RunResult:
+    """Run `plan.pending` on min(parallel, tasks) actors; connects to `request.ray_address` or starts Ray."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise BenchmarkUnavailable("the Ray backend needs ray: pip install 'symphony-mcp[ray]'") from exc
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=request.ray_address, include_dashboard=False, log_to_driver=False)
+    result = RunResult(plan)
+    clock = time.monotonic()
+    actor_class: Any = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=0)(EnvironmentActor)
+    count = min(request.parallel, len(plan.pending))
+    names = [f"env-{i}" for i in range(count)]
+    actors: list[Any] = [actor_class.remote(name, request.spec, settings, request.server_args) for name in names]
+    try:
+        errors = ray.get([actor.setup.remote() for actor in actors])
+        ready = [(actor, name) for actor, name, error in zip(actors, names, errors, strict=True) if error is None]
+        if not ready:
+            raise NoEnvironment(f"no environment could be set up: {'; '.join(e for e in errors if e)}")
+        _dispatch(ray, ready, plan, results, observer, result)
+        ray.get([actor.close.remote() for actor in actors])
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        if started_here:
+            ray.shutdown()
+    result.seconds = time.monotonic() - clock
+    return result
+
+
+def _dispatch(
+    ray: Any, actors: list[tuple[Any, str]], plan: Plan, results: Path, observer: RunObserver, result: RunResult
+) -> None:
+    """Work stealing: each actor gets the next task as soon as its last one is done."""
+    queue = list(reversed(plan.pending))
+    running: dict[Any, tuple[Any, str]] = {}
+
+    def hand(actor: Any, name: str) -> None:
+        task = queue.pop()
+        observer.started(name, task)
+        running[actor.run.remote(task, str(results))] = (actor, name)
+
+    for actor, name in actors:
+        if queue:
+            hand(actor, name)
+    while running:
+        done, _ = ray.wait(list(running), num_returns=1)
+        actor, name = running.pop(done[0])
+        evaluation: TaskEvaluation = ray.get(done[0])
+        result.evaluations.append(evaluation)
+        observer.finished(evaluation)
+        if queue:
+            hand(actor, name)
