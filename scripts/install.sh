@@ -37,6 +37,9 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
 if [[ $dev -eq 1 ]]; then
   # The tests run every OCR engine; torch is pinned to its CPU build (no CUDA download).
   .venv/bin/python -m pip install -q -e '.[dev,easyocr]' -c scripts/constraints-cpu.txt
+  # MiniWoB++'s task pages for the benchmark tests, without its Python dependencies (gymnasium, selenium): only the
+  # HTML files are used, and an extra cannot say --no-deps. Same version range as the `miniwob` extra.
+  .venv/bin/python -m pip install -q --no-deps 'miniwob>=1.1,<2'
 else
   .venv/bin/python -m pip install -q .
 fi

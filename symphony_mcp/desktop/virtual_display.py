@@ -63,7 +63,7 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
         )
     width, height = settings.size
     read_fd, write_fd = os.pipe()
-    tie = _tied_to_this_process()
+    tie = tied_to_this_process()
     xvfb = subprocess.Popen(
         [
             *tie,
@@ -107,8 +107,9 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
     return VirtualDisplay(name=name, xvfb=xvfb, window_manager=window_manager)
 
 
-def _tied_to_this_process() -> list[str]:
-    """The command prefix that gives a child SIGTERM when this process dies (see the module's docstring)."""
+def tied_to_this_process() -> list[str]:
+    """The command prefix that gives a child SIGTERM when this process dies (see the module's docstring); also for
+    other programs a process starts for its own life, e.g. a benchmark's browser."""
     if threading.current_thread() is not threading.main_thread():
         log.info("virtual display started off the main thread: it will not be stopped if the server is killed")
         return []

@@ -1,0 +1,214 @@
+"""One MiniWoB++ task window: the system Chromium in kiosk mode on an environment's display, driven over CDP.
+
+The agent must see and act on a real X window with real input, so Chromium is started as an ordinary program on
+the environment's display (not by Playwright's launcher, which would own its window) and Playwright only attaches
+over the DevTools protocol (`connect_over_cdp`) to load pages, seed and start episodes and read rewards. Chromium
+picks its own debugging port (`--remote-debugging-port=0`) and writes it to DevToolsActivePort in its profile, so
+parallel environments never race for a port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Browser, Page, Playwright
+from playwright.async_api import Error as PlaywrightError
+
+from symphony_mcp.desktop.virtual_display import tied_to_this_process
+from symphony_mcp.errors import SymphonyError
+from symphony_mcp.search.chromium import LAUNCH_ARGS
+
+# Long enough for any agent run (setTimeout's limit is 2**31-1 ms; more would fire at once): the episode ends by the
+# agent's doing, not by MiniWoB's 10-30 s timer, which is meant for a policy acting every few milliseconds.
+EPISODE_MAX_MS = 24 * 3600 * 1000
+START_TIMEOUT = 30.0
+
+# Seed, start the episode, and make the START cover inert: after the episode ends MiniWoB shows the cover again and
+# a click on it would start a new episode, resetting WOB_DONE_GLOBAL and the reward the agent earned.
+_START_EPISODE = """([seed, maxMs]) => {
+  core.EPISODE_MAX_TIME = maxMs;
+  Math.seedrandom(seed);
+  core.startEpisodeReal();
+  core.cover_div.onclick = null;
+  window.SYMPHONY_SEED = seed;
+  return core.getUtterance();
+}"""
+_READ_REWARD = """() => ({
+  seed: window.SYMPHONY_SEED === undefined ? null : window.SYMPHONY_SEED,
+  done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL, reward: WOB_REWARD_GLOBAL, reason: WOB_REWARD_REASON,
+})"""
+_PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# The kiosk window fills the screen once the window manager has made it full-screen.
+_FULL_SCREEN = "() => innerWidth >= screen.width && innerHeight >= screen.height"  # CSS px, both
+
+
+class TaskWindowError(SymphonyError, RuntimeError):
+    """The task window could not be started or used; the message says why."""
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    done: bool
+    raw_reward: float
+    reward: float  # MiniWoB's time-discounted reward (meaningless with EPISODE_MAX_MS; kept for the record)
+    reason: str | None
+
+
+class TaskWindow:
+    """Chromium showing MiniWoB++ task pages full-screen at `zoom` on `display`; one per environment."""
+
+    def __init__(self, executable: str, display: str, profile: Path, zoom: float) -> None:
+        self.executable, self.display, self.profile, self.zoom = executable, display, profile, zoom
+        self.process: subprocess.Popen[bytes] | None = None
+        self._browser: Browser | None = None
+        self._page: Page | None = None
+
+    @property
+    def alive(self) -> bool:
+        return (
+            self.process is not None
+            and self.process.poll() is None
+            and self._browser is not None
+            and self._browser.is_connected()
+            and self._page is not None
+            and not self._page.is_closed()
+        )
+
+    async def start(self, playwright: Playwright) -> None:
+        self.profile.mkdir(parents=True, exist_ok=True)
+        port_file = self.profile / "DevToolsActivePort"
+        port_file.unlink(missing_ok=True)
+        command = [
+            *tied_to_this_process(),  # a killed runner leaves no browser behind
+            self.executable,
+            *LAUNCH_ARGS,
+            "--kiosk",
+            f"--force-device-scale-factor={self.zoom:g}",
+            f"--user-data-dir={self.profile}",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            "--noerrdialogs",
+            "--disable-session-crashed-bubble",
+            "--disable-infobars",
+            "about:blank",
+        ]
+        self.process = subprocess.Popen(
+            command,
+            # XDG_CONFIG_HOME: the crash handler's database goes into the profile, not ~/.config/chromium.
+            env={**os.environ, "DISPLAY": self.display, "XDG_CONFIG_HOME": str(self.profile / "config")},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: close() ends the browser's helpers with it
+        )
+        try:
+            port = await self._debugging_port(port_file)
+            self._browser = await playwright.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
+            context = self._browser.contexts[0]
+            self._page = context.pages[0] if context.pages else await context.new_page()
+            await self._wait(_FULL_SCREEN, "the window to fill the screen")
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _debugging_port(self, port_file: Path) -> int:
+        deadline = time.monotonic() + START_TIMEOUT
+        assert self.process is not None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise TaskWindowError(
+                    f"Chromium ({self.executable}) exited with status {self.process.returncode} on display "
+                    f"{self.display}; is the display running?"
+                )
+            with contextlib.suppress(OSError, ValueError):
+                return int(port_file.read_text().split()[0])
+            await asyncio.sleep(0.05)
+        raise TaskWindowError(f"Chromium did not open its debugging port within {START_TIMEOUT:g} s")
+
+    async def _wait(self, predicate: str, what: str) -> None:
+        try:
+            await self.page.wait_for_function(predicate, timeout=START_TIMEOUT * 1000, polling=50)
+        except PlaywrightError as exc:
+            raise TaskWindowError(f"timed out waiting for {what}: {exc.message.splitlines()[0]}") from None
+
+    @property
+    def page(self) -> Page:
+        if self._page is None:
+            raise TaskWindowError("the task window is not started")
+        return self._page
+
+    async def open_episode(self, url: str, seed: int) -> str:
+        """Load a task page, start its episode with `seed`; the utterance, once painted."""
+        try:
+            await self.page.goto(url, wait_until="load", timeout=START_TIMEOUT * 1000)
+            await self._wait("() => typeof core === 'object' && core.cover_div !== null", "MiniWoB's start screen")
+            utterance: str = await self.page.evaluate(_START_EPISODE, [seed, EPISODE_MAX_MS])
+            await self._wait("() => WOB_TASK_READY === true", "the task to be ready")
+            await self.page.bring_to_front()
+            await self.page.evaluate(_PAINTED)
+        except PlaywrightError as exc:
+            raise TaskWindowError(f"could not start the episode at {url}: {exc.message.splitlines()[0]}") from None
+        return utterance
+
+    async def read_episode(self, url: str, seed: int) -> EpisodeResult | str:
+        """The episode's result from the page, or why it cannot be read (the page was left or reloaded)."""
+        if not self.alive:
+            return "the task window was closed"
+        if self.page.url != url:
+            return f"the task page was left (the window shows {self.page.url})"
+        try:
+            state: dict[str, Any] = await self.page.evaluate(_READ_REWARD)
+        except PlaywrightError as exc:
+            if not self.alive:  # it went away after the check above
+                return "the task window was closed"
+            return f"the page could not be read: {exc.message.splitlines()[0]}"
+        if state["seed"] != seed:
+            return "the task page was reloaded after the episode started"
+        return EpisodeResult(bool(state["done"]), float(state["raw"]), float(state["reward"]), state["reason"])
+
+    async def close(self) -> None:
+        """Disconnect and end Chromium with every process it started (renderers, zygotes, GPU and crash handlers)."""
+        browser, self._browser, self._page = self._browser, None, None
+        if browser is not None:
+            with contextlib.suppress(PlaywrightError):
+                await browser.close()  # for a CDP connection: disconnects, Chromium keeps running
+        process, self.process = self.process, None
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(process.wait, 10)
+        with contextlib.suppress(ProcessLookupError):  # the browser, if stuck, and any helper left behind
+            os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.to_thread(process.wait)
+        # Chromium's crash handler runs in a session of its own and ends a moment after the browser: wait for it,
+        # so that a closed window leaves no process behind.
+        deadline = time.monotonic() + 10
+        while (left := processes_of(self.profile)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def processes_of(profile: Path) -> list[int]:
+    """Live processes started for this profile: the browser and its helpers (--user-data-dir) and its crash
+    handler (--database inside it)."""
+    found = []
+    names = (f"--user-data-dir={profile}".encode(), f"{profile}/".encode())
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, IndexError):
+            arguments = (proc / "cmdline").read_bytes().split(b"\0")
+            mine = any(arg == names[0] or names[1] in arg for arg in arguments)
+            if mine and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(proc.name))
+    return found

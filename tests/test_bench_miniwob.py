@@ -1,0 +1,125 @@
+"""MiniWoB++ end to end: its task pages in a real kiosk Chromium on an Xvfb display, seeded episodes, the reward
+read from the page. The smoke policy (testkit/miniwob_smoke.py, a stand-in planner over real HTTP) solves three
+tasks through the real runner, orchestrator loop and spawned server, acting on screen with OCR clicks and typing;
+its scripted wrong click scores 0 by the page's own reward."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from symphony_mcp.bench.command import BenchRequest, run_bench
+from symphony_mcp.bench.miniwob import DEFAULT_SUBSET, MiniWobAdapter
+from symphony_mcp.bench.miniwob.adapter import PROFILE_DIR
+from symphony_mcp.bench.miniwob.tasks import html_directory
+from symphony_mcp.bench.miniwob.window import processes_of
+from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
+from symphony_mcp.config import load_settings
+from symphony_mcp.orchestrator.connection import SpawnServer
+from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
+from testkit.model_server import StandInModel
+
+MINIWOB = "symphony_mcp.bench.miniwob:MiniWobAdapter"
+
+
+def test_task_list_default_subset_seeds_and_ids() -> None:
+    adapter = MiniWobAdapter(seeds=2)
+    default = adapter.list_tasks(TaskFilter())
+    assert [t.task_id for t in default[:3]] == ["click-button.seed-0", "click-button.seed-1", "click-link.seed-0"]
+    assert len(default) == 2 * len(DEFAULT_SUBSET) == 24
+    assert all(t.benchmark == "miniwob" and t.instruction is None and t.skip_reason is None for t in default)
+    assert {t.domain for t in default} == {"click", "choose", "enter", "focus", "login", "navigate"}
+    everything = MiniWobAdapter().list_tasks(TaskFilter(everything=True))
+    assert len(everything) == len(list(html_directory().glob("*.html"))) == 130
+    enter = MiniWobAdapter().list_tasks(TaskFilter(domains=("enter",)))
+    assert {t.data["task"] for t in enter} >= {"enter-text", "enter-password", "enter-date", "enter-time"}
+    assert all(t.domain == "enter" for t in enter)
+    by_id = adapter.list_tasks(TaskFilter(task_ids=("login-user.seed-17",)))
+    assert [(t.task_id, t.data) for t in by_id] == [("login-user.seed-17", {"task": "login-user", "seed": 17})]
+    with pytest.raises(ValueError, match="unknown MiniWoB\\+\\+ tasks \\['click-nothing'\\]"):
+        adapter.list_tasks(TaskFilter(task_ids=("click-nothing.seed-0",)))
+    with pytest.raises(ValueError, match=r"use <task>\.seed-<n>"):
+        adapter.list_tasks(TaskFilter(task_ids=("click-button",)))
+    with pytest.raises(ValueError, match="zoom must be between"):
+        MiniWobAdapter(zoom=9)
+
+
+@pytest.mark.anyio
+async def test_seeded_episodes_unfinished_and_closed_windows_score_zero(xdisplay: Any, tmp_path: Path) -> None:
+    adapter = MiniWobAdapter()
+    environment = Environment("env-test", xdisplay.name, tmp_path, SpawnServer())
+    profile = tmp_path / PROFILE_DIR
+    task = adapter.list_tasks(TaskFilter(task_ids=("click-button.seed-3",)))[0]
+    try:
+        await adapter.setup(environment)
+        first = await adapter.reset(environment, task)
+        assert first.startswith('Click on the "') and first.endswith('" button.')
+        assert await adapter.reset(environment, task) == first  # the same seed, the same episode
+        others = adapter.list_tasks(TaskFilter(task_ids=tuple(f"click-button.seed-{n}" for n in range(6))))
+        assert len({await adapter.reset(environment, other) for other in others}) > 1
+
+        await adapter.reset(environment, task)
+        score = await adapter.evaluate(environment, task, None)  # type: ignore[arg-type]  # the outcome is unused
+        assert (score.value, score.detail) == (0.0, "episode not finished (no reward from the page)")
+
+        for pid in processes_of(profile):  # the window goes away under the agent (as if it closed Chromium)
+            os.kill(pid, signal.SIGKILL)
+        score = await adapter.evaluate(environment, task, None)  # type: ignore[arg-type]
+        assert (score.value, score.detail) == (0.0, "the task window was closed")
+        assert await adapter.reset(environment, task) == first  # reset starts a new window
+        assert processes_of(profile)
+    finally:
+        await adapter.teardown(environment)
+        await adapter.close()
+    assert processes_of(profile) == []
+
+
+def test_smoke_policy_solves_three_tasks_and_a_wrong_click_scores_zero(stand_in: StandInModel, tmp_path: Path) -> None:
+    stand_in.script(default=smoke_planner)
+    results = tmp_path / "results"
+    endpoint = {"base_url": stand_in.url, "model": "stand-in-planner", "backoff_seconds": 0.05, "max_retries": 1}
+    settings = load_settings(
+        models={"orchestrator": endpoint},
+        orchestrator={"results_dir": str(results), "reflection": False, "max_steps": 6},
+    )
+    ids = tuple(f"{name}.seed-0" for name in (*SOLVED, FAILED))
+    before = set(processes_named(PROFILE_DIR))
+
+    summary, _ = run_bench(
+        BenchRequest(MINIWOB, TaskFilter(task_ids=ids), quiet=True), settings, Console(file=io.StringIO())
+    )
+
+    evaluations = {
+        path.parent.name: json.loads(path.read_text()) for path in (results / "miniwob").glob(f"*/*/{EVALUATION_FILE}")
+    }
+    assert sorted(evaluations) == sorted(ids)
+    for name in SOLVED:
+        record = evaluations[f"{name}.seed-0"]
+        assert (record["score"], record["outcome"], record["failure"]) == (1.0, "success", None), record
+        assert record["detail"].startswith("raw reward 1"), record
+    wrong = evaluations[f"{FAILED}.seed-0"]
+    assert (wrong["score"], wrong["outcome"], wrong["failure"]) == (0.0, "success", "scored_zero"), wrong
+    assert wrong["detail"] == "raw reward -1", wrong
+    assert evaluations["enter-text.seed-0"]["steps"] == 4  # tab, type, click Submit, done
+    assert (summary.overall.finished, summary.overall.successes) == (4, 3)
+    assert summary.overall.failures == {"scored_zero": 1}
+    assert set(processes_named(PROFILE_DIR)) <= before  # no Chromium left behind
+
+
+def processes_named(fragment: str) -> list[int]:
+    """Live processes with `fragment` in their command line."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if fragment.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
