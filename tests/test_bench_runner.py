@@ -38,6 +38,7 @@ from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track, step_of
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = chromium_executable()
 FILES_VARIABLE = "SYMPHONY_TEST_BENCH_FILES"
+CRASH_VARIABLE = "SYMPHONY_TEST_BENCH_CRASH"
 INSTRUCTION = re.compile(
     r"\[(?P<task>[\w-]+)\] Type '(?P<text>[^']*)' into a new editor on (?P<path>\S+) and save it\."
 )
@@ -59,6 +60,8 @@ class FileTasks:
         ]
         tasks.insert(2, BenchTask(self.name, "notes", "t-online", skip_reason="needs the network"))
         tasks.append(BenchTask(self.name, "memos", "t-broken", data={"text": "x", "broken": True}))
+        if os.environ.get(CRASH_VARIABLE):  # a task whose reset ends the whole process (a Ray actor dying)
+            tasks.append(BenchTask(self.name, "memos", "t-crash", data={"text": "x", "crash": True}))
         return [
             t
             for t in tasks
@@ -75,6 +78,8 @@ class FileTasks:
     async def reset(self, environment: Environment, task: BenchTask) -> str:
         if task.data.get("broken"):
             raise RuntimeError("the task's fixture file is missing")
+        if task.data.get("crash"):
+            os._exit(17)
         path = self.path(environment, task)
         path.unlink(missing_ok=True)
         return f"[{task.task_id}] Type '{task.data['text']}' into a new editor on {path} and save it."
@@ -187,10 +192,13 @@ def test_kill_and_resume_runs_only_unfinished_tasks(stand_in: StandInModel, tmp_
         # t1 and t2 finish; t3 and t4 are then in flight on the two environments, waiting for the model
         wait_until(lambda: finished(results, "t1") and finished(results, "t2"), first, timeout=90)
         wait_until(lambda: {"t3", "t4"} <= set(planner.asked), first, timeout=60)
+        displays = children(first.pid, "Xvfb")
+        assert len(displays) == 2
         first.send_signal(signal.SIGKILL)
     finally:
         first.kill()
         first.communicate()
+    wait_for(lambda: not any(alive(pid) for pid in displays), timeout=10)  # tied to the runner: gone with it
     assert finished(results, "t3") is None and finished(results, "t4") is None
     kept = {task: finished(results, task).stat().st_mtime_ns for task in ("t1", "t2")}  # type: ignore[union-attr]
 
@@ -259,6 +267,42 @@ def check_report(page: Path) -> None:
             browser.close()
 
 
+def children(pid: int, name: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid), "-x", name], capture_output=True, text=True, check=False)
+    return [int(line) for line in found.stdout.split()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_sigterm_stops_in_flight_tasks_and_the_displays(stand_in: StandInModel, tmp_path: Path) -> None:
+    """SIGTERM mid-run: the runner stops its servers and displays, exits 130, and leaves the tasks in flight
+    unfinished (no evaluation) so the next run runs them."""
+    results, files = tmp_path / "results", tmp_path / "files"
+    planner = Planner()
+    planner.held = {"t1", "t2"}
+    stand_in.script(default=planner)
+    runner = bench(stand_in, results, files, "--tasks", "t1,t2,t3")
+    try:
+        wait_until(lambda: {"t1", "t2"} <= set(planner.asked), runner, timeout=60)
+        displays = children(runner.pid, "Xvfb")
+        servers = children(runner.pid, "symphony-mcp")
+        assert len(displays) == 2 and len(servers) == 2
+        runner.send_signal(signal.SIGTERM)
+        _, err = runner.communicate(timeout=30)
+    finally:
+        runner.kill()
+    assert runner.returncode == 130, err[-3000:]
+    assert "stopped; unfinished tasks run again next time" in err
+    assert not any(alive(pid) for pid in [*displays, *servers])
+    assert not list(results.glob(f"files/*/*/{EVALUATION_FILE}"))
+    assert {p.name for p in results.glob("files/*/*")} == {"t1", "t2"}  # started, unfinished
+
+
 def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: Path) -> None:
     env = base_env(PYTHONPATH=str(ROOT), **{FILES_VARIABLE: str(tmp_path)})
     listing = subprocess.run(
@@ -307,7 +351,9 @@ def test_ray_backend_gives_the_same_results_layout(
         orchestrator={"results_dir": str(results), "max_steps": 6, "reflection": False, "reset": True},
         display={"resolution": "1280x800"},
     )
-    selection = TaskFilter(task_ids=("t1", "t2", "t3", "t-online", "t-broken"))
+    variables[CRASH_VARIABLE] = "1"
+    monkeypatch.setenv(CRASH_VARIABLE, "1")
+    selection = TaskFilter(task_ids=("t-crash", "t1", "t2", "t3", "t-online", "t-broken"))
     request = BenchRequest("tests.test_bench_runner:FileTasks", selection, parallel=2, backend="ray", quiet=True)
     ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
     try:
@@ -333,7 +379,8 @@ def test_ray_backend_gives_the_same_results_layout(
             p.name for p in folder.iterdir()
         }
     assert evaluation(results, "t-broken")["failure"] == "setup_error"
-    assert {evaluation(results, t)["environment"] for t in ("t1", "t2", "t3")} == {"env-0", "env-1"}
+    assert finished(results, "t-crash") is None  # its actor died with it: left for the next run
+    assert summary.not_run == ["memos/t-crash"]
     assert (summary.overall.finished, summary.overall.successes, summary.ran_now) == (4, 3, 4)
     assert [s.task_id for s in summary.skipped] == ["t-online"]
     assert not (home / ".ray").exists(), "Ray left its auth token in HOME"

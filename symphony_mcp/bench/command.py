@@ -59,7 +59,11 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
     """Run what the request selects; returns the summary and where it was written."""
     results = results_root(settings)
     adapter = load_adapter(request.spec)
-    plan = make_plan(adapter, request.selection, results, request.force)
+    try:
+        plan = make_plan(adapter, request.selection, results, request.force)
+    except BaseException:
+        asyncio.run(adapter.close())
+        raise
     environments = [f"env-{i}" for i in range(min(request.parallel, len(plan.pending)))]
     with progress_view(console, len(plan.pending), environments, request.quiet) as observer:
         if request.backend == "ray" and plan.pending:

@@ -12,6 +12,8 @@ the same shared path on every node (the actors and the servers they spawn write 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import shutil
 import tempfile
 import time
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from symphony_mcp.bench.command import BenchRequest
 
 ACTOR_CPUS = 1
+log = logging.getLogger(__name__)
 
 
 class EnvironmentActor:
@@ -87,7 +90,9 @@ def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path
         if not ready:
             raise NoEnvironment(f"no environment could be set up: {'; '.join(e for e in errors if e)}")
         _dispatch(ray, ready, plan, results, observer, result)
-        ray.get([actor.close.remote() for actor in actors])
+        for closing in [actor.close.remote() for actor in actors]:
+            with contextlib.suppress(ray.exceptions.RayError):  # a dead actor has nothing left to close
+                ray.get(closing)
     finally:
         for actor in actors:
             ray.kill(actor)
@@ -100,23 +105,35 @@ def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path
 def _dispatch(
     ray: Any, actors: list[tuple[Any, str]], plan: Plan, results: Path, observer: RunObserver, result: RunResult
 ) -> None:
-    """Work stealing: each actor gets the next task as soon as its last one is done."""
+    """Work stealing: each actor gets the next task as soon as its last one is done.
+
+    A task whose actor died (its node went away, it was killed) is left unfinished (no evaluation: the next
+    run runs it) and listed as not run; the others go on without that actor.
+    """
     queue = list(reversed(plan.pending))
-    running: dict[Any, tuple[Any, str]] = {}
+    running: dict[Any, tuple[Any, str, BenchTask]] = {}
 
     def hand(actor: Any, name: str) -> None:
         task = queue.pop()
         observer.started(name, task)
-        running[actor.run.remote(task, str(results))] = (actor, name)
+        running[actor.run.remote(task, str(results))] = (actor, name, task)
 
     for actor, name in actors:
         if queue:
             hand(actor, name)
     while running:
         done, _ = ray.wait(list(running), num_returns=1)
-        actor, name = running.pop(done[0])
-        evaluation: TaskEvaluation = ray.get(done[0])
-        result.evaluations.append(evaluation)
-        observer.finished(evaluation)
+        actor, name, task = running.pop(done[0])
+        try:
+            evaluation: TaskEvaluation = ray.get(done[0])
+        except ray.exceptions.RayError as exc:
+            log.warning("%s: %s/%s did not finish: %s", name, task.domain, task.task_id, exc)
+            result.not_run.append(task)
+            if isinstance(exc, ray.exceptions.RayActorError):
+                continue  # the actor is gone: it takes no more tasks
+        else:
+            result.evaluations.append(evaluation)
+            observer.finished(evaluation)
         if queue:
             hand(actor, name)
+    result.not_run += reversed(queue)

@@ -28,8 +28,11 @@ class Registration:
 
 
 BENCHMARKS: dict[str, Registration] = {
-    "miniwob": Registration("symphony_mcp.bench.miniwob:MiniWobAdapter", "pip install 'symphony-mcp[miniwob]'"),
-    "osworld": Registration("symphony_mcp.bench.osworld:OSWorldAdapter", "pip install 'symphony-mcp[osworld]'"),
+    "miniwob": Registration("symphony_mcp.bench.miniwob:MiniWobAdapter", "pip install --no-deps miniwob"),
+    "osworld": Registration(
+        "symphony_mcp.bench.osworld:OSWorldAdapter",
+        "pip install 'symphony-mcp[osworld]' && pip install --no-deps desktop-env==1.0.2",
+    ),
 }
 
 
