@@ -24,8 +24,17 @@ from playwright.sync_api import sync_playwright
 from rich.console import Console
 
 from symphony_mcp.bench.command import BenchRequest, run_bench
+from symphony_mcp.bench.progress import ProgressObserver, progress_view
 from symphony_mcp.bench.summary import SUMMARY_FILE, BenchSummary
-from symphony_mcp.bench.types import EVALUATION_FILE, SCORE_FILE, BenchTask, Environment, Score, TaskFilter
+from symphony_mcp.bench.types import (
+    EVALUATION_FILE,
+    SCORE_FILE,
+    BenchTask,
+    Environment,
+    Score,
+    TaskEvaluation,
+    TaskFilter,
+)
 from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import serve_command
@@ -384,3 +393,34 @@ def test_ray_backend_gives_the_same_results_layout(
     assert (summary.overall.finished, summary.overall.successes, summary.ran_now) == (4, 3, 4)
     assert [s.task_id for s in summary.skipped] == ["t-online"]
     assert not (home / ".ray").exists(), "Ray left its auth token in HOME"
+
+
+def test_live_view_shows_progress_per_environment_and_an_eta() -> None:
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120)
+    with progress_view(console, 3, ["env-0", "env-1"], quiet=False) as observer:
+        observer.started("env-0", BenchTask("files", "notes", "t1"))
+        observer.started("env-1", BenchTask("files", "memos", "t2"))
+        assert isinstance(observer, ProgressObserver)
+        assert observer.progress.eta_seconds() is None
+        frame = io.StringIO()
+        Console(file=frame, width=120).print(observer.progress)
+        assert "0/3 done" in frame.getvalue() and "notes/t1" in frame.getvalue() and "memos/t2" in frame.getvalue()
+        observer.finished(
+            TaskEvaluation(
+                benchmark="files", domain="notes", task_id="t1", instruction="", score=1.0, environment="env-0"
+            )
+        )
+        assert observer.progress.eta_seconds() is not None
+        frame = io.StringIO()
+        Console(file=frame, width=120).print(observer.progress)
+        assert "1/3 done · success 1/1 (100%)" in frame.getvalue() and "notes/t1" not in frame.getvalue()
+    assert "[env-0] notes/t1 score 1" in screen.getvalue()
+    quiet = io.StringIO()
+    with progress_view(Console(file=quiet), 1, ["env-0"], quiet=True) as observer:
+        observer.finished(
+            TaskEvaluation(
+                benchmark="files", domain="notes", task_id="t1", instruction="", score=1.0, environment="env-0"
+            )
+        )
+    assert quiet.getvalue() == ""

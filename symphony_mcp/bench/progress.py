@@ -1,6 +1,7 @@
 """The runner's live view (rich): done/total, each environment's task, success so far and an ETA.
 
-Off when stderr is not a terminal or with --quiet: then one plain line per finished task (or none).
+A line per finished task either way (above the live table on a terminal, alone otherwise); --quiet
+prints nothing.
 """
 
 from __future__ import annotations
@@ -57,10 +58,10 @@ class Progress:
         return Group(Text(self.headline(), style="bold"), table)
 
 
-class _Observer:
+class ProgressObserver:
     def __init__(self, progress: Progress, console: Console | None) -> None:
         self.progress = progress
-        self.console = console  # plain lines go here; None when quiet or live
+        self.console = console  # a line per finished task goes here; None when quiet
 
     def started(self, environment: str, task: BenchTask) -> None:
         self.progress.start(environment, task)
@@ -74,6 +75,7 @@ class _Observer:
                 f"{why} · {self.progress.headline()}",
                 markup=False,
                 highlight=False,
+                soft_wrap=True,
             )
 
 
@@ -81,7 +83,7 @@ class _Observer:
 def progress_view(console: Console, total: int, environments: list[str], quiet: bool) -> Iterator[RunObserver]:
     progress = Progress(total, environments)
     if quiet or not console.is_terminal:
-        yield _Observer(progress, None if quiet else console)
+        yield ProgressObserver(progress, None if quiet else console)
         return
     with Live(progress, console=console, refresh_per_second=2, transient=False):
-        yield _Observer(progress, None)
+        yield ProgressObserver(progress, console)  # finished tasks' lines print above the live table
