@@ -19,6 +19,7 @@ packages=(
 )
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests
+  packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (scripts/osworld-user.sh)
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
@@ -36,10 +37,13 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
 .venv/bin/python -m pip install -q --upgrade pip
 if [[ $dev -eq 1 ]]; then
   # The tests run every OCR engine; torch is pinned to its CPU build (no CUDA download).
-  .venv/bin/python -m pip install -q -e '.[dev,easyocr]' -c scripts/constraints-cpu.txt
+  .venv/bin/python -m pip install -q -e '.[dev,easyocr,osworld]' -c scripts/constraints-cpu.txt
   # MiniWoB++'s task pages for the benchmark tests, without its Python dependencies (gymnasium, selenium): only the
   # HTML files are used, and an extra cannot say --no-deps. Same version range as the `miniwob` extra.
   .venv/bin/python -m pip install -q --no-deps 'miniwob>=1.1,<2'
+  # OSWorld's getters and metrics without its requirements (torch 2.5, easyocr, gymnasium, ... for its VM
+  # providers and every metric module); the osworld extra holds what the metric modules used here import.
+  .venv/bin/python -m pip install -q --no-deps desktop-env==1.0.2
 else
   .venv/bin/python -m pip install -q .
 fi

@@ -1,0 +1,109 @@
+"""OSWorld's result and expected getters (`get_<type>(env, config)`), reimplemented for the local desktop.
+
+Same inputs and outputs as OSWorld's, where its getter asks the in-VM server, here the machine itself
+answers: `vm_command_line` runs the command as the task user (commands.execute) and gives stdout, or None
+when the server would have failed; `vm_command_error` gives stderr; `vm_file` copies the file into the
+task's cache and gives that path (None when missing); `list_directory` gives the server's tree
+{type, name, children}; `cache_file` a file in the cache; `rule` the expected values as written. Getters
+that need GNOME Terminal, AT-SPI, Chrome, VLC or a download are not here: such tasks are listed as skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.bench.osworld.commands import execute
+
+
+@dataclass(frozen=True)
+class GetterContext:
+    user: TaskUser
+    display: str
+    cache_dir: Path
+
+
+Getter = Callable[[GetterContext, dict[str, Any]], Any]
+
+
+def get_rule(context: GetterContext, config: dict[str, Any]) -> Any:
+    return config["rules"]
+
+
+def get_vm_command_line(context: GetterContext, config: dict[str, Any]) -> str | None:
+    result = execute(context.user, context.display, config["command"], config.get("shell", False))
+    return result.output if result.ok else None
+
+
+def get_vm_command_error(context: GetterContext, config: dict[str, Any]) -> str | None:
+    result = execute(context.user, context.display, config["command"], config.get("shell", False))
+    return result.error if result.ok else None
+
+
+def get_list_directory(context: GetterContext, config: dict[str, Any]) -> dict[str, Any] | None:
+    start = config["path"]
+    return _tree(start) if os.path.isdir(start) else None  # the server answers 400 for a non-directory
+
+
+def get_vm_file(context: GetterContext, config: dict[str, Any]) -> str | list[str | None] | None:
+    if config.get("multi", False):
+        paths, dests = list(config["path"]), list(config["dest"])
+    else:
+        paths, dests = [config["path"]], [config["dest"]]
+        if config.get("time_suffix", False):
+            stamp = datetime.now().strftime(config.get("time_format", "%Y%m%d_%H%M%S"))
+            dests = [f"{os.path.splitext(d)[0]}_{stamp}{os.path.splitext(d)[1]}" for d in dests]
+    gives = set(config.get("gives", [0]))
+    given: list[str | None] = []
+    for index, (path, dest) in enumerate(zip(paths, dests, strict=True)):
+        source = Path(os.path.expandvars(context.user.expand(path)))
+        if not source.is_file():
+            if index in gives:
+                given.append(None)
+            continue
+        context.cache_dir.mkdir(parents=True, exist_ok=True)
+        target = context.cache_dir / dest
+        shutil.copyfile(source, target)
+        if index in gives:
+            given.append(str(target))
+    if not given:
+        return None
+    return given[0] if len(given) == 1 else given
+
+
+def get_cache_file(context: GetterContext, config: dict[str, Any]) -> str:
+    path = context.cache_dir / config["path"]
+    if not path.exists():
+        raise FileNotFoundError(path)
+    return str(path)
+
+
+def _tree(directory: str) -> dict[str, Any]:
+    """The server's /list_directory tree, built the same way (listing order, errors as {'error': ...})."""
+    tree: dict[str, Any] = {"type": "directory", "name": os.path.basename(directory), "children": []}
+    try:
+        for entry in os.listdir(directory):
+            full = os.path.join(directory, entry)
+            if os.path.isdir(full):
+                tree["children"].append(_tree(full))
+            else:
+                tree["children"].append({"type": "file", "name": entry})
+    except OSError as exc:
+        return {"error": str(exc)}
+    return tree
+
+
+GETTERS: dict[str, Getter] = {
+    "rule": get_rule,
+    "vm_command_line": get_vm_command_line,
+    "vm_command_error": get_vm_command_error,
+    "list_directory": get_list_directory,
+    "vm_file": get_vm_file,
+    "cache_file": get_cache_file,
+}

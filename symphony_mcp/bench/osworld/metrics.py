@@ -1,0 +1,96 @@
+"""OSWorld's own metric functions, from the `desktop-env` package, imported one module at a time.
+
+`desktop_env/evaluators/metrics/__init__.py` imports every metric module eagerly, and some need torch,
+easyocr, librosa, cv2... (measured: importing `desktop_env.evaluators.metrics.general` the usual way fails
+on the first missing one, `bs4`). The metric modules import each other by their absolute names
+(`from desktop_env.evaluators.metrics.utils import ...`), so loading one file under a private name is not
+enough. Instead the package `desktop_env.evaluators.metrics` is registered as a plain package object whose
+search path is the metrics folder, without running its `__init__`; then `import ...metrics.general` loads
+general.py and utils.py only (about 0.3 s) and never torch. Which module defines a function is read from
+that `__init__` as text (its `from .module import (names)` lines), never by running it.
+
+Metrics print (an MCP stdio pipe must never get prints): callers run them under `quiet()`.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import importlib.util
+import sys
+import types
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "desktop_env.evaluators.metrics"
+INSTALL_HINT = "install the OSWorld extra: pip install 'symphony-mcp[osworld]' and pip install --no-deps desktop-env"
+
+
+class MetricUnavailable(Exception):
+    """The metric cannot be used here (desktop-env missing, unknown name, a dependency not installed)."""
+
+
+@cache
+def metrics_folder() -> Path:
+    spec = importlib.util.find_spec("desktop_env.evaluators")
+    if spec is None or not spec.submodule_search_locations:
+        raise MetricUnavailable(f"desktop-env is not installed: {INSTALL_HINT}")
+    return Path(next(iter(spec.submodule_search_locations))) / "metrics"
+
+
+@cache
+def metric_modules() -> dict[str, str]:
+    """Metric function name -> the module (file stem) that defines it, from the package's __init__ text."""
+    tree = ast.parse((metrics_folder() / "__init__.py").read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = node.module
+    return found
+
+
+def module_of(name: str) -> str:
+    module = metric_modules().get(name)
+    if module is None:
+        raise MetricUnavailable(f"OSWorld has no metric function {name!r}")
+    return module
+
+
+def load_metric(name: str) -> Callable[..., Any]:
+    """The metric function `name`, importing only its module (and what that module imports)."""
+    module = _load_module(module_of(name))
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise MetricUnavailable(f"{PACKAGE}.{module.__name__} has no function {name!r}")
+    return function
+
+
+@cache
+def _load_module(stem: str) -> types.ModuleType:
+    _register_package()
+    try:
+        return importlib.import_module(f"{PACKAGE}.{stem}")
+    except ImportError as exc:
+        raise MetricUnavailable(f"OSWorld's metric module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
+
+
+def _register_package() -> None:
+    existing = sys.modules.get(PACKAGE)
+    if existing is not None:
+        return
+    importlib.import_module("desktop_env.evaluators")  # its __init__ is comments only
+    package = types.ModuleType(PACKAGE, "OSWorld's metrics, without their eager __init__ (symphony_mcp.bench)")
+    package.__path__ = [str(metrics_folder())]
+    package.__package__ = PACKAGE
+    sys.modules[PACKAGE] = package
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Third-party prints go to stderr, never to stdout (which may be an MCP stdio pipe)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield

@@ -1,0 +1,255 @@
+"""OSWorld's setup steps (`config` and `evaluator.postconfig`) executed on the local desktop.
+
+Each step `{type: X, parameters: P}` is OSWorld's `SetupController._X_setup(**P)` with the in-VM server's
+behaviour (commands.py): `execute`/`command` (placeholders {CLIENT_PASSWORD}, {SCREEN_WIDTH}... filled in;
+stdout/stderr saved into the task's cache when asked; `until` re-runs), `launch`, `open` (xdg-open, then
+wait for a window whose title holds the file name and activate it), `activate_window` / `close_window`
+(wmctrl's -a/-c matching: title contains the name, case-insensitively; `strict`: the whole title; `by_class`:
+the WM_CLASS), `sleep`, `execute_with_verification`. As in OSWorld, a failing command, launch or window
+step is logged and the setup goes on; an `open` whose window never appears and a failed verification stop
+it (SetupError).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.bench.osworld.commands import Command, CommandResult, execute, launch
+from symphony_mcp.desktop.types import WindowInfo
+from symphony_mcp.desktop.x11_windows import X11WindowManager
+from symphony_mcp.errors import SymphonyError
+
+log = logging.getLogger(__name__)
+SETUP_STEPS = frozenset(
+    {"execute", "command", "launch", "open", "activate_window", "close_window", "sleep", "execute_with_verification"}
+)
+UNTIL_FAILURES = 5  # OSWorld gives up an `until` loop after this many failed requests
+UNTIL_SECONDS = 120.0  # ... and never stops while commands succeed without matching; here it does
+POLL_SECONDS = 0.3
+
+
+class SetupError(SymphonyError):
+    """A step that OSWorld treats as fatal failed (the task cannot start from the state it expects)."""
+
+
+class SetupRunner:
+    """Runs a task's steps as the task user on one display; remembers what it launched, to end it later."""
+
+    def __init__(
+        self,
+        user: TaskUser,
+        display: str,
+        cache_dir: Path,
+        screen_size: tuple[int, int],
+        open_timeout: float = 120.0,
+    ) -> None:
+        self.user = user
+        self.display = display
+        self.cache_dir = cache_dir
+        self.screen_size = screen_size
+        self.open_timeout = open_timeout
+        self.launched: list[subprocess.Popen[bytes]] = []
+
+    def run(self, steps: list[dict[str, Any]]) -> None:
+        for number, step in enumerate(steps, 1):
+            kind, parameters = step["type"], step.get("parameters", {})
+            handler: Callable[..., None] | None = getattr(self, f"_{kind}", None)
+            if kind not in SETUP_STEPS or handler is None:
+                known = ", ".join(sorted(SETUP_STEPS))
+                raise SetupError(f"setup step {number}: unknown type {kind!r} (known: {known})")
+            try:
+                handler(**parameters)
+            except SetupError as exc:
+                raise SetupError(f"setup step {number} ({kind}) failed: {exc}") from exc
+            except TypeError as exc:  # parameters that the step does not take
+                raise SetupError(f"setup step {number} ({kind}) has bad parameters: {exc}") from exc
+
+    def end_launched(self) -> None:
+        """End the processes the steps launched (their whole session), as a VM revert would."""
+        for process in self.launched:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                    process.wait(timeout=5)
+                except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                    process.kill()
+        self.launched.clear()
+
+    # The steps, named as in OSWorld's task JSONs.
+
+    def _execute(
+        self,
+        command: Command,
+        stdout: str = "",
+        stderr: str = "",
+        shell: bool = False,
+        until: dict[str, Any] | None = None,
+    ) -> None:
+        if not command:
+            raise SetupError("empty command")
+        command = self._fill(command)
+        deadline = time.monotonic() + UNTIL_SECONDS
+        failures = 0
+        while True:
+            result = execute(self.user, self.display, command, shell)
+            if result.ok:
+                self._save(stdout, result.output)
+                self._save(stderr, result.error)
+                log.info("setup: %r -> %s", command, result.returncode)
+            else:
+                failures += 1
+                log.warning("setup: %r did not run: %s", command, result.error)
+            if not until or _reached(until, result) or failures >= UNTIL_FAILURES or time.monotonic() > deadline:
+                return
+            time.sleep(POLL_SECONDS)
+
+    _command = _execute
+
+    def _launch(self, command: Command, shell: bool = False) -> None:
+        if not command:
+            raise SetupError("empty command to launch")
+        process = launch(self.user, self.display, command, shell)
+        if process is not None:
+            self.launched.append(process)
+
+    def _open(self, path: str) -> None:
+        if not path:
+            raise SetupError(f"invalid path {path!r}")
+        target = Path(self.user.expand(path))
+        if target.exists():
+            self._launch(["xdg-open", str(target)])
+            names = (target.name, target.stem)
+        else:  # OSWorld opens an application name on PATH too
+            found = execute(self.user, self.display, ["sh", "-c", 'command -v "$0"', path])
+            if not found.ok or found.returncode != 0:
+                raise SetupError(f"application or file not found: {path}")
+            self._launch([path])
+            names = (path, path)
+        deadline = time.monotonic() + self.open_timeout
+        while time.monotonic() < deadline:
+            window = self._find(lambda w: names[0] in w.title or names[1] in w.title)
+            if window is not None:
+                self._activate(window)
+                return
+            time.sleep(POLL_SECONDS)
+        raise SetupError(f"no window for {target.name} appeared within {self.open_timeout:g} s")
+
+    def _activate_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
+        if not window_name:
+            raise SetupError(f"invalid window name {window_name!r}")
+        window = self._find(_matcher(window_name, strict, by_class))
+        if window is None:
+            log.warning("setup: no window matches %r; nothing activated", window_name)
+            return
+        self._activate(window)
+
+    def _close_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
+        if not window_name:
+            raise SetupError(f"invalid window name {window_name!r}")
+        window = self._find(_matcher(window_name, strict, by_class))
+        if window is None:
+            log.warning("setup: no window matches %r; nothing closed", window_name)
+            return
+        self._windows(lambda manager: manager.request_close(window.id))
+
+    def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def _execute_with_verification(
+        self,
+        command: Command,
+        verification: dict[str, Any] | None = None,
+        max_wait_time: float = 10,
+        check_interval: float = 1.0,
+        shell: bool = False,
+    ) -> None:
+        if not command:
+            raise SetupError("empty command")
+        execute(self.user, self.display, self._fill(command), shell)
+        verification = verification or {}
+        deadline = time.monotonic() + max_wait_time
+        while True:
+            if self._verified(verification):
+                return
+            if time.monotonic() > deadline:
+                raise SetupError(f"verification {verification} did not pass within {max_wait_time:g} s")
+            time.sleep(check_interval)
+
+    # Helpers.
+
+    def _verified(self, verification: dict[str, Any]) -> bool:
+        window = verification.get("window_exists")
+        if window and self._find(_matcher(window, False, False)) is None:
+            return False
+        check = verification.get("command_success")
+        if check:
+            result = execute(self.user, self.display, check, True)
+            return result.ok and result.returncode == 0
+        return True
+
+    def _fill(self, command: Command) -> Command:
+        width, height = self.screen_size
+        values = {
+            "{CLIENT_PASSWORD}": self.user.password,
+            "{SCREEN_WIDTH_HALF}": str(width // 2),
+            "{SCREEN_HEIGHT_HALF}": str(height // 2),
+            "{SCREEN_WIDTH}": str(width),
+            "{SCREEN_HEIGHT}": str(height),
+        }
+
+        def fill(text: str) -> str:
+            for placeholder, value in values.items():
+                text = text.replace(placeholder, value)
+            return text
+
+        return fill(command) if isinstance(command, str) else [fill(part) for part in command]
+
+    def _save(self, name: str, text: str) -> None:
+        if name:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            (self.cache_dir / name).write_text(text, encoding="utf-8")
+
+    def _find(self, match: Callable[[WindowInfo], bool]) -> WindowInfo | None:
+        windows: list[WindowInfo] = self._windows(lambda manager: manager.list_windows())
+        return next((w for w in windows if match(w)), None)
+
+    def _activate(self, window: WindowInfo) -> None:
+        self._windows(lambda manager: manager.activate(window.id))
+
+    def _windows(self, action: Callable[[X11WindowManager], Any]) -> Any:
+        manager = X11WindowManager(self.display)
+        try:
+            return action(manager)
+        except SymphonyError as exc:
+            log.warning("setup: window manager: %s", exc)
+            return []
+        finally:
+            manager.close()
+
+
+def _matcher(name: str, strict: bool, by_class: bool) -> Callable[[WindowInfo], bool]:
+    """wmctrl's matching: the title (or class) contains the name case-insensitively, or equals it (-F)."""
+
+    def match(window: WindowInfo) -> bool:
+        text = window.app if by_class else window.title
+        return text == name if strict else name.lower() in text.lower()
+
+    return match
+
+
+def _reached(until: dict[str, Any], result: CommandResult) -> bool:
+    if not result.ok:
+        return False
+    return (
+        ("returncode" in until and result.returncode == until["returncode"])
+        or ("stdout" in until and until["stdout"] in result.output)
+        or ("stderr" in until and until["stderr"] in result.error)
+    )

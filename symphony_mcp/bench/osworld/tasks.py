@@ -1,0 +1,221 @@
+"""OSWorld task JSONs: loading from a folder, and whether each can run on this machine (else why not).
+
+A task folder is OSWorld's `evaluation_examples/examples` (one sub-folder per domain) or one domain's
+folder. Every task is listed; one that cannot run here carries the reason: a download or cloud file (the
+network), GNOME (gsettings, GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app, a
+program or service this machine lacks, sudo for the task user, no evaluator, or a setup step, getter or
+metric this adapter or desktop-env does not provide.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.bench.osworld.commands import is_pyautogui
+from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
+from symphony_mcp.bench.osworld.getters import GETTERS
+from symphony_mcp.bench.osworld.metrics import MetricUnavailable, load_metric
+from symphony_mcp.bench.osworld.setup import SETUP_STEPS
+from symphony_mcp.bench.types import BenchTask
+
+BENCHMARK = "osworld"
+NETWORK_STEPS = frozenset({"download", "googledrive", "login", "proxy", "upload_file", "change_wallpaper"})
+NETWORK_GETTERS = frozenset({"cloud_file", "googledrive_file", "pdf_from_url", "info_from_website"})
+# (pattern in a command, reason): what OSWorld's Ubuntu image has and this desktop does not.
+COMMAND_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bgsettings\b|\bgnome-|org\.gnome|/run/user/\d+/bus"), "needs GNOME (gsettings / GNOME Shell)"),
+    (re.compile(r"\b(apt-get|apt|snap|pip3?)\s+(-\S+\s+)*install\b"), "needs the network (installs packages)"),
+    (re.compile(r"https?://"), "needs the network (a URL in a command)"),
+    (re.compile(r"\bpactl\b|\bpulseaudio\b"), "needs PulseAudio (pactl), not running here"),
+)
+SYSTEMD_PROGRAMS = re.compile(r"\b(timedatectl|loginctl|systemctl|hostnamectl|localectl)\b")
+# What OSWorld's VM image has installed that a task takes for granted (task id -> (check, reason)).
+IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
+    "94d95f96-9699-4208-98ba-3c3119edf9c2": (lambda: False, "installs Spotify: a proprietary app, from the network"),
+    "ddc75b62-7311-4af8-bfb3-859558542b36": (
+        lambda: Path("/usr/share/doc/gnome-mahjongg").exists(),
+        "uninstalls GNOME Mahjongg, which OSWorld's image has and this machine does not (doing nothing would pass)",
+    ),
+    "ae039631-2b12-4637-84f6-c67d51511be3": (
+        lambda: Path("/usr/share/applications/firefox.desktop").exists(),
+        "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
+    ),
+}
+GETTER_NEEDS = {
+    "vm_terminal_output": "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal)",
+    "accessibility_tree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
+    "vm_wallpaper": "needs GNOME's wallpaper setting",
+}
+
+
+@dataclass(frozen=True)
+class Host:
+    """What classification depends on, read once from this machine."""
+
+    user: TaskUser | None
+    user_problem: str
+    programs: Callable[[str], bool]
+    systemd: bool
+    pyautogui: bool
+
+    @classmethod
+    def here(cls, user: TaskUser | str) -> Host:
+        import importlib.util
+
+        return cls(
+            user=user if isinstance(user, TaskUser) else None,
+            user_problem=user if isinstance(user, str) else "",
+            programs=lambda name: shutil.which(name) is not None,
+            systemd=Path("/run/systemd/system").is_dir(),
+            pyautogui=importlib.util.find_spec("pyautogui") is not None,
+        )
+
+    @property
+    def sudo(self) -> bool:
+        return self.user is not None and self.user.in_sudo_group and self.programs("sudo")
+
+
+def load_tasks(folder: Path) -> list[dict[str, Any]]:
+    """Every task JSON under `folder` (the examples folder or one domain's), with its domain, sorted."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no OSWorld task folder at {folder} (give the examples folder or a domain's)")
+    tasks = []
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not a task JSON: {exc}") from exc
+        if not isinstance(data, dict) or "id" not in data or "instruction" not in data:
+            continue  # task lists (test_all.json) and the template
+        domain = path.parent.name if path.parent != folder else str(data.get("snapshot") or folder.name)
+        if path.parent.parent != folder and path.parent != folder:
+            domain = f"{path.parent.parent.name}/{domain}"  # Windows/excel ...
+        tasks.append({**data, "_domain": domain, "_path": str(path)})
+    return sorted(tasks, key=lambda t: (t["_domain"], t["id"]))
+
+
+def to_bench_task(data: dict[str, Any], host: Host) -> BenchTask:
+    try:
+        reason = skip_reason(data, host)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a JSON this adapter cannot read
+        reason = f"the task JSON is not in the format this adapter reads: {type(exc).__name__}: {exc}"
+    return BenchTask(
+        benchmark=BENCHMARK,
+        domain=data["_domain"],
+        task_id=data["id"],
+        instruction=data["instruction"],
+        skip_reason=reason,
+        data=data,
+    )
+
+
+def skip_reason(task: dict[str, Any], host: Host) -> str | None:
+    """Why the task cannot run here, or None when it can."""
+    if task["_domain"].startswith("Windows"):
+        return "needs Windows and Microsoft Office (proprietary)"
+    evaluator = task.get("evaluator") or {}
+    func = evaluator.get("func")
+    if not func:
+        return "the benchmark gives this task no evaluator (func is empty)"
+    assumption = IMAGE_ASSUMPTIONS.get(task["id"])
+    if assumption is not None and not assumption[0]():
+        return assumption[1]
+    steps = [*task.get("config", []), *evaluator.get("postconfig", [])]
+    for reason in _step_reasons(steps, host):
+        return reason
+    infeasible = func == INFEASIBLE
+    if not infeasible:
+        for reason in _evaluator_reasons(evaluator, host):
+            return reason
+    if host.user is None:
+        return host.user_problem
+    commands = list(_commands(steps))
+    if not infeasible:
+        commands += [c for c in _getter_commands(evaluator)]
+    for reason in _command_reasons(commands, host, infeasible):
+        return reason
+    return None
+
+
+def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
+    for step in steps:
+        kind = step.get("type")
+        if kind in NETWORK_STEPS:
+            yield f"needs the network (a {kind} step)"
+        elif kind not in SETUP_STEPS:
+            yield f"setup step {kind!r} is not supported locally (needs Chrome, a VM or an account)"
+        parameters = step.get("parameters", {})
+        command = parameters.get("command")
+        if kind in ("execute", "command") and is_pyautogui(command) and not host.pyautogui:
+            yield "setup drives the GUI with pyautogui: install symphony-mcp[osworld]"
+        if kind == "launch" and command:
+            program = (command.split() if isinstance(command, str) else command)[0]
+            if not parameters.get("shell") and not host.programs(program):
+                yield f"launches {program}, which is not installed here"
+
+
+def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
+    try:
+        metrics = metrics_of(evaluator)
+    except (ValueError, TypeError) as exc:
+        yield f"the evaluator is malformed: {exc}"
+        return
+    for metric in metrics:
+        for getter in (metric.result, metric.expected):
+            if getter is None:
+                continue
+            kind = getter.get("type")
+            if kind in NETWORK_GETTERS:
+                yield f"needs the network (the {kind} getter)"
+            elif kind in GETTER_NEEDS:
+                yield GETTER_NEEDS[kind]
+            elif kind not in GETTERS:
+                yield f"getter {kind!r} is not available locally (needs the VM's apps or services)"
+        try:
+            load_metric(metric.func)
+        except MetricUnavailable as exc:
+            yield str(exc)
+
+
+def _command_reasons(commands: list[str | list[str]], host: Host, infeasible: bool) -> Iterator[str]:
+    for command in commands:
+        if is_pyautogui(command):
+            continue
+        text = command if isinstance(command, str) else " ".join(command)
+        for pattern, reason in COMMAND_NEEDS:
+            if pattern.search(text):
+                yield reason
+        if SYSTEMD_PROGRAMS.search(text) and not host.systemd:
+            yield "needs systemd (timedatectl, loginctl...), which is not running here"
+        if re.search(r"\bsudo\b", text) and not host.sudo and not infeasible:
+            yield (
+                "runs sudo as the task user: install sudo and create the account with scripts/osworld-user.sh "
+                "(it puts the user in group sudo)"
+            )
+        if isinstance(command, list) and command and not host.programs(command[0]):
+            yield f"runs {command[0]}, which is not installed here"
+
+
+def _commands(steps: list[dict[str, Any]]) -> Iterator[str | list[str]]:
+    for step in steps:
+        parameters = step.get("parameters", {})
+        for key in ("command",):
+            if parameters.get(key):
+                yield parameters[key]
+        check = (parameters.get("verification") or {}).get("command_success")
+        if check:
+            yield check
+
+
+def _getter_commands(evaluator: dict[str, Any]) -> Iterator[str | list[str]]:
+    for metric in metrics_of(evaluator):
+        for getter in (metric.result, metric.expected):
+            if getter and getter.get("command"):
+                yield getter["command"]
