@@ -1,0 +1,244 @@
+"""OSWorld offline: OSWorld's own `os` task JSONs (tests/data/osworld), set up on a real Xvfb desktop as the
+task user, run by the real orchestrator loop (a stand-in planner over real HTTP, the real server spawned on
+the environment's display, a real xterm the planner opens and types into) through the benchmark runner, and
+scored by OSWorld's own metric functions from desktop-env.
+
+The task user `user` is made by scripts/osworld-user.sh for the session and removed after it (when this
+process is root and it did not exist); without root or desktop-env the tests that need them are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from symphony_mcp.bench.environments import started_environments
+from symphony_mcp.bench.osworld import OSWorldAdapter
+from symphony_mcp.bench.osworld.account import RECORD, find_task_user
+from symphony_mcp.bench.osworld.adapter import OsWorldError
+from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
+from symphony_mcp.bench.results import read_evaluation, task_dir
+from symphony_mcp.bench.runner import make_plan, run_local
+from symphony_mcp.bench.types import BenchTask, TaskEvaluation, TaskFilter
+from symphony_mcp.config import Settings, load_settings
+from testkit.model_server import ModelRequest, StandInModel
+from tests.conftest import wait_for
+from tests.test_orchestrator import PLANNER, act
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ROOT / "tests" / "data" / "osworld"
+SCRIPT = ROOT / "scripts" / "osworld-user.sh"
+RENAME = "e0df059f-28a6-4169-924f-b9623e7184cc"  # rename ~/Desktop/todo_list_Jan_1 (made by sudo) to ..._Jan_2
+PYTHON3 = "c288e301-e626-4b98-a1ab-159dcb162af5"  # infeasible: no setup
+HIERARCHY = "4783cc41-c03c-4e1b-89b4-50658f642bd5"  # infeasible: mkdir setup, pyautogui clicks, activate_window
+HAS_DESKTOP_ENV = subprocess.run([sys.executable, "-c", "import desktop_env"], capture_output=True).returncode == 0
+needs_desktop_env = pytest.mark.skipif(
+    not HAS_DESKTOP_ENV, reason="desktop-env is not installed (scripts/install.sh --dev installs it with --no-deps)"
+)
+
+
+@pytest.fixture(scope="module")
+def task_user() -> Iterator[str]:
+    """The account OSWorld's tasks assume, made by the project's script and removed after (when we made it)."""
+    if os.geteuid() != 0:
+        pytest.skip("the OSWorld tasks run as the account 'user', which only root can create and act as")
+    created = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True).stdout
+    made_here = "does not exist" in created
+    if made_here:
+        subprocess.run([str(SCRIPT), "create"], check=True, capture_output=True)
+    elif "created by this script" not in created:
+        pytest.skip(f"an account 'user' exists that scripts/osworld-user.sh did not create: {created.strip()}")
+    yield "user"
+    if made_here:
+        done = subprocess.run([str(SCRIPT), "remove"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert not RECORD.exists() and not Path("/home/user").exists()
+
+
+def host(sudo: bool = True, systemd: bool = False, missing: tuple[str, ...] = ()) -> Host:
+    """This machine as classification sees it, with chosen facts (the input of a pure function)."""
+    user = find_task_user("user", "password")
+    return Host(
+        user=user if not isinstance(user, str) else None,
+        user_problem=user if isinstance(user, str) else "",
+        programs=lambda name: name not in missing and (name != "sudo" or sudo),
+        systemd=systemd,
+        pyautogui=True,
+    )
+
+
+@needs_desktop_env
+def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str) -> None:
+    tasks = {t["id"][:8]: t for t in load_tasks(TASKS)}
+    assert len(tasks) == 31 and {t["_domain"] for t in tasks.values()} == {"os"}
+    here = host(sudo=True)
+    reasons = {key: skip_reason(task, here) for key, task in tasks.items()}
+    runnable = sorted(key for key, reason in reasons.items() if reason is None)
+    assert runnable == ["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f"]
+    assert reasons["0b35aee5"] == "needs the network (a download step)"
+    assert reasons["13584542"] and "GNOME Terminal" in reasons["13584542"]
+    assert reasons["3ce045a0"] == "needs GNOME (gsettings / GNOME Shell)"
+    assert reasons["28cc3b7e"] and "PulseAudio" in reasons["28cc3b7e"]
+    assert reasons["6ebbfb01"] == "needs the network (installs packages)"
+    assert reasons["b6781586"] and "systemd" in reasons["b6781586"]
+    assert reasons["765d2b74"] == "the benchmark gives this task no evaluator (func is empty)"
+    assert reasons["94d95f96"] and "Spotify" in reasons["94d95f96"]
+    # Facts of the machine change the verdict: sudo for the task user, systemd.
+    assert "sudo" in (skip_reason(tasks["e0df059f"], host(sudo=False)) or "")
+    assert skip_reason(tasks["a462a795"], host(sudo=False)) is None  # infeasible: its setup's outcome is not scored
+    assert skip_reason(tasks["b6781586"], host(systemd=True)) is None
+    # Without the account, every runnable task says how to make it.
+    nobody = Host(None, "the task account 'user' does not exist: create it", lambda _: True, False, True)
+    assert skip_reason(tasks["e0df059f"], nobody) == "the task account 'user' does not exist: create it"
+
+
+@needs_desktop_env
+def test_adapter_lists_the_default_subset_and_selections(monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = OSWorldAdapter(TASKS)
+    assert [t.domain for t in adapter.list_tasks(TaskFilter())] == ["os"] * 31
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(PYTHON3,)))
+    assert task.benchmark == "osworld" and task.instruction and "Python3" in task.instruction
+    assert adapter.list_tasks(TaskFilter(domains=("chrome",))) == []
+    monkeypatch.delenv("OSWORLD_TASKS", raising=False)
+    with pytest.raises(OsWorldError, match="set OSWORLD_TASKS to OSWorld's evaluation_examples/examples"):
+        OSWorldAdapter().list_tasks(TaskFilter())
+    monkeypatch.setenv("OSWORLD_TASKS", str(TASKS))
+    assert len(OSWorldAdapter().list_tasks(TaskFilter(everything=True))) == 31
+
+
+@needs_desktop_env
+def test_metrics_load_one_module_without_torch_and_print_nothing_to_stdout() -> None:
+    code = (
+        "import sys\n"
+        "from symphony_mcp.bench.osworld.metrics import load_metric, quiet\n"
+        "exact = load_metric('exact_match'); include = load_metric('check_include_exclude')\n"
+        "with quiet():\n"
+        "    scores = exact('a\\n', {'expected': 'a\\n'}), include('x y', {'include': ['x'], 'exclude': ['z']})\n"
+        "heavy = sorted(m for m in ('torch', 'easyocr', 'cv2') if m in sys.modules)\n"
+        "sys.stderr.write(repr(scores) + ' ' + repr(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""  # the metrics' own prints went to stderr
+    assert done.stderr.endswith("(1.0, 1.0) []")
+
+
+# End to end through the runner and the real orchestrator loop.
+
+
+Answer = str | Callable[[], str]
+
+
+class Planner:
+    """The stand-in planner: what each task's run does is chosen per task id before a run. An answer may be
+    a function, called when the planner is asked (e.g. to look at the end state before saying done)."""
+
+    def __init__(self, instructions: dict[str, str]) -> None:
+        self.instructions = instructions
+        self.plans: dict[str, list[Answer]] = {}
+
+    def __call__(self, request: ModelRequest) -> str:
+        text = "\n".join(request.texts())
+        task = next(t for t, instruction in self.instructions.items() if instruction in text)
+        answer = self.plans[task].pop(0)
+        return answer if isinstance(answer, str) else answer()
+
+
+def settings_for(stand_in: StandInModel, max_steps: int = 5) -> Settings:
+    endpoint = {"base_url": stand_in.url, "backoff_seconds": 0.05, "max_retries": 0}
+    return load_settings(
+        models={"orchestrator": {**endpoint, "model": PLANNER}},
+        orchestrator={"max_steps": max_steps, "reflection": False},
+        ocr={"warm_up": False},
+    )
+
+
+async def run(adapter: OSWorldAdapter, settings: Settings, results: Path, *ids: str) -> dict[str, TaskEvaluation]:
+    plan = make_plan(adapter, TaskFilter(task_ids=ids), results, force=True)
+    assert {t.task_id for t in plan.pending} == set(ids), [(t.task_id, t.skip_reason) for t in plan.skipped]
+    with started_environments(1, settings, results / "environments") as environments:
+        await run_local(adapter, environments, plan, settings, results)
+    evaluations = {}
+    for task in plan.pending:
+        evaluation = read_evaluation(task_dir(results, task))
+        assert evaluation is not None
+        assert (task_dir(results, task) / "result.txt").read_text().strip() == str(evaluation.score)
+        evaluations[task.task_id] = evaluation
+    return evaluations
+
+
+def rename_in_xterm(target: str) -> list[Answer]:
+    """Open a terminal, type the rename, press Enter; say done once the screen would show it (the directory
+    is there: a real planner would see the prompt come back)."""
+    desktop = "/home/user/Desktop"
+    renamed = Path(desktop) / target
+
+    def done() -> str:
+        wait_for(renamed.is_dir, timeout=20)
+        return act("done()", "The directory is renamed.")
+
+    return [
+        act("open_app(target='xterm -e bash --norc --noprofile', wait_seconds=30)", "Open a terminal."),
+        act(f"type(text='mv {desktop}/todo_list_Jan_1 {desktop}/{target}')", "Type the rename."),
+        act('hotkey(keys=["enter"])', "Run it."),
+        done,
+    ]
+
+
+@needs_desktop_env
+async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
+    task_user: str, xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    adapter = OSWorldAdapter(TASKS)
+    tasks: dict[str, BenchTask] = {t.task_id: t for t in adapter.list_tasks(TaskFilter())}
+    if tasks[RENAME].skip_reason:
+        pytest.skip(f"the rename task cannot run here: {tasks[RENAME].skip_reason}")
+    agent = Planner({task_id: str(task.instruction) for task_id, task in tasks.items()})
+    stand_in.script(default=agent)
+    settings = settings_for(stand_in)
+    results = tmp_path / "results"
+
+    # The right end state, reached through the real server's tools (a terminal the planner opens and types
+    # into): 1 by OSWorld's exact_match. An infeasible task: fail() scores 1; done() on another scores 0.
+    agent.plans = {
+        RENAME: rename_in_xterm("todo_list_Jan_2"),
+        PYTHON3: [act('fail(reason="Ubuntu keeps python3 as python3; changing the default breaks the system")')],
+        HIERARCHY: [act("done()")],
+    }
+    scored = await run(adapter, settings, results, RENAME, PYTHON3, HIERARCHY)
+    assert (scored[RENAME].score, scored[RENAME].outcome) == (1.0, "success"), scored[RENAME]
+    assert "exact_match('Directory exists.\\n') = 1" in scored[RENAME].detail
+    assert scored[RENAME].steps == 4 and scored[RENAME].failure is None
+    assert (scored[PYTHON3].score, scored[PYTHON3].outcome) == (1.0, "fail")
+    assert "said fail, as it should" in scored[PYTHON3].detail
+    assert (scored[HIERARCHY].score, scored[HIERARCHY].failure) == (0.0, "scored_zero")
+
+    # Doing nothing scores 0 (the home was put back: the last run's rename is gone); a scripted failure (the
+    # wrong name) scores 0; an infeasible task whose run only ran out of steps scores 0, and fail() on a
+    # feasible task scores 0 as in OSWorld.
+    agent.plans = {RENAME: [act("done()")], HIERARCHY: [act('fail(reason="The variables are not set")')]}
+    scored = await run(adapter, settings, results, RENAME, HIERARCHY)
+    assert scored[RENAME].score == 0.0 and "Directory does not exist." in scored[RENAME].detail
+    assert scored[HIERARCHY].score == 1.0
+
+    agent.plans = {RENAME: rename_in_xterm("todo_list_Jan_3")}
+    scored = await run(adapter, settings, results, RENAME)
+    assert (scored[RENAME].score, scored[RENAME].outcome, scored[RENAME].failure) == (0.0, "success", "scored_zero")
+    assert Path("/home/user/Desktop/todo_list_Jan_3").is_dir()  # the wrong rename did happen
+
+    # Runs that end in "fail" without the planner's fail(): no usable action on the last step. An infeasible
+    # task scores 1 only for fail() itself; fail() on a feasible task scores 0, as in OSWorld.
+    short = settings_for(stand_in, max_steps=1)
+    agent.plans = {PYTHON3: [act("wait(seconds=1)")] * 5, RENAME: [act('fail(reason="I cannot find it")')]}
+    scored = await run(adapter, short, results, PYTHON3, RENAME)
+    assert (scored[PYTHON3].score, scored[PYTHON3].outcome) == (0.0, "fail")
+    assert scored[PYTHON3].detail == "infeasible task: the agent did not say fail"
+    assert (scored[RENAME].score, scored[RENAME].outcome) == (0.0, "fail")
+    assert scored[RENAME].detail == "the agent said fail on a feasible task"
