@@ -333,6 +333,19 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
     assert unknown.returncode == 3 and "unknown benchmark 'nosuch'" in unknown.stderr
     assert "miniwob" in unknown.stderr
 
+    (tmp_path / "needs_more.py").write_text("import symphony_test_missing_dependency\n")
+    env["PYTHONPATH"] = f"{ROOT}:{tmp_path}"
+    for spec, message in (
+        ("needs_more:Adapter", "cannot import needs_more (symphony_test_missing_dependency is missing)"),
+        ("json:no_such_factory", "json has no callable 'no_such_factory'"),
+        ("no_such_module:Adapter", "no module no_such_module in this installation"),
+        ("no-colon", "--adapter must look like package.module:Factory"),
+    ):
+        failed = subprocess.run(
+            [*serve_command(), "bench", "--adapter", spec], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert failed.returncode == 3 and message in failed.stderr, (spec, failed.stderr)
+
 
 def test_ray_backend_gives_the_same_results_layout(
     stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -56,6 +56,8 @@ def load_adapter(spec: str) -> Adapter:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         missing = exc.name or module_name
+        if module_name == missing or module_name.startswith(f"{missing}."):
+            raise BenchmarkUnavailable(f"no module {module_name} in this installation (from {spec!r})") from exc
         how = f": {install}" if install else ""
         raise BenchmarkUnavailable(f"cannot import {module_name} ({missing} is missing){how}") from exc
     factory = getattr(module, attribute, None)
