@@ -340,9 +340,11 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
         ("json:no_such_factory", "json has no callable 'no_such_factory'"),
         ("no_such_module:Adapter", "no module no_such_module in this installation"),
         ("no-colon", "--adapter must look like package.module:Factory"),
+        ("tests.test_bench_runner:FileTasks --parallel 0", "--parallel must be at least 1"),
+        ("tests.test_bench_runner:FileTasks --ray-address auto", "--ray-address needs --backend ray"),
     ):
         failed = subprocess.run(
-            [*serve_command(), "bench", "--adapter", spec], env=env, capture_output=True, text=True, timeout=60
+            [*serve_command(), "bench", "--adapter", *spec.split()], env=env, capture_output=True, text=True, timeout=60
         )
         assert failed.returncode == 3 and message in failed.stderr, (spec, failed.stderr)
 

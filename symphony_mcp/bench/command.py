@@ -40,6 +40,12 @@ class BenchRequest:
     quiet: bool = False
     server_args: tuple[str, ...] = ()  # e.g. ("--config", path) for every spawned server
 
+    def __post_init__(self) -> None:
+        if self.parallel < 1:
+            raise ValueError(f"--parallel must be at least 1 (environments at once), got {self.parallel}")
+        if self.ray_address and self.backend != "ray":
+            raise ValueError("--ray-address needs --backend ray")
+
 
 def results_root(settings: Settings) -> Path:
     return settings.orchestrator.results_dir.expanduser().resolve()
