@@ -246,6 +246,11 @@ def test_kill_and_resume_runs_only_unfinished_tasks(stand_in: StandInModel, tmp_
     assert "files: 6/7 succeeded" in out
     page = Path(out.strip().splitlines()[-1])
     assert page == results / "files" / "report" / "index.html"
+    page.unlink()
+    rewritten = subprocess.run(
+        [*serve_command(), "report", str(results)], env=base_env(), capture_output=True, text=True, timeout=60
+    )  # the results root: each benchmark folder in it gets its page
+    assert rewritten.returncode == 0 and rewritten.stdout.split() == [str(page)], rewritten.stderr
     check_report(page)
 
 
