@@ -21,7 +21,7 @@ import pytest
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import RECORD, find_task_user
-from symphony_mcp.bench.osworld.adapter import OsWorldError
+from symphony_mcp.bench.osworld.adapter import OSWorldError
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
 from symphony_mcp.bench.results import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
@@ -97,6 +97,7 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str) -> 
     # Without the account, every runnable task says how to make it.
     nobody = Host(None, "the task account 'user' does not exist: create it", lambda _: True, False, True)
     assert skip_reason(tasks["e0df059f"], nobody) == "the task account 'user' does not exist: create it"
+    assert skip_reason(tasks["3ce045a0"], nobody) == "needs GNOME (gsettings / GNOME Shell)"  # the task's own first
 
 
 @needs_desktop_env
@@ -107,7 +108,7 @@ def test_adapter_lists_the_default_subset_and_selections(monkeypatch: pytest.Mon
     assert task.benchmark == "osworld" and task.instruction and "Python3" in task.instruction
     assert adapter.list_tasks(TaskFilter(domains=("chrome",))) == []
     monkeypatch.delenv("OSWORLD_TASKS", raising=False)
-    with pytest.raises(OsWorldError, match="set OSWORLD_TASKS to OSWorld's evaluation_examples/examples"):
+    with pytest.raises(OSWorldError, match="set OSWORLD_TASKS to OSWorld's evaluation_examples/examples"):
         OSWorldAdapter().list_tasks(TaskFilter())
     monkeypatch.setenv("OSWORLD_TASKS", str(TASKS))
     assert len(OSWorldAdapter().list_tasks(TaskFilter(everything=True))) == 31

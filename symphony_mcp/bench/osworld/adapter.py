@@ -36,7 +36,7 @@ CACHE_FOLDER = "osworld-cache"
 TASKS_VARIABLE = "OSWORLD_TASKS"  # the task folder when none is given (the registry's factory takes no arguments)
 
 
-class OsWorldError(SymphonyError):
+class OSWorldError(SymphonyError):
     """The adapter cannot prepare or score a task (no task account, a skipped task, a fatal setup step)."""
 
 
@@ -60,7 +60,7 @@ class OSWorldAdapter:
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         if self.tasks_dir is None:
-            raise OsWorldError(
+            raise OSWorldError(
                 f"no OSWorld task folder: set {TASKS_VARIABLE} to OSWorld's evaluation_examples/examples "
                 "folder (or one domain's folder)"
             )
@@ -79,7 +79,7 @@ class OSWorldAdapter:
 
     async def reset(self, environment: Environment, task: BenchTask) -> str:
         if task.skip_reason:
-            raise OsWorldError(f"task {task.task_id} cannot run here: {task.skip_reason}")
+            raise OSWorldError(f"task {task.task_id} cannot run here: {task.skip_reason}")
         runner = self._runner(environment, task)
         await self._take_home(environment.name)
         await anyio.to_thread.run_sync(self._prepare, runner, task)
@@ -128,8 +128,8 @@ class OSWorldAdapter:
         cache = environment.workdir / CACHE_FOLDER / task.task_id
         runner = self._runners.get(environment.name)
         if runner is None:
-            runner = SetupRunner(self._user(), environment.display, cache, _screen_size(environment.display))
-            runner.open_timeout = self.open_timeout
+            size = _screen_size(environment.display)
+            runner = SetupRunner(self._user(), environment.display, cache, size, self.open_timeout)
             self._runners[environment.name] = runner
         runner.cache_dir = cache
         return runner
@@ -137,7 +137,7 @@ class OSWorldAdapter:
     def _user(self) -> TaskUser:
         found = find_task_user(self.user_name, self.password)
         if isinstance(found, str):
-            raise OsWorldError(found)
+            raise OSWorldError(found)
         return found
 
 

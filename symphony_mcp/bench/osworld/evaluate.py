@@ -56,12 +56,13 @@ def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool)
     conj = evaluator.get("conj", "and")
     values: list[float] = []
     details: list[str] = []
-    for metric in metrics_of(evaluator):
+    metrics = metrics_of(evaluator)
+    for metric in metrics:
         try:
             result = _get(context, metric.result)
         except FileNotFoundError as exc:
             details.append(f"{metric.func}: result file not found ({exc})")
-            if conj == "and" or len(metrics_of(evaluator)) == 1:
+            if conj == "and" or len(metrics) == 1:
                 return Score(value=0.0, detail="; ".join(details))
             result = None
         function = load_metric(metric.func)

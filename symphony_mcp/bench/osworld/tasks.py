@@ -9,6 +9,7 @@ metric this adapter or desktop-env does not provide.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -28,11 +29,12 @@ from symphony_mcp.bench.types import BenchTask
 BENCHMARK = "osworld"
 NETWORK_STEPS = frozenset({"download", "googledrive", "login", "proxy", "upload_file", "change_wallpaper"})
 NETWORK_GETTERS = frozenset({"cloud_file", "googledrive_file", "pdf_from_url", "info_from_website"})
+URL = re.compile(r"https?://")
 # (pattern in a command, reason): what OSWorld's Ubuntu image has and this desktop does not.
 COMMAND_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bgsettings\b|\bgnome-|org\.gnome|/run/user/\d+/bus"), "needs GNOME (gsettings / GNOME Shell)"),
     (re.compile(r"\b(apt-get|apt|snap|pip3?)\s+(-\S+\s+)*install\b"), "needs the network (installs packages)"),
-    (re.compile(r"https?://"), "needs the network (a URL in a command)"),
+    (URL, "needs the network (a URL in a command)"),
     (re.compile(r"\bpactl\b|\bpulseaudio\b"), "needs PulseAudio (pactl), not running here"),
 )
 SYSTEMD_PROGRAMS = re.compile(r"\b(timedatectl|loginctl|systemctl|hostnamectl|localectl)\b")
@@ -43,10 +45,35 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
         lambda: Path("/usr/share/doc/gnome-mahjongg").exists(),
         "uninstalls GNOME Mahjongg, which OSWorld's image has and this machine does not (doing nothing would pass)",
     ),
+    "e1fc0df3-c8b9-4ee7-864c-d0b590d3aa56": (lambda: False, "installs a LibreOffice extension from the network"),
     "ae039631-2b12-4637-84f6-c67d51511be3": (
         lambda: Path("/usr/share/applications/firefox.desktop").exists(),
         "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
     ),
+}
+# The apps a task names in related_apps, and the program it needs for them (None: proprietary, not on Linux).
+APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
+    "chrome": ("google-chrome", "Google Chrome (proprietary)"),
+    "browser": ("google-chrome", "Google Chrome (proprietary)"),
+    "gimp": ("gimp", "GIMP"),
+    "vscode": ("code", "Visual Studio Code (proprietary build)"),
+    "vs_code": ("code", "Visual Studio Code (proprietary build)"),
+    "thunderbird": ("thunderbird", "Thunderbird"),
+    "vlc": ("vlc", "VLC"),
+    "ubuntu_media_player": ("totem", "the GNOME video player"),
+    "libreoffice_calc": ("libreoffice", "LibreOffice"),
+    "libreoffice calc": ("libreoffice", "LibreOffice"),
+    "libreoffice_impress": ("libreoffice", "LibreOffice"),
+    "libreoffice_writer": ("libreoffice", "LibreOffice"),
+    "libreoffice": ("libreoffice", "LibreOffice"),
+    "calc": ("libreoffice", "LibreOffice"),
+    "writer": ("libreoffice", "LibreOffice"),
+    "excel": (None, "Microsoft Excel (proprietary)"),
+    "msoffice_excel": (None, "Microsoft Excel (proprietary)"),
+    "word": (None, "Microsoft Word (proprietary)"),
+    "ppt": (None, "Microsoft PowerPoint (proprietary)"),
+    "powerpoint": (None, "Microsoft PowerPoint (proprietary)"),
+    "picard": ("picard", "MusicBrainz Picard"),
 }
 GETTER_NEEDS = {
     "vm_terminal_output": "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal)",
@@ -67,8 +94,6 @@ class Host:
 
     @classmethod
     def here(cls, user: TaskUser | str) -> Host:
-        import importlib.util
-
         return cls(
             user=user if isinstance(user, TaskUser) else None,
             user_problem=user if isinstance(user, str) else "",
@@ -127,6 +152,14 @@ def skip_reason(task: dict[str, Any], host: Host) -> str | None:
     assumption = IMAGE_ASSUMPTIONS.get(task["id"])
     if assumption is not None and not assumption[0]():
         return assumption[1]
+    if URL.search(str(task.get("instruction", ""))):
+        return "needs the network (the instruction names a URL)"
+    for app in task.get("related_apps", []):
+        program, name = APP_PROGRAMS.get(str(app).lower(), ("", ""))
+        if program is None:
+            return f"needs {name}"
+        if program and not host.programs(program):
+            return f"needs {name}, which is not installed here"
     steps = [*task.get("config", []), *evaluator.get("postconfig", [])]
     for reason in _step_reasons(steps, host):
         return reason
@@ -134,13 +167,18 @@ def skip_reason(task: dict[str, Any], host: Host) -> str | None:
     if not infeasible:
         for reason in _evaluator_reasons(evaluator, host):
             return reason
+    commands = [c for c in _commands(steps) if not is_pyautogui(c)]
+    if not infeasible:
+        commands += list(_getter_commands(evaluator))
+    for reason in _command_reasons(commands, host):
+        return reason
     if host.user is None:
         return host.user_problem
-    commands = list(_commands(steps))
-    if not infeasible:
-        commands += [c for c in _getter_commands(evaluator)]
-    for reason in _command_reasons(commands, host, infeasible):
-        return reason
+    if not infeasible and not host.sudo and any(re.search(r"\bsudo\b", _text(c)) for c in commands):
+        return (
+            "runs sudo as the task user: install sudo and create the account with scripts/osworld-user.sh "
+            "(it puts the user in group sudo)"
+        )
     return None
 
 
@@ -184,31 +222,27 @@ def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
             yield str(exc)
 
 
-def _command_reasons(commands: list[str | list[str]], host: Host, infeasible: bool) -> Iterator[str]:
+def _command_reasons(commands: list[str | list[str]], host: Host) -> Iterator[str]:
     for command in commands:
-        if is_pyautogui(command):
-            continue
-        text = command if isinstance(command, str) else " ".join(command)
+        text = _text(command)
         for pattern, reason in COMMAND_NEEDS:
             if pattern.search(text):
                 yield reason
         if SYSTEMD_PROGRAMS.search(text) and not host.systemd:
             yield "needs systemd (timedatectl, loginctl...), which is not running here"
-        if re.search(r"\bsudo\b", text) and not host.sudo and not infeasible:
-            yield (
-                "runs sudo as the task user: install sudo and create the account with scripts/osworld-user.sh "
-                "(it puts the user in group sudo)"
-            )
         if isinstance(command, list) and command and not host.programs(command[0]):
             yield f"runs {command[0]}, which is not installed here"
+
+
+def _text(command: str | list[str]) -> str:
+    return command if isinstance(command, str) else " ".join(command)
 
 
 def _commands(steps: list[dict[str, Any]]) -> Iterator[str | list[str]]:
     for step in steps:
         parameters = step.get("parameters", {})
-        for key in ("command",):
-            if parameters.get(key):
-                yield parameters[key]
+        if parameters.get("command"):
+            yield parameters["command"]
         check = (parameters.get("verification") or {}).get("command_success")
         if check:
             yield check
