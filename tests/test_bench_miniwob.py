@@ -12,6 +12,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import mss
 import pytest
 from rich.console import Console
 
@@ -19,7 +20,7 @@ from symphony_mcp.bench.command import BenchRequest, run_bench
 from symphony_mcp.bench.miniwob import DEFAULT_SUBSET, MiniWobAdapter
 from symphony_mcp.bench.miniwob.adapter import PROFILE_DIR
 from symphony_mcp.bench.miniwob.tasks import html_directory
-from symphony_mcp.bench.miniwob.window import processes_of
+from symphony_mcp.bench.miniwob.window import fitted_zoom, processes_of
 from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
 from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.connection import SpawnServer
@@ -49,6 +50,8 @@ def test_task_list_default_subset_seeds_and_ids() -> None:
         adapter.list_tasks(TaskFilter(task_ids=("click-button",)))
     with pytest.raises(ValueError, match="zoom must be between"):
         MiniWobAdapter(zoom=9)
+    assert fitted_zoom(4, (1920, 1080)) == 4  # the page (325x210 CSS px) fits at 1300x840
+    assert fitted_zoom(4, (1280, 800)) == 3.8  # 210 x 3.8 = 798 px high
 
 
 @pytest.mark.anyio
@@ -61,6 +64,8 @@ async def test_seeded_episodes_unfinished_and_closed_windows_score_zero(xdisplay
         await adapter.setup(environment)
         first = await adapter.reset(environment, task)
         assert first.startswith('Click on the "') and first.endswith('" button.')
+        with mss.MSS(display=xdisplay.name) as screen:  # reset returns once the screen shows the started episode
+            assert screen.grab({"left": 40, "top": 40, "width": 1, "height": 1}).pixel(0, 0) == (255, 255, 0)
         assert await adapter.reset(environment, task) == first  # the same seed, the same episode
         others = adapter.list_tasks(TaskFilter(task_ids=tuple(f"click-button.seed-{n}" for n in range(6))))
         assert len({await adapter.reset(environment, other) for other in others}) > 1

@@ -7,7 +7,7 @@ from pathlib import Path
 from playwright.async_api import Playwright, async_playwright
 
 from symphony_mcp.bench.miniwob.tasks import BENCHMARK, html_directory, select
-from symphony_mcp.bench.miniwob.window import EpisodeResult, TaskWindow, TaskWindowError
+from symphony_mcp.bench.miniwob.window import EpisodeResult, TaskWindow, TaskWindowError, fitted_zoom, screen_size
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.config import SearchSettings
 from symphony_mcp.errors import InvalidInputError
@@ -27,7 +27,8 @@ class MiniWobAdapter:
     """MiniWoB++'s HTML tasks in a real Chromium window on each environment's display.
 
     `seeds`: the episodes per task listed by default (seed 0..seeds-1; any seed can be asked for by id).
-    `zoom`: Chromium's device scale factor, so the tiny task area is legible in screenshots.
+    `zoom`: Chromium's device scale factor, so the tiny task area is legible in screenshots (lowered on a screen
+    too small to show the whole page at it: at most 3.8 on 1280x800).
     `browser`: the Chromium executable (default: as for tutorial search, the OS package's real binary).
     """
 
@@ -66,7 +67,8 @@ class MiniWobAdapter:
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         executable = chromium_executable(SearchSettings(browser=self.browser))
-        window = TaskWindow(executable, environment.display, environment.workdir / PROFILE_DIR, self.zoom)
+        zoom = fitted_zoom(self.zoom, screen_size(environment.display))
+        window = TaskWindow(executable, environment.display, environment.workdir / PROFILE_DIR, zoom)
         await window.start(self._playwright)
         self._windows[environment.name] = window
         return window

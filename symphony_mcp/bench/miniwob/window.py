@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -19,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mss
 from playwright.async_api import Browser, Page, Playwright
 from playwright.async_api import Error as PlaywrightError
+from Xlib.display import Display
+from Xlib.error import DisplayError as XError
 
 from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
@@ -30,14 +34,17 @@ from symphony_mcp.search.chromium import LAUNCH_ARGS
 # agent's doing, not by MiniWoB's 10-30 s timer, which is meant for a policy acting every few milliseconds.
 EPISODE_MAX_MS = 24 * 3600 * 1000
 START_TIMEOUT = 30.0
+PAGE_CSS = (325, 210)  # MiniWoB's task (160x210) and its reward column beside it, in CSS px
 
-# Seed, start the episode, and make the START cover inert: after the episode ends MiniWoB shows the cover again and
-# a click on it would start a new episode, resetting WOB_DONE_GLOBAL and the reward the agent earned.
+# Seed, start the episode, and make the START cover inert (and its own colour again): after the episode ends MiniWoB
+# shows the cover again and a click on it would start a new episode, resetting WOB_DONE_GLOBAL and the reward the
+# agent earned.
 _START_EPISODE = """([seed, maxMs]) => {
   core.EPISODE_MAX_TIME = maxMs;
   Math.seedrandom(seed);
   core.startEpisodeReal();
   core.cover_div.onclick = null;
+  core.cover_div.style.backgroundColor = '';
   window.SYMPHONY_SEED = seed;
   return core.getUtterance();
 }"""
@@ -45,7 +52,8 @@ _READ_REWARD = """() => ({
   seed: window.SYMPHONY_SEED === undefined ? null : window.SYMPHONY_SEED,
   done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL, reward: WOB_REWARD_GLOBAL, reason: WOB_REWARD_REASON,
 })"""
-_PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+MARKER = (1, 2, 3)  # the START cover's colour while an episode is being started (open_episode)
+_MARK_COVER = "color => { core.cover_div.style.backgroundColor = color; }"
 # The kiosk window fills the screen once the window manager has made it full-screen.
 _FULL_SCREEN = "() => innerWidth >= screen.width && innerHeight >= screen.height"  # CSS px, both
 
@@ -60,6 +68,25 @@ class EpisodeResult:
     raw_reward: float
     reward: float  # MiniWoB's time-discounted reward (meaningless with EPISODE_MAX_MS; kept for the record)
     reason: str | None
+
+
+def fitted_zoom(zoom: float, screen: tuple[int, int]) -> float:
+    """`zoom`, or the largest that still shows the whole page on a screen of `screen` pixels (e.g. 1280x800)."""
+    fits = min(screen[0] / PAGE_CSS[0], screen[1] / PAGE_CSS[1])
+    return zoom if zoom <= fits else math.floor(fits * 100) / 100
+
+
+def screen_size(display: str) -> tuple[int, int]:
+    """The X screen's size in pixels."""
+    try:
+        connection = Display(display)
+    except (XError, OSError) as exc:
+        raise TaskWindowError(f"cannot open display {display} for the task window: {exc}") from None
+    try:
+        screen = connection.screen()
+        return screen.width_in_pixels, screen.height_in_pixels
+    finally:
+        connection.close()
 
 
 class TaskWindow:
@@ -146,17 +173,36 @@ class TaskWindow:
         return self._page
 
     async def open_episode(self, url: str, seed: int) -> str:
-        """Load a task page, start its episode with `seed`; the utterance, once painted."""
+        """Load a task page and start its episode with `seed`; returns the utterance once the X screen shows it.
+
+        Chromium paints to the X window a moment after the page's own frame, and under load a screenshot taken
+        right away showed the previous task. So the new page's START cover is first given a colour nothing else
+        has (MARKER) and seen on the screen, then the episode is started and the marker seen gone.
+        """
         try:
             await self.page.goto(url, wait_until="load", timeout=START_TIMEOUT * 1000)
             await self._wait("() => typeof core === 'object' && core.cover_div !== null", "MiniWoB's start screen")
+            await self.page.bring_to_front()
+            await self.page.evaluate(_MARK_COVER, f"rgb{MARKER}")
+            await self._on_screen(True, "the task page")
             utterance: str = await self.page.evaluate(_START_EPISODE, [seed, EPISODE_MAX_MS])
             await self._wait("() => WOB_TASK_READY === true", "the task to be ready")
-            await self.page.bring_to_front()
-            await self.page.evaluate(_PAINTED)
+            await self._on_screen(False, "the started episode")
         except PlaywrightError as exc:
             raise TaskWindowError(f"could not start the episode at {url}: {exc.message.splitlines()[0]}") from None
         return utterance
+
+    async def _on_screen(self, marked: bool, what: str) -> None:
+        """Wait until the X screen shows the START cover in MARKER's colour (marked) or no longer (not marked)."""
+        spot = {"left": round(10 * self.zoom), "top": round(10 * self.zoom), "width": 1, "height": 1}  # off the text
+        deadline = time.monotonic() + START_TIMEOUT
+        with mss.MSS(display=self.display) as screen:
+            while (screen.grab(spot).pixel(0, 0) == MARKER) != marked:
+                if time.monotonic() > deadline:
+                    raise TaskWindowError(
+                        f"the screen of {self.display} did not show {what} within {START_TIMEOUT:g} s"
+                    )
+                await asyncio.sleep(0.01)
 
     async def read_episode(self, url: str, seed: int) -> EpisodeResult | str:
         """The episode's result from the page, or why it cannot be read (the page was left or reloaded)."""
