@@ -22,11 +22,14 @@ from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import RECORD, find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
+from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
 from symphony_mcp.bench.results import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation, TaskFilter
 from symphony_mcp.config import Settings, load_settings
+from symphony_mcp.desktop.types import WindowInfo
+from symphony_mcp.desktop.x11_windows import X11WindowManager
 from testkit.model_server import ModelRequest, StandInModel
 from tests.conftest import wait_for
 from tests.test_orchestrator import PLANNER, act
@@ -129,6 +132,94 @@ def test_metrics_load_one_module_without_torch_and_print_nothing_to_stdout() -> 
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # the metrics' own prints went to stderr
     assert done.stderr.endswith("(1.0, 1.0) []")
+
+
+def windows(display: str) -> list[WindowInfo]:
+    manager = X11WindowManager(display)
+    try:
+        return manager.list_windows()
+    finally:
+        manager.close()
+
+
+def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
+    task_user: str, xdisplay: Any, tmp_path: Path
+) -> None:
+    user = find_task_user(task_user, "password")
+    assert not isinstance(user, str), user
+    user.restore_home()
+    runner = SetupRunner(user, xdisplay.name, tmp_path / "cache", (1920, 1080), open_timeout=20)
+    try:
+        # execute: placeholders filled, as `user` in its home, stdout saved into the task's cache; a failing
+        # command does not stop the setup (OSWorld logs it); `until` runs the command again until it matches.
+        counter = "n=$(cat ~/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ~/n; [ $n -ge 3 ] && echo ready"
+        runner.run(
+            [
+                {
+                    "type": "execute",
+                    "parameters": {
+                        "command": "echo {SCREEN_WIDTH_HALF} $(whoami) $PWD",
+                        "shell": True,
+                        "stdout": "who.txt",
+                    },
+                },
+                {"type": "command", "parameters": {"command": ["false"]}},
+                {"type": "execute", "parameters": {"command": counter, "shell": True, "until": {"stdout": "ready"}}},
+                {"type": "execute", "parameters": {"command": ["touch", "~/Desktop/made"]}},
+            ]
+        )
+        assert (tmp_path / "cache" / "who.txt").read_text() == "960 user /home/user\n"
+        assert (user.home / "n").read_text() == "3\n"
+        assert (user.home / "Desktop" / "made").stat().st_uid == user.uid  # ~/ expanded, made by `user`
+        # launch (not waited for), then a verification that waits for its window; activate_window matches a
+        # part of the title whatever its case, close_window the whole title (strict).
+        runner.run(
+            [
+                {"type": "launch", "parameters": {"command": ["xterm", "-T", "OSWorld Probe", "-e", "sleep", "600"]}},
+                {
+                    "type": "execute_with_verification",
+                    "parameters": {"command": ["true"], "verification": {"window_exists": "OSWorld Probe"}},
+                },
+                {"type": "activate_window", "parameters": {"window_name": "osworld probe"}},
+            ]
+        )
+        probe = next(w for w in windows(xdisplay.name) if w.title == "OSWorld Probe")
+        assert probe.active
+        runner.run([{"type": "close_window", "parameters": {"window_name": "OSWorld Probe", "strict": True}}])
+        wait_for(lambda: all(w.title != "OSWorld Probe" for w in windows(xdisplay.name)))
+        # open: xdg-open as `user` (its own default app for text, a terminal titled with the file), then the
+        # window whose title holds the file name is waited for and activated.
+        viewer = "[Desktop Entry]\nType=Application\nName=Viewer\nExec=xterm -T %f -e sleep 600\nMimeType=text/plain;\n"
+        (user.home / ".local/share/applications").mkdir(parents=True)
+        (user.home / ".local/share/applications/viewer.desktop").write_text(viewer)
+        (user.home / ".config").mkdir(exist_ok=True)
+        (user.home / ".config/mimeapps.list").write_text("[Default Applications]\ntext/plain=viewer.desktop\n")
+        (user.home / "Desktop/notes.txt").write_text("notes\n")
+        runner.run([{"type": "open", "parameters": {"path": "~/Desktop/notes.txt"}}])
+        assert any(w.title.endswith("notes.txt") and w.active for w in windows(xdisplay.name))
+        # Steps OSWorld treats as fatal, and unknown ones, stop the setup with the reason.
+        with pytest.raises(SetupError, match=r"did not pass within 0\.5 s"):
+            runner.run(
+                [
+                    {
+                        "type": "execute_with_verification",
+                        "parameters": {
+                            "command": ["true"],
+                            "verification": {"window_exists": "No Such Window"},
+                            "max_wait_time": 0.5,
+                            "check_interval": 0.1,
+                        },
+                    }
+                ]
+            )
+        with pytest.raises(SetupError, match="step 1: unknown type 'chrome_open_tabs'"):
+            runner.run([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["about:blank"]}}])
+        with pytest.raises(SetupError, match=r"application or file not found: ~/Desktop/absent\.txt"):
+            runner.run([{"type": "open", "parameters": {"path": "~/Desktop/absent.txt"}}])
+    finally:
+        runner.end_launched()
+    # The launched terminal and xdg-open's viewer (launched by the open step) are ended with their sessions.
+    wait_for(lambda: subprocess.run(["pgrep", "-u", "user"], capture_output=True).returncode == 1)
 
 
 # End to end through the runner and the real orchestrator loop.
