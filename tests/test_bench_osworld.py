@@ -9,14 +9,17 @@ process is root and it did not exist); without root or desktop-env the tests tha
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
@@ -41,6 +44,8 @@ SCRIPT = ROOT / "scripts" / "osworld-user.sh"
 RENAME = "e0df059f-28a6-4169-924f-b9623e7184cc"  # rename ~/Desktop/todo_list_Jan_1 (made by sudo) to ..._Jan_2
 PYTHON3 = "c288e301-e626-4b98-a1ab-159dcb162af5"  # infeasible: no setup
 HIERARCHY = "4783cc41-c03c-4e1b-89b4-50658f642bd5"  # infeasible: mkdir setup, pyautogui clicks, activate_window
+TRASH = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"  # download a poster, `gio trash` it; restore it (exact_match)
+PHOTOS = "23393935-50c7-4a86-aeea-2b78fd089c5c"  # downloads in photos/...; copy the .jpg (check_moved_jpgs)
 HAS_DESKTOP_ENV = subprocess.run([sys.executable, "-c", "import desktop_env"], capture_output=True).returncode == 0
 needs_desktop_env = pytest.mark.skipif(
     not HAS_DESKTOP_ENV, reason="desktop-env is not installed (scripts/install.sh --dev installs it with --no-deps)"
@@ -78,14 +83,14 @@ def host(sudo: bool = True, systemd: bool = False, missing: tuple[str, ...] = ()
 
 
 @needs_desktop_env
-def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str) -> None:
+def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp_path: Path) -> None:
     tasks = {t["id"][:8]: t for t in load_tasks(TASKS)}
     assert len(tasks) == 31 and {t["_domain"] for t in tasks.values()} == {"os"}
     here = host(sudo=True)
     reasons = {key: skip_reason(task, here) for key, task in tasks.items()}
     runnable = sorted(key for key, reason in reasons.items() if reason is None)
     assert runnable == ["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f"]
-    assert reasons["0b35aee5"] == "needs the network (a download step)"
+    assert reasons["0b35aee5"] == "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE)"
     assert reasons["13584542"] and "GNOME Terminal" in reasons["13584542"]
     assert reasons["3ce045a0"] == "needs GNOME (gsettings / GNOME Shell)"
     assert reasons["28cc3b7e"] and "PulseAudio" in reasons["28cc3b7e"]
@@ -97,6 +102,11 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str) -> 
     assert "sudo" in (skip_reason(tasks["e0df059f"], host(sudo=False)) or "")
     assert skip_reason(tasks["a462a795"], host(sudo=False)) is None  # infeasible: its setup's outcome is not scored
     assert skip_reason(tasks["b6781586"], host(systemd=True)) is None
+    # With a copy of OSWorld's download cache, tasks that only download files run offline.
+    assert reasons["5ea617a3"] == "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE)"
+    cached = Host(here.user, "", here.programs, False, True, offline_cache(tmp_path, TASKS / "os" / f"{TRASH}.json"))
+    assert skip_reason(tasks["5ea617a3"], cached) is None
+    assert skip_reason(tasks["23393935"], cached) is not None  # its files are not in that copy
     # Without the account, every runnable task says how to make it.
     nobody = Host(None, "the task account 'user' does not exist: create it", lambda _: True, False, True)
     assert skip_reason(tasks["e0df059f"], nobody) == "the task account 'user' does not exist: create it"
@@ -266,29 +276,46 @@ async def run(adapter: OSWorldAdapter, settings: Settings, results: Path, *ids: 
     return evaluations
 
 
-def rename_in_xterm(target: str) -> list[Answer]:
-    """Open a terminal, type the rename, press Enter; say done once the screen would show it (the directory
-    is there: a real planner would see the prompt come back)."""
-    desktop = "/home/user/Desktop"
-    renamed = Path(desktop) / target
+def in_xterm(command: str, finished: Path) -> list[Answer]:
+    """Open a terminal, type the command, press Enter; say done once the screen would show it has run (the
+    file it makes is there: a real planner would see the prompt come back)."""
 
     def done() -> str:
-        wait_for(renamed.is_dir, timeout=20)
-        return act("done()", "The directory is renamed.")
+        wait_for(finished.exists, timeout=20)
+        return act("done()", "The command has run.")
 
     return [
         act("open_app(target='xterm -e bash --norc --noprofile', wait_seconds=30)", "Open a terminal."),
-        act(f"type(text='mv {desktop}/todo_list_Jan_1 {desktop}/{target}')", "Type the rename."),
+        act(f"type(text={command!r})", "Type the command."),
         act('hotkey(keys=["enter"])', "Run it."),
         done,
     ]
+
+
+def rename_in_xterm(target: str) -> list[Answer]:
+    desktop = "/home/user/Desktop"
+    return in_xterm(f"mv {desktop}/todo_list_Jan_1 {desktop}/{target}", Path(desktop) / target)
+
+
+def offline_cache(folder: Path, *task_files: Path) -> Path:
+    """What OSWorld's harness leaves in cache/<task_id>/ after downloading a task's files, made here: small
+    images of each downloaded file's type under OSWorld's names (offline.download_copy)."""
+    for task_file in task_files:
+        task = json.loads(task_file.read_text())
+        for step in task["config"]:
+            for file in step["parameters"].get("files", []) if step["type"] == "download" else []:
+                name = f"{uuid.uuid5(uuid.NAMESPACE_URL, file['url'])}_{os.path.basename(file['path'])}"
+                (folder / task["id"]).mkdir(parents=True, exist_ok=True)
+                Image.new("RGB", (32, 24), "orange").save(folder / task["id"] / name)  # format from the name
+    return folder
 
 
 @needs_desktop_env
 async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     task_user: str, xdisplay: Any, stand_in: StandInModel, tmp_path: Path
 ) -> None:
-    adapter = OSWorldAdapter(TASKS)
+    cache = offline_cache(tmp_path / "cache", TASKS / "os" / f"{TRASH}.json", TASKS / "os" / f"{PHOTOS}.json")
+    adapter = OSWorldAdapter(TASKS, cache=cache)
     tasks: dict[str, BenchTask] = {t.task_id: t for t in adapter.list_tasks(TaskFilter())}
     if tasks[RENAME].skip_reason:
         pytest.skip(f"the rename task cannot run here: {tasks[RENAME].skip_reason}")
@@ -299,12 +326,23 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
 
     # The right end state, reached through the real server's tools (a terminal the planner opens and types
     # into): 1 by OSWorld's exact_match. An infeasible task: fail() scores 1; done() on another scores 0.
+    trash, desktop = "/home/user/.local/share/Trash/files", "/home/user/Desktop"
     agent.plans = {
         RENAME: rename_in_xterm("todo_list_Jan_2"),
         PYTHON3: [act('fail(reason="Ubuntu keeps python3 as python3; changing the default breaks the system")')],
         HIERARCHY: [act("done()")],
+        TRASH: in_xterm(f"mv {trash}/poster_party_night.webp {desktop}/", Path(desktop, "poster_party_night.webp")),
+        PHOTOS: in_xterm(
+            f"find {desktop}/photos -name '*.jpg' -exec cp {{}} {desktop}/cpjpg/ \\; ; touch /tmp/osworld-copied",
+            Path("/tmp/osworld-copied"),
+        ),
     }
-    scored = await run(adapter, settings, results, RENAME, PYTHON3, HIERARCHY)
+    Path("/tmp/osworld-copied").unlink(missing_ok=True)
+    scored = await run(adapter, settings, results, RENAME, PYTHON3, HIERARCHY, TRASH, PHOTOS)
+    # Two tasks made runnable by the offline copy of OSWorld's download cache: the poster restored from the
+    # trash (exact_match on a shell test), the .jpg files copied (check_moved_jpgs on list_directory's tree).
+    assert (scored[TRASH].score, scored[PHOTOS].score) == (1.0, 1.0), (scored[TRASH], scored[PHOTOS])
+    assert "check_moved_jpgs({'type': 'directory', 'name': 'cpjpg'" in scored[PHOTOS].detail
     assert (scored[RENAME].score, scored[RENAME].outcome) == (1.0, "success"), scored[RENAME]
     assert "exact_match('Directory exists.\\n') = 1" in scored[RENAME].detail
     assert scored[RENAME].steps == 4 and scored[RENAME].failure is None
@@ -315,10 +353,16 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     # Doing nothing scores 0 (the home was put back: the last run's rename is gone); a scripted failure (the
     # wrong name) scores 0; an infeasible task whose run only ran out of steps scores 0, and fail() on a
     # feasible task scores 0 as in OSWorld.
-    agent.plans = {RENAME: [act("done()")], HIERARCHY: [act('fail(reason="The variables are not set")')]}
-    scored = await run(adapter, settings, results, RENAME, HIERARCHY)
+    agent.plans = {
+        RENAME: [act("done()")],
+        HIERARCHY: [act('fail(reason="The variables are not set")')],
+        TRASH: [act("done()")],
+        PHOTOS: [act("done()")],
+    }
+    scored = await run(adapter, settings, results, RENAME, HIERARCHY, TRASH, PHOTOS)
     assert scored[RENAME].score == 0.0 and "Directory does not exist." in scored[RENAME].detail
     assert scored[HIERARCHY].score == 1.0
+    assert (scored[TRASH].score, scored[PHOTOS].score) == (0.0, 0.0), (scored[TRASH], scored[PHOTOS])
 
     agent.plans = {RENAME: rename_in_xterm("todo_list_Jan_3")}
     scored = await run(adapter, settings, results, RENAME)

@@ -6,7 +6,8 @@
 Per task: reset puts the task user's home back (as OSWorld reverts its VM), ends what the last task's
 setup launched, and runs the task's `config` steps as the task user on the environment's display; the
 agent (the bundled orchestrator, its server running as the invoking user) does the task; evaluate runs the
-postconfig and OSWorld's getters and metric functions. The default selection is the `os` domain.
+postconfig and OSWorld's getters and metric functions. The default selection is the `os` domain. Files a
+task downloads come from a copy of OSWorld's cache (`cache`, or OSWORLD_CACHE; offline.py), never the network.
 
 All environments share the one task account and its home, so their tasks take turns: an environment holds
 the home from its reset to its evaluate (or its next reset, or teardown), and the others wait. Across
@@ -23,6 +24,7 @@ import anyio.to_thread
 
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
 from symphony_mcp.bench.osworld.evaluate import evaluate
+from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.osworld.tasks import BENCHMARK, Host, load_tasks, to_bench_task
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
@@ -50,9 +52,12 @@ class OSWorldAdapter:
         user: str = "user",
         password: str = "password",
         open_timeout: float = 120.0,
+        cache: Path | None = None,
     ) -> None:
         folder = tasks_dir or os.environ.get(TASKS_VARIABLE)
         self.tasks_dir = Path(folder).expanduser() if folder else None
+        offline = cache or os.environ.get(CACHE_VARIABLE)
+        self.cache = Path(offline).expanduser() if offline else None  # a copy of OSWorld's download cache
         self.user_name, self.password, self.open_timeout = user, password, open_timeout
         self._runners: dict[str, SetupRunner] = {}
         self._home_owner: str | None = None
@@ -64,7 +69,7 @@ class OSWorldAdapter:
                 f"no OSWorld task folder: set {TASKS_VARIABLE} to OSWorld's evaluation_examples/examples "
                 "folder (or one domain's folder)"
             )
-        host = Host.here(find_task_user(self.user_name, self.password))
+        host = Host.here(find_task_user(self.user_name, self.password), self.cache)
         tasks = load_tasks(self.tasks_dir)
         if selection.task_ids:
             wanted = set(selection.task_ids)
@@ -129,9 +134,9 @@ class OSWorldAdapter:
         runner = self._runners.get(environment.name)
         if runner is None:
             size = _screen_size(environment.display)
-            runner = SetupRunner(self._user(), environment.display, cache, size, self.open_timeout)
+            runner = SetupRunner(self._user(), environment.display, cache, size, self.open_timeout, self.cache)
             self._runners[environment.name] = runner
-        runner.cache_dir = cache
+        runner.cache_dir, runner.task_id = cache, task.task_id
         return runner
 
     def _user(self) -> TaskUser:

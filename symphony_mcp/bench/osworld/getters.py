@@ -4,8 +4,9 @@ Same inputs and outputs as OSWorld's, where its getter asks the in-VM server, he
 answers: `vm_command_line` runs the command as the task user (commands.execute) and gives stdout, or None
 when the server would have failed; `vm_command_error` gives stderr; `vm_file` copies the file into the
 task's cache and gives that path (None when missing); `list_directory` gives the server's tree
-{type, name, children}; `cache_file` a file in the cache; `rule` the expected values as written. Getters
-that need GNOME Terminal, AT-SPI, Chrome, VLC or a download are not here: such tasks are listed as skipped.
+{type, name, children}; `cache_file` a file in the cache; `rule` the expected values as written;
+`cloud_file` the gold file from a copy of OSWorld's cache (offline.py), never the network. Getters that
+need GNOME Terminal, AT-SPI, Chrome or VLC are not here: such tasks are listed as skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import execute
+from symphony_mcp.bench.osworld.offline import cloud_copy
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class GetterContext:
     user: TaskUser
     display: str
     cache_dir: Path
+    task_id: str = ""
+    offline: Path | None = None  # a copy of OSWorld's download cache (offline.py)
 
 
 Getter = Callable[[GetterContext, dict[str, Any]], Any]
@@ -77,6 +81,23 @@ def get_vm_file(context: GetterContext, config: dict[str, Any]) -> str | list[st
     return given[0] if len(given) == 1 else given
 
 
+def get_cloud_file(context: GetterContext, config: dict[str, Any]) -> str | list[str]:
+    """OSWorld's gold file, from the copy of its cache (the network is never used)."""
+    multi = config.get("multi", False)
+    paths, dests = (list(config["path"]), list(config["dest"])) if multi else ([config["path"]], [config["dest"]])
+    gives = set(config.get("gives", [0]))
+    given = []
+    for index, (url, dest) in enumerate(zip(paths, dests, strict=True)):
+        source = cloud_copy(context.offline, context.task_id, dest)
+        if source is None:
+            raise FileNotFoundError(f"no offline copy of {url} as {dest} (OSWorld's cache)")
+        context.cache_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, context.cache_dir / dest)
+        if index in gives:
+            given.append(str(context.cache_dir / dest))
+    return given[0] if len(given) == 1 else given
+
+
 def get_cache_file(context: GetterContext, config: dict[str, Any]) -> str:
     path = context.cache_dir / config["path"]
     if not path.exists():
@@ -106,4 +127,5 @@ GETTERS: dict[str, Getter] = {
     "list_directory": get_list_directory,
     "vm_file": get_vm_file,
     "cache_file": get_cache_file,
+    "cloud_file": get_cloud_file,
 }

@@ -5,7 +5,8 @@ behaviour (commands.py): `execute`/`command` (placeholders {CLIENT_PASSWORD}, {S
 stdout/stderr saved into the task's cache when asked; `until` re-runs), `launch`, `open` (xdg-open, then
 wait for a window whose title holds the file name and activate it), `activate_window` / `close_window`
 (wmctrl's -a/-c matching: title contains the name, case-insensitively; `strict`: the whole title; `by_class`:
-the WM_CLASS), `sleep`, `execute_with_verification`. As in OSWorld, a failing command, launch or window
+the WM_CLASS), `sleep`, `execute_with_verification`, and `download` from a copy of OSWorld's cache
+(offline.py), never the network. As in OSWorld, a failing command, launch or window
 step is logged and the setup goes on; an `open` whose window never appears and a failed verification stop
 it (SetupError).
 """
@@ -23,13 +24,24 @@ from typing import Any
 
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import Command, CommandResult, execute, launch
+from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, download_copy, place
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.errors import SymphonyError
 
 log = logging.getLogger(__name__)
 SETUP_STEPS = frozenset(
-    {"execute", "command", "launch", "open", "activate_window", "close_window", "sleep", "execute_with_verification"}
+    {
+        "execute",
+        "command",
+        "launch",
+        "open",
+        "activate_window",
+        "close_window",
+        "sleep",
+        "execute_with_verification",
+        "download",
+    }
 )
 UNTIL_FAILURES = 5  # OSWorld gives up an `until` loop after this many failed requests
 UNTIL_SECONDS = 120.0  # ... and never stops while commands succeed without matching; here it does
@@ -50,7 +62,10 @@ class SetupRunner:
         cache_dir: Path,
         screen_size: tuple[int, int],
         open_timeout: float = 120.0,
+        offline: Path | None = None,
     ) -> None:
+        self.offline = offline  # a copy of OSWorld's download cache (offline.py)
+        self.task_id = ""
         self.user = user
         self.display = display
         self.cache_dir = cache_dir
@@ -159,6 +174,16 @@ class SetupRunner:
             log.warning("setup: no window matches %r; nothing closed", window_name)
             return
         self._windows(lambda manager: manager.request_close(window.id))
+
+    def _download(self, files: list[dict[str, str]]) -> None:
+        for file in files:
+            url, path = file.get("url", ""), file.get("path", "")
+            if not url or not path:
+                raise SetupError(f"invalid URL ({url!r}) or path ({path!r})")
+            source = download_copy(self.offline, self.task_id, url, path)
+            if source is None:
+                raise SetupError(f"no offline copy of {url} for {path} (OSWorld's cache, {CACHE_VARIABLE})")
+            place(self.user, source, path)
 
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)

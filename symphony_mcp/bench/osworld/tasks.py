@@ -1,10 +1,11 @@
 """OSWorld task JSONs: loading from a folder, and whether each can run on this machine (else why not).
 
 A task folder is OSWorld's `evaluation_examples/examples` (one sub-folder per domain) or one domain's
-folder. Every task is listed; one that cannot run here carries the reason: a download or cloud file (the
-network), GNOME (gsettings, GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app, a
-program or service this machine lacks, sudo for the task user, no evaluator, or a setup step, getter or
-metric this adapter or desktop-env does not provide.
+folder. Every task is listed; one that cannot run here carries the reason: a download or cloud file that
+is not in the offline copy of OSWorld's cache, a URL or a package install (the network), GNOME (gsettings,
+GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app, an app, program or service
+this machine lacks, sudo for the task user, no evaluator, or a setup step, getter or metric this adapter
+or desktop-env does not provide.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from symphony_mcp.bench.osworld.commands import is_pyautogui
 from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
 from symphony_mcp.bench.osworld.getters import GETTERS
 from symphony_mcp.bench.osworld.metrics import MetricUnavailable, load_metric
+from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, cloud_copy, download_copy
 from symphony_mcp.bench.osworld.setup import SETUP_STEPS
 from symphony_mcp.bench.types import BenchTask
 
 BENCHMARK = "osworld"
-NETWORK_STEPS = frozenset({"download", "googledrive", "login", "proxy", "upload_file", "change_wallpaper"})
-NETWORK_GETTERS = frozenset({"cloud_file", "googledrive_file", "pdf_from_url", "info_from_website"})
+NETWORK_STEPS = frozenset({"googledrive", "login", "proxy", "upload_file", "change_wallpaper"})
+NETWORK_GETTERS = frozenset({"googledrive_file", "pdf_from_url", "info_from_website"})
 URL = re.compile(r"https?://")
 # (pattern in a command, reason): what OSWorld's Ubuntu image has and this desktop does not.
 COMMAND_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -91,10 +93,12 @@ class Host:
     programs: Callable[[str], bool]
     systemd: bool
     pyautogui: bool
+    cache: Path | None = None  # a copy of OSWorld's download cache (offline.py)
 
     @classmethod
-    def here(cls, user: TaskUser | str) -> Host:
+    def here(cls, user: TaskUser | str, cache: Path | None = None) -> Host:
         return cls(
+            cache=cache,
             user=user if isinstance(user, TaskUser) else None,
             user_problem=user if isinstance(user, str) else "",
             programs=lambda name: shutil.which(name) is not None,
@@ -163,9 +167,11 @@ def skip_reason(task: dict[str, Any], host: Host) -> str | None:
     steps = [*task.get("config", []), *evaluator.get("postconfig", [])]
     for reason in _step_reasons(steps, host):
         return reason
+    for reason in _download_reasons(task["id"], steps, host):
+        return reason
     infeasible = func == INFEASIBLE
     if not infeasible:
-        for reason in _evaluator_reasons(evaluator, host):
+        for reason in _evaluator_reasons(task["id"], evaluator, host):
             return reason
     commands = [c for c in _commands(steps) if not is_pyautogui(c)]
     if not infeasible:
@@ -182,9 +188,20 @@ def skip_reason(task: dict[str, Any], host: Host) -> str | None:
     return None
 
 
+def _download_reasons(task_id: str, steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
+    for step in steps:
+        if step.get("type") != "download":
+            continue
+        for file in step.get("parameters", {}).get("files", []):
+            if download_copy(host.cache, task_id, file["url"], file["path"]) is None:
+                yield f"needs the network (a download step; offline: OSWorld's cache in {CACHE_VARIABLE})"
+
+
 def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
     for step in steps:
         kind = step.get("type")
+        if kind == "download":
+            continue
         if kind in NETWORK_STEPS:
             yield f"needs the network (a {kind} step)"
         elif kind not in SETUP_STEPS:
@@ -199,7 +216,7 @@ def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
                 yield f"launches {program}, which is not installed here"
 
 
-def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
+def _evaluator_reasons(task_id: str, evaluator: dict[str, Any], host: Host) -> Iterator[str]:
     try:
         metrics = metrics_of(evaluator)
     except (ValueError, TypeError) as exc:
@@ -210,7 +227,11 @@ def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
             if getter is None:
                 continue
             kind = getter.get("type")
-            if kind in NETWORK_GETTERS:
+            if kind == "cloud_file":
+                dests = getter["dest"] if getter.get("multi") else [getter["dest"]]
+                if any(cloud_copy(host.cache, task_id, d) is None for d in dests):
+                    yield f"needs the network (a cloud_file getter; offline: OSWorld's cache in {CACHE_VARIABLE})"
+            elif kind in NETWORK_GETTERS:
                 yield f"needs the network (the {kind} getter)"
             elif kind in GETTER_NEEDS:
                 yield GETTER_NEEDS[kind]
