@@ -113,6 +113,7 @@ def test_smoke_policy_solves_three_tasks_and_a_wrong_click_scores_zero(stand_in:
     assert (wrong["score"], wrong["outcome"], wrong["failure"]) == (0.0, "success", "scored_zero"), wrong
     assert wrong["detail"] == "raw reward -1", wrong
     assert evaluations["enter-text.seed-0"]["steps"] == 4  # tab, type, click Submit, done
+    assert evaluations["click-test.seed-0"]["steps"] == 3  # the click on START after the episode left its reward
     assert (summary.overall.finished, summary.overall.successes) == (4, 3)
     assert summary.overall.failures == {"scored_zero": 1}
     assert set(processes_named(PROFILE_DIR)) <= before  # no Chromium left behind
