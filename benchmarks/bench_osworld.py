@@ -2,7 +2,9 @@
 
 The bundled os tasks (tests/data/osworld, OSWorld's own JSONs) that run on this machine, on a real Xvfb at
 1920x1080 (OSWorld's screen) with openbox, as the task account `user` (scripts/osworld-user.sh; created for
-the run and removed after when it did not exist; needs root). Per task and round: list_tasks (loading and
+the run and removed after when it did not exist; needs root), with two more tasks run from an offline copy of
+OSWorld's download cache made as its harness leaves it (tests.test_bench_osworld.offline_cache: small images
+under OSWorld's names). Per task and round: list_tasks (loading and
 classifying the 31 os tasks; the first call in the process also imports the metric modules), reset
 (putting the home back, then the task's setup steps; the setup's own waits, e.g. the pyautogui one-liners'
 `time.sleep(0.5)`, are part of OSWorld's task and included), of which the home reset alone, and evaluate
@@ -40,6 +42,7 @@ from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
+from tests.test_bench_osworld import PHOTOS, TRASH, offline_cache
 
 TASKS = REPO / "tests" / "data" / "osworld"
 SCRIPT = REPO / "scripts" / "osworld-user.sh"
@@ -52,7 +55,8 @@ def said_done(task: BenchTask, folder: Path) -> TaskOutcome:
 
 
 async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[float]]], list[float], int]:
-    adapter = OSWorldAdapter(TASKS)
+    cache = offline_cache(workdir / "cache", TASKS / "os" / f"{TRASH}.json", TASKS / "os" / f"{PHOTOS}.json")
+    adapter = OSWorldAdapter(TASKS, cache=cache)
     listing: list[float] = []
     started = time.perf_counter()
     tasks = adapter.list_tasks(TaskFilter())
@@ -119,8 +123,9 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
         *machine_facts(),
         f"- Command, run from the repository root, as root: `{command}`",
         f"- Tasks: the {len(samples)} of the {listed} bundled os tasks that run on this machine (tests/data/osworld, "
-        f"OSWorld's own JSONs), {rounds} measured rounds after one warm-up round; Xvfb 1920x1080 with openbox; "
-        "task account `user` from scripts/osworld-user.sh; evaluate as after an agent run that said done",
+        "OSWorld's own JSONs), 5ea617a3 and 23393935 with their downloads from an offline copy of OSWorld's cache; "
+        f"{rounds} measured rounds after one warm-up round; Xvfb 1920x1080 with openbox; task account `user` from "
+        "scripts/osworld-user.sh; evaluate as after an agent run that said done",
         "",
         *table(
             [
