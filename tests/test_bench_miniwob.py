@@ -86,7 +86,9 @@ async def test_seeded_episodes_unfinished_and_closed_windows_score_zero(xdisplay
     assert processes_of(profile) == []
 
 
-def test_smoke_policy_solves_three_tasks_and_a_wrong_click_scores_zero(stand_in: StandInModel, tmp_path: Path) -> None:
+def test_smoke_policy_on_two_environments_solves_three_tasks_and_a_wrong_click_scores_zero(
+    stand_in: StandInModel, tmp_path: Path
+) -> None:
     stand_in.script(default=smoke_planner)
     results = tmp_path / "results"
     endpoint = {"base_url": stand_in.url, "model": "stand-in-planner", "backoff_seconds": 0.05, "max_retries": 1}
@@ -95,10 +97,10 @@ def test_smoke_policy_solves_three_tasks_and_a_wrong_click_scores_zero(stand_in:
         orchestrator={"results_dir": str(results), "reflection": False, "max_steps": 6},
     )
     ids = tuple(f"{name}.seed-0" for name in (*SOLVED, FAILED))
-    before = set(processes_named(PROFILE_DIR))
+    before = set(processes_named(PROFILE_DIR)) | set(processes_named("run-driver"))  # Chromium, Playwright's driver
 
     summary, _ = run_bench(
-        BenchRequest(MINIWOB, TaskFilter(task_ids=ids), quiet=True), settings, Console(file=io.StringIO())
+        BenchRequest(MINIWOB, TaskFilter(task_ids=ids), parallel=2, quiet=True), settings, Console(file=io.StringIO())
     )
 
     evaluations = {
@@ -114,9 +116,10 @@ def test_smoke_policy_solves_three_tasks_and_a_wrong_click_scores_zero(stand_in:
     assert wrong["detail"] == "raw reward -1", wrong
     assert evaluations["enter-text.seed-0"]["steps"] == 4  # tab, type, click Submit, done
     assert evaluations["click-test.seed-0"]["steps"] == 3  # the click on START after the episode left its reward
+    assert {record["environment"] for record in evaluations.values()} == {"env-0", "env-1"}
     assert (summary.overall.finished, summary.overall.successes) == (4, 3)
     assert summary.overall.failures == {"scored_zero": 1}
-    assert set(processes_named(PROFILE_DIR)) <= before  # no Chromium left behind
+    assert set(processes_named(PROFILE_DIR)) | set(processes_named("run-driver")) <= before  # nothing left behind
 
 
 def processes_named(fragment: str) -> list[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from playwright.async_api import Playwright, async_playwright
@@ -44,6 +45,7 @@ class MiniWobAdapter:
         self.browser = browser
         self._playwright: Playwright | None = None
         self._windows: dict[str, TaskWindow] = {}
+        self._starting = asyncio.Lock()
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         return select(html_directory(), selection, self.seeds)
@@ -64,8 +66,9 @@ class MiniWobAdapter:
             return window
         if window is not None:
             await window.close()
-        if self._playwright is None:
-            self._playwright = await async_playwright().start()
+        async with self._starting:  # environments set up at once must share one Playwright driver
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
         executable = chromium_executable(SearchSettings(browser=self.browser))
         zoom = fitted_zoom(self.zoom, screen_size(environment.display))
         window = TaskWindow(executable, environment.display, environment.workdir / PROFILE_DIR, zoom)
