@@ -9,6 +9,7 @@ process is root and it did not exist); without root or desktop-env the tests tha
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from PIL import Image
 
@@ -27,12 +29,16 @@ from symphony_mcp.bench.osworld.account import RECORD, find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
+from symphony_mcp.bench.osworld.turns import HomeTurns, turn_file
 from symphony_mcp.bench.results import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
-from symphony_mcp.bench.types import BenchTask, TaskEvaluation, TaskFilter
+from symphony_mcp.bench.types import BenchTask, Environment, TaskEvaluation, TaskFilter
 from symphony_mcp.config import Settings, load_settings
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_windows import X11WindowManager
+from symphony_mcp.orchestrator.api import TaskOutcome
+from symphony_mcp.orchestrator.connection import SpawnServer
+from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
 from tests.conftest import wait_for
 from tests.test_orchestrator import PLANNER, act
@@ -230,6 +236,46 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
         runner.end_launched()
     # The launched terminal and xdg-open's viewer (launched by the open step) are ended with their sessions.
     wait_for(lambda: subprocess.run(["pgrep", "-u", "user"], capture_output=True).returncode == 1)
+
+
+def turn_taken(path: Path) -> bool:
+    """Whether some environment holds the home (a probe's own lock attempt fails)."""
+    probe = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(probe)
+    return False
+
+
+async def test_environments_take_turns_on_the_home_across_processes(tmp_path: Path) -> None:
+    path = tmp_path / "turn.lock"
+    first, second = HomeTurns(path), HomeTurns(path)  # as two processes have (each its own open file)
+    await first.take("env-0")
+    assert turn_taken(path)
+    async with anyio.create_task_group() as group:
+        group.start_soon(second.take, "env-1")
+        await anyio.wait_all_tasks_blocked()  # env-1 tried and now waits
+        assert "env-1" not in second._held
+        first.give("env-0")
+    assert "env-1" in second._held and turn_taken(path)
+    second.give_all()
+    assert not turn_taken(path)
+
+
+@needs_desktop_env
+async def test_reset_holds_the_home_until_evaluate(task_user: str, xdisplay: Any, tmp_path: Path) -> None:
+    adapter = OSWorldAdapter(TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(PYTHON3,)))
+    environment = Environment("env-0", xdisplay.name, tmp_path, SpawnServer())
+    await adapter.reset(environment, task)
+    assert turn_taken(turn_file("user"))
+    record = RunRecord(task_id=task.task_id, instruction="x", started_at=0.0, max_steps=1, outcome="success")
+    score = await adapter.evaluate(environment, task, TaskOutcome(task.task_id, "success", False, tmp_path, record, []))
+    assert score.value == 0.0 and not turn_taken(turn_file("user"))
+    await adapter.close()
 
 
 # End to end through the runner and the real orchestrator loop.

@@ -9,9 +9,9 @@ agent (the bundled orchestrator, its server running as the invoking user) does t
 postconfig and OSWorld's getters and metric functions. The default selection is the `os` domain. Files a
 task downloads come from a copy of OSWorld's cache (`cache`, or OSWORLD_CACHE; offline.py), never the network.
 
-All environments share the one task account and its home, so their tasks take turns: an environment holds
-the home from its reset to its evaluate (or its next reset, or teardown), and the others wait. Across
-processes (Ray actors) nothing coordinates them: run OSWorld with one environment per machine there.
+All environments share the one task account and its home, so their tasks take turns (turns.py): an
+environment holds the home from its reset to its evaluate (or teardown), and the others wait, in this
+process or another on the machine.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import anyio
 import anyio.to_thread
 
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
@@ -27,6 +26,7 @@ from symphony_mcp.bench.osworld.evaluate import evaluate
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.osworld.tasks import BENCHMARK, Host, load_tasks, to_bench_task
+from symphony_mcp.bench.osworld.turns import HomeTurns, turn_file
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import SymphonyError
@@ -60,8 +60,7 @@ class OSWorldAdapter:
         self.cache = Path(offline).expanduser() if offline else None  # a copy of OSWorld's download cache
         self.user_name, self.password, self.open_timeout = user, password, open_timeout
         self._runners: dict[str, SetupRunner] = {}
-        self._home_owner: str | None = None
-        self._home_changed: anyio.Condition | None = None
+        self._turns = HomeTurns(turn_file(user))
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         if self.tasks_dir is None:
@@ -86,7 +85,7 @@ class OSWorldAdapter:
         if task.skip_reason:
             raise OSWorldError(f"task {task.task_id} cannot run here: {task.skip_reason}")
         runner = self._runner(environment, task)
-        await self._take_home(environment.name)
+        await self._turns.take(environment.name)
         await anyio.to_thread.run_sync(self._prepare, runner, task)
         return str(task.data["instruction"])
 
@@ -96,33 +95,19 @@ class OSWorldAdapter:
         try:
             return await anyio.to_thread.run_sync(evaluate, evaluator, runner, said_fail(outcome))
         finally:
-            await self._give_home(environment.name)
+            self._turns.give(environment.name)
 
     async def teardown(self, environment: Environment) -> None:
         runner = self._runners.pop(environment.name, None)
         if runner is not None:
             await anyio.to_thread.run_sync(runner.end_launched)
-        await self._give_home(environment.name)
-
-    async def _take_home(self, name: str) -> None:
-        self._home_changed = self._home_changed or anyio.Condition()
-        async with self._home_changed:
-            while self._home_owner not in (None, name):
-                await self._home_changed.wait()
-            self._home_owner = name
-
-    async def _give_home(self, name: str) -> None:
-        if self._home_changed is None:
-            return
-        async with self._home_changed:
-            if self._home_owner == name:
-                self._home_owner = None
-                self._home_changed.notify_all()
+        self._turns.give(environment.name)
 
     async def close(self) -> None:
         for runner in self._runners.values():
             runner.end_launched()
         self._runners.clear()
+        self._turns.give_all()
 
     def _prepare(self, runner: SetupRunner, task: BenchTask) -> None:
         runner.end_launched()
