@@ -238,6 +238,9 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
     wait_for(lambda: subprocess.run(["pgrep", "-u", "user"], capture_output=True).returncode == 1)
 
 
+XTERM_LEFT = ["xterm", "-T", "Left Over", "-e", "sleep", "600"]
+
+
 def turn_taken(path: Path) -> bool:
     """Whether some environment holds the home (a probe's own lock attempt fails)."""
     probe = os.open(path, os.O_RDONLY)
@@ -266,11 +269,22 @@ async def test_environments_take_turns_on_the_home_across_processes(tmp_path: Pa
 
 
 @needs_desktop_env
-async def test_reset_holds_the_home_until_evaluate(task_user: str, xdisplay: Any, tmp_path: Path) -> None:
+async def test_reset_closes_what_was_left_and_holds_the_home_until_evaluate(
+    task_user: str, xdisplay: Any, tmp_path: Path
+) -> None:
     adapter = OSWorldAdapter(TASKS)
     [task] = adapter.list_tasks(TaskFilter(task_ids=(PYTHON3,)))
     environment = Environment("env-0", xdisplay.name, tmp_path, SpawnServer())
-    await adapter.reset(environment, task)
+    # What the last task left open is closed, as a VM revert would (here: a terminal the agent opened).
+    left = subprocess.Popen(
+        ["xterm", "-T", "Left Over", "-e", "sleep", "600"], env={**os.environ, "DISPLAY": xdisplay.name}
+    )
+    try:
+        wait_for(lambda: any(w.title == "Left Over" for w in windows(xdisplay.name)))
+        await adapter.reset(environment, task)
+        assert left.wait(timeout=10) is not None and not any(w.title == "Left Over" for w in windows(xdisplay.name))
+    finally:
+        left.kill()
     assert turn_taken(turn_file("user"))
     record = RunRecord(task_id=task.task_id, instruction="x", started_at=0.0, max_steps=1, outcome="success")
     score = await adapter.evaluate(environment, task, TaskOutcome(task.task_id, "success", False, tmp_path, record, []))

@@ -3,11 +3,12 @@
     adapter = OSWorldAdapter(Path("evaluation_examples/examples"))   # or OSWORLD_TASKS=... OSWorldAdapter()
     tasks = adapter.list_tasks(TaskFilter(domains=("os",)))   # skipped ones carry their reason
 
-Per task: reset puts the task user's home back (as OSWorld reverts its VM), ends what the last task's
-setup launched, and runs the task's `config` steps as the task user on the environment's display; the
-agent (the bundled orchestrator, its server running as the invoking user) does the task; evaluate runs the
-postconfig and OSWorld's getters and metric functions. The default selection is the `os` domain. Files a
-task downloads come from a copy of OSWorld's cache (`cache`, or OSWORLD_CACHE; offline.py), never the network.
+Per task: reset ends what the last task's setup launched, closes the windows left on the display, puts
+the task user's home back (as OSWorld reverts its VM), and runs the task's `config` steps as the task user
+on the environment's display; the agent (the bundled orchestrator, its server running as the invoking
+user) does the task; evaluate runs the postconfig and OSWorld's getters and metric functions. The default
+selection is the `os` domain. Files a task downloads come from a copy of OSWorld's cache (`cache`, or
+OSWORLD_CACHE; offline.py), never the network.
 
 All environments share the one task account and its home, so their tasks take turns (turns.py): an
 environment holds the home from its reset to its evaluate (or teardown), and the others wait, in this
@@ -111,6 +112,7 @@ class OSWorldAdapter:
 
     def _prepare(self, runner: SetupRunner, task: BenchTask) -> None:
         runner.end_launched()
+        runner.close_windows()
         runner.user.restore_home()
         runner.run(task.data.get("config", []))
 

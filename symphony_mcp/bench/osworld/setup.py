@@ -98,6 +98,14 @@ class SetupRunner:
                     process.kill()
         self.launched.clear()
 
+    def close_windows(self, timeout: float = 2.0) -> None:
+        """Ask every window on the display to close (what the last task left open), as a VM revert would;
+        one that stays (an unsaved-changes dialog) is logged and left."""
+        windows: list[WindowInfo] = self._windows(lambda manager: manager.list_windows())
+        for window in windows:
+            if self._close(window, timeout) is not True:
+                log.warning("reset: window %r did not close", window.title)
+
     # The steps, named as in OSWorld's task JSONs.
 
     def _execute(
@@ -173,7 +181,7 @@ class SetupRunner:
         if window is None:
             log.warning("setup: no window matches %r; nothing closed", window_name)
             return
-        self._windows(lambda manager: manager.request_close(window.id))
+        self._close(window)
 
     def _download(self, files: list[dict[str, str]]) -> None:
         for file in files:
@@ -245,6 +253,9 @@ class SetupRunner:
     def _find(self, match: Callable[[WindowInfo], bool]) -> WindowInfo | None:
         windows: list[WindowInfo] = self._windows(lambda manager: manager.list_windows())
         return next((w for w in windows if match(w)), None)
+
+    def _close(self, window: WindowInfo, timeout: float = 2.0) -> Any:
+        return self._windows(lambda manager: manager.request_close(window.id, timeout))
 
     def _activate(self, window: WindowInfo) -> None:
         self._windows(lambda manager: manager.activate(window.id))
