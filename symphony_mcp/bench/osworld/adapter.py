@@ -18,6 +18,7 @@ process or another on the machine.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import anyio.to_thread
@@ -114,6 +115,7 @@ class OSWorldAdapter:
         runner.end_launched()
         runner.close_windows()
         runner.user.restore_home()
+        shutil.rmtree(runner.cache_dir, ignore_errors=True)  # this task's files from an earlier attempt
         runner.run(task.data.get("config", []))
 
     def _runner(self, environment: Environment, task: BenchTask) -> SetupRunner:
