@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld (or `list` BENCHMARK)")
     bench.add_argument("--adapter", metavar="MODULE:NAME", help="a custom adapter: a callable returning an Adapter")
+    bench.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an argument of the adapter, e.g. seeds=3 (miniwob) or tasks_dir=DIR (osworld); repeatable",
+    )
     bench.add_argument("--tasks", type=_comma_list, help="comma-separated task ids")
     bench.add_argument("--domains", type=_comma_list, help="comma-separated domains")
     bench.add_argument("--all", action="store_true", help="the whole task list, not the default subset")
@@ -295,7 +302,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from symphony_mcp.bench.command import BenchRequest, list_tasks, run_bench
-    from symphony_mcp.bench.registry import adapter_spec
+    from symphony_mcp.bench.registry import adapter_spec, parse_option
     from symphony_mcp.bench.report import write_bench_report
     from symphony_mcp.bench.types import TaskFilter
 
@@ -307,12 +314,14 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
     selection = TaskFilter(tuple(args.tasks or ()), tuple(args.domains or ()), args.all)
     try:
         spec = adapter_spec(names[0] if names else None, args.adapter)
+        options = tuple(parse_option(option) for option in args.option)
         if listing:
-            print("\n".join(list_tasks(spec, selection)))
+            print("\n".join(list_tasks(spec, selection, options)))
             return 0
         request = BenchRequest(
             spec,
             selection,
+            options,
             args.parallel,
             args.force,
             args.backend,

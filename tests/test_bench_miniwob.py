@@ -9,6 +9,7 @@ import io
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from symphony_mcp.bench.miniwob.tasks import html_directory
 from symphony_mcp.bench.miniwob.window import fitted_zoom, processes_of
 from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
 from symphony_mcp.config import load_settings
-from symphony_mcp.orchestrator.connection import SpawnServer
+from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
 from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
 from testkit.model_server import StandInModel
 
@@ -52,6 +53,20 @@ def test_task_list_default_subset_seeds_and_ids() -> None:
         MiniWobAdapter(zoom=9)
     assert fitted_zoom(4, (1920, 1080)) == 4  # the page (325x210 CSS px) fits at 1300x840
     assert fitted_zoom(4, (1280, 800)) == 3.8  # 210 x 3.8 = 798 px high
+
+
+def test_adapter_options_from_the_command_line() -> None:
+    """`--option KEY=VALUE` reaches the factory (seeds=2: two episodes per task); a wrong key names the right ones."""
+    bench = [*serve_command(), "bench", "list", "miniwob", "--domains", "enter"]
+    listed = subprocess.run([*bench, "--option", "seeds=2"], capture_output=True, text=True, timeout=60)
+    lines = listed.stdout.splitlines()
+    assert listed.returncode == 0 and "enter/enter-text.seed-1" in lines and len(lines) == 2 * len(
+        MiniWobAdapter().list_tasks(TaskFilter(domains=("enter",)))
+    )
+    wrong = subprocess.run([*bench, "--option", "seed=2"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 3 and "it takes: seeds, zoom, browser" in wrong.stderr
+    shapeless = subprocess.run([*bench, "--option", "seeds"], capture_output=True, text=True, timeout=60)
+    assert shapeless.returncode == 3 and "must look like KEY=VALUE" in shapeless.stderr
 
 
 @pytest.mark.anyio

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.progress import progress_view
-from symphony_mcp.bench.registry import load_adapter
+from symphony_mcp.bench.registry import AdapterOptions, load_adapter
 from symphony_mcp.bench.results import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, summarise, write_summary
@@ -33,6 +33,7 @@ T = TypeVar("T")
 class BenchRequest:
     spec: str  # the adapter's factory, "module:callable" (registry.adapter_spec)
     selection: TaskFilter
+    options: AdapterOptions = ()  # keyword arguments of the factory (--option KEY=VALUE)
     parallel: int = 1
     force: bool = False
     backend: Backend = "local"
@@ -51,9 +52,9 @@ def results_root(settings: Settings) -> Path:
     return settings.orchestrator.results_dir.expanduser().resolve()
 
 
-def list_tasks(spec: str, selection: TaskFilter) -> list[str]:
+def list_tasks(spec: str, selection: TaskFilter, options: AdapterOptions = ()) -> list[str]:
     """`bench list`: one line per selected task, skipped ones with their reason."""
-    adapter = load_adapter(spec)
+    adapter = load_adapter(spec, options)
     try:
         tasks = adapter.list_tasks(selection)
     finally:
@@ -64,7 +65,7 @@ def list_tasks(spec: str, selection: TaskFilter) -> list[str]:
 def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tuple[BenchSummary, Path]:
     """Run what the request selects; returns the summary and where it was written."""
     results = results_root(settings)
-    adapter = load_adapter(request.spec)
+    adapter = load_adapter(request.spec, request.options)
     try:
         plan = make_plan(adapter, request.selection, results, request.force)
     except BaseException:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symphony_mcp.bench.environments import started_environment
-from symphony_mcp.bench.registry import BenchmarkUnavailable, load_adapter
+from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailable, load_adapter
 from symphony_mcp.bench.runner import NoEnvironment, Plan, RunObserver, RunResult, run_one
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation
 from symphony_mcp.config import Settings
@@ -37,14 +37,16 @@ log = logging.getLogger(__name__)
 class EnvironmentActor:
     """Lives in a Ray worker process: its display is tied to that process (the worker's main thread)."""
 
-    def __init__(self, name: str, spec: str, settings: Settings, server_args: tuple[str, ...]) -> None:
+    def __init__(
+        self, name: str, spec: str, options: AdapterOptions, settings: Settings, server_args: tuple[str, ...]
+    ) -> None:
         self.settings = settings
         self.loop = asyncio.new_event_loop()  # one loop for the actor's life: adapters may hold loop-bound objects
         self.stack = ExitStack()
         workdir = Path(tempfile.mkdtemp(prefix=f"symphony-bench-{name}-"))  # on the actor's own node
         self.stack.callback(shutil.rmtree, workdir, True)
         self.environment = self.stack.enter_context(started_environment(name, settings, workdir, server_args))
-        self.adapter = load_adapter(spec)
+        self.adapter = load_adapter(spec, options)
         self.ready = False
 
     def setup(self) -> str | None:
@@ -83,7 +85,9 @@ def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path
     actor_class: Any = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=0)(EnvironmentActor)
     count = min(request.parallel, len(plan.pending))
     names = [f"env-{i}" for i in range(count)]
-    actors: list[Any] = [actor_class.remote(name, request.spec, settings, request.server_args) for name in names]
+    actors: list[Any] = [
+        actor_class.remote(name, request.spec, request.options, settings, request.server_args) for name in names
+    ]
     try:
         errors = ray.get([actor.setup.remote() for actor in actors])
         ready = [(actor, name) for actor, name, error in zip(actors, names, errors, strict=True) if error is None]

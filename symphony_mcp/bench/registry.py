@@ -2,13 +2,16 @@
 
 A benchmark's optional dependencies (miniwob, desktop-env) are imported by its module, so a missing one
 surfaces here as one clear error naming the install command, not as an ImportError at start-up. Custom
-adapters need no registration: `--adapter package.module:Factory` names any zero-argument callable that
-returns an Adapter (a class or a function), importable from the runner's Python path.
+adapters need no registration: `--adapter package.module:Factory` names any callable that returns an Adapter
+(a class or a function), importable from the runner's Python path. `--option KEY=VALUE` passes keyword
+arguments to the factory (MiniWoB++'s seeds, OSWorld's tasks_dir), values read as JSON when they are JSON.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -48,8 +51,22 @@ def adapter_spec(benchmark: str | None, custom: str | None) -> str:
     return BENCHMARKS[benchmark].factory
 
 
-def load_adapter(spec: str) -> Adapter:
-    """Import `module:callable` and call it; a missing dependency names the install command."""
+AdapterOptions = tuple[tuple[str, object], ...]
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """KEY=VALUE from the command line; VALUE as JSON (3, 2.5, true, [..]) when it parses, else as text."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.isidentifier():
+        raise BenchmarkUnavailable(f"an adapter option must look like KEY=VALUE (e.g. seeds=3), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def load_adapter(spec: str, options: AdapterOptions = ()) -> Adapter:
+    """Import `module:callable` and call it with `options`; a missing dependency names the install command."""
     module_name, _, attribute = spec.partition(":")
     install = next((r.install for r in BENCHMARKS.values() if r.factory == spec), None)
     try:
@@ -63,4 +80,8 @@ def load_adapter(spec: str) -> Adapter:
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise BenchmarkUnavailable(f"{module_name} has no callable {attribute!r} (from {spec!r})")
-    return cast(Adapter, cast(Callable[[], object], factory)())
+    try:
+        return cast(Adapter, cast(Callable[..., object], factory)(**dict(options)))
+    except TypeError as exc:
+        accepted = ", ".join(inspect.signature(factory).parameters) or "no options"
+        raise BenchmarkUnavailable(f"{spec} does not take these options ({exc}); it takes: {accepted}") from exc

@@ -35,7 +35,10 @@ class MetricUnavailable(Exception):
 
 @cache
 def metrics_folder() -> Path:
-    spec = importlib.util.find_spec("desktop_env.evaluators")
+    try:
+        spec = importlib.util.find_spec("desktop_env.evaluators")
+    except ModuleNotFoundError:  # no desktop_env at all: find_spec raises for a missing parent package
+        spec = None
     if spec is None or not spec.submodule_search_locations:
         raise MetricUnavailable(f"desktop-env is not installed: {INSTALL_HINT}")
     return Path(next(iter(spec.submodule_search_locations))) / "metrics"
