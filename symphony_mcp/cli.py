@@ -43,6 +43,7 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "memoryer_url": ("models", "memoryer", "base_url"),
     "memoryer_model": ("models", "memoryer", "model"),
     "max_steps": ("orchestrator", "max_steps"),
+    "task_timeout": ("orchestrator", "task_timeout_seconds"),
     "results": ("orchestrator", "results_dir"),
     "reflection": ("orchestrator", "reflection"),
     "enabled_tools": ("orchestrator", "enabled_tools"),
@@ -153,6 +154,7 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     """The orchestrator's and its models' settings, shared by `run` and `bench`."""
     parser.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
     parser.add_argument("--max-steps", type=int, help="action budget (default 15)")
+    parser.add_argument("--task-timeout", type=float, metavar="SECONDS", help="wall time bound of each task")
     parser.add_argument("--no-reflection", dest="reflection", action="store_const", const=False)
     parser.add_argument("--enabled-tools", type=_comma_list, help="comma-separated")
     parser.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")

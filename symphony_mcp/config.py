@@ -215,6 +215,9 @@ class OrchestratorSettings(BaseModel):
     """The bundled OS-Symphony client (`symphony-mcp run`)."""
 
     max_steps: int = Field(15, ge=1, le=500, description="actions per task; the last step may only be done/fail")
+    task_timeout_seconds: float | None = Field(
+        None, gt=0, le=86_400, description="wall time of a whole task; past it the run ends as Error (None: no bound)"
+    )
     max_images: int = Field(8, ge=1, le=64, description="screenshots in the planner's short-term history")
     keep_first_image: bool = Field(True, description="keep the task's first screenshot in the history")
     reflection: bool = Field(True, description="run the Reflection-Memory Agent's audit before each plan")

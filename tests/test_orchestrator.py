@@ -198,6 +198,22 @@ async def test_unreachable_planner_is_an_error(xdisplay: Any, stand_in: StandInM
     assert (outcome.directory / "result.txt").read_text().strip() == "0.0"
 
 
+async def test_a_task_past_its_time_bound_ends_as_an_error_and_is_closed(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    stand_in.script(default=lambda request: Reply(act("move_pointer(x=5, y=5)"), delay=0.8))  # a slow planner
+    settings = settings_for(stand_in, tmp_path / "results", task_timeout_seconds=2, reflection=False, max_steps=50)
+    server = build_server(load_settings(memory={"trajectory_dir": str(tmp_path / "results")}))
+    try:
+        outcome = await run_task("Anything", settings=settings, task_id="slow", connection=InMemoryServer(server.mcp))
+        tasks = server.tasks.list()
+    finally:
+        server.close()
+    assert outcome.outcome == "error" and outcome.record.message == "the task took longer than its bound of 2 s"
+    assert outcome.record.transitions[-1].target == State.ERROR and 1 <= len(outcome.record.steps) < 50
+    assert [(t.task_id, t.status) for t in tasks] == [("slow", "fail")]  # closed on the server, not left running
+
+
 async def test_cli_run_is_killed_then_resumes_then_skips(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
     results = tmp_path / "results"
     steps = {n: [act("wait(seconds=0.5)")] for n in range(1, 4)}

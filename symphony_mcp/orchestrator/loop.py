@@ -10,6 +10,7 @@ lost screen or server is an Error with a clear message.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import logging
@@ -99,8 +100,13 @@ class Orchestrator:
         machine = StateMachine(record.transitions)
         run = _Run(self, record, machine)
         try:
-            await run.start()
-            await run.loop()
+            async with asyncio.timeout(settings.task_timeout_seconds):
+                await run.start()
+                await run.loop()
+        except TimeoutError:
+            message = f"the task took longer than its bound of {settings.task_timeout_seconds:g} s"
+            run.go(State.ERROR, message)
+            record.outcome, record.message = "error", message
         except (RunError, ModelError) as exc:
             run.go(State.ERROR, str(exc))
             record.outcome, record.message = "error", str(exc)
