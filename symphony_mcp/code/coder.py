@@ -58,11 +58,7 @@ class CoderService:
             block_timeout_s=min(self.settings.agent_block_timeout_seconds, self.settings.max_timeout_seconds),
         )
         started = time.time()
-        try:
-            screen = (await self.desktop.capture()).image
-        except Exception as exc:  # the code can still run without a picture of the screen
-            log.warning("code_agent: no screenshot for the coder: %s", exc)
-            screen = None
+        screen = await self.desktop.screen_for_agent("code_agent")
         result = await CoderLoop(model, self.executor, setup, progress).run(task, budget, screen)
         ended = None if result.completion_reason == "DONE" else f"the coder ended with {result.completion_reason}"
         record = await self.desktop.note(

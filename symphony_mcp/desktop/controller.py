@@ -128,6 +128,15 @@ class DesktopController:
         """Grab a full-resolution frame of a screen area (clipped to the screen), or of the default monitor."""
         return await self.runner.run(lambda d: self._grab(d, None if area is None else 0, area))
 
+    async def screen_for_agent(self, agent: str) -> Image.Image | None:
+        """The screen for a tool agent's first prompt (the Coder's, the searcher's), or None when it cannot be
+        captured: the agent can work without it, so that is logged, not raised."""
+        try:
+            return (await self.capture()).image
+        except Exception as exc:
+            log.warning("%s: no screenshot for its first prompt: %s", agent, exc)
+            return None
+
     async def screen_rect(self) -> Rect:
         """The whole screen (all monitors) in screen pixels."""
         return await self.runner.run(lambda d: _monitor_rect(d, 0))

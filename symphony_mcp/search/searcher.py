@@ -61,11 +61,7 @@ class TutorialSearcher:
             image_max_side=self.settings.image_max_side,
         )
         started = time.time()
-        try:
-            screen = (await self.desktop.capture()).image
-        except Exception as exc:  # the search can still run without a picture of the screen
-            log.warning("search_tutorial: no screenshot for the searcher: %s", exc)
-            screen = None
+        screen = await self.desktop.screen_for_agent("search_tutorial")
         browser = await ChromiumBrowser.start(self.settings, policy)
         try:
             result = await SearchLoop(model, browser, setup, progress).run(query, start_url, budget, screen)

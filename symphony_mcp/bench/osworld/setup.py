@@ -166,22 +166,22 @@ class SetupRunner:
         raise SetupError(f"no window for {target.name} appeared within {self.open_timeout:g} s")
 
     def _activate_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
-        if not window_name:
-            raise SetupError(f"invalid window name {window_name!r}")
-        window = self._find(_matcher(window_name, strict, by_class))
-        if window is None:
-            log.warning("setup: no window matches %r; nothing activated", window_name)
-            return
-        self._activate(window)
+        self._on_window(window_name, strict, by_class, self._activate, "activated")
 
     def _close_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
+        self._on_window(window_name, strict, by_class, self._close, "closed")
+
+    def _on_window(
+        self, window_name: str, strict: bool, by_class: bool, act: Callable[[WindowInfo], object], done: str
+    ) -> None:
+        """OSWorld's window steps: a window that does not match is logged, not an error (as its controller does)."""
         if not window_name:
             raise SetupError(f"invalid window name {window_name!r}")
         window = self._find(_matcher(window_name, strict, by_class))
         if window is None:
-            log.warning("setup: no window matches %r; nothing closed", window_name)
+            log.warning("setup: no window matches %r; nothing %s", window_name, done)
             return
-        self._close(window)
+        act(window)
 
     def _download(self, files: list[dict[str, str]]) -> None:
         for file in files:
