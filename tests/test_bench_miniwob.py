@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
 from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
 from testkit.model_server import StandInModel
+from tests.test_search_browser import descendants
 
 MINIWOB = "symphony_mcp.bench.miniwob:MiniWobAdapter"
 
@@ -102,7 +104,7 @@ async def test_seeded_episodes_unfinished_and_closed_windows_score_zero(xdisplay
 
 
 def test_smoke_policy_on_two_environments_solves_three_tasks_and_a_wrong_click_scores_zero(
-    stand_in: StandInModel, tmp_path: Path
+    stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stand_in.script(default=smoke_planner)
     results = tmp_path / "results"
@@ -112,7 +114,10 @@ def test_smoke_policy_on_two_environments_solves_three_tasks_and_a_wrong_click_s
         orchestrator={"results_dir": str(results), "reflection": False, "max_steps": 6},
     )
     ids = tuple(f"{name}.seed-0" for name in (*SOLVED, FAILED))
-    before = set(processes_named(PROFILE_DIR)) | set(processes_named("run-driver"))  # Chromium, Playwright's driver
+    # The environments' folders (and Chromium's profiles in them) go under this test's own tmp_path, so the check
+    # below finds this run's processes only, orphaned ones included, whatever else runs on the machine.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    drivers = {pid for pid, command in descendants().items() if "run-driver" in command}  # Playwright's driver
 
     summary, _ = run_bench(
         BenchRequest(MINIWOB, TaskFilter(task_ids=ids), parallel=2, quiet=True), settings, Console(file=io.StringIO())
@@ -134,7 +139,8 @@ def test_smoke_policy_on_two_environments_solves_three_tasks_and_a_wrong_click_s
     assert {record["environment"] for record in evaluations.values()} == {"env-0", "env-1"}
     assert (summary.overall.finished, summary.overall.successes) == (4, 3)
     assert summary.overall.failures == {"scored_zero": 1}
-    assert set(processes_named(PROFILE_DIR)) | set(processes_named("run-driver")) <= before  # nothing left behind
+    assert processes_named(f"{tmp_path}/") == []  # no Chromium (its profile is in an environment folder)
+    assert {pid for pid, command in descendants().items() if "run-driver" in command} <= drivers
 
 
 def processes_named(fragment: str) -> list[int]:
