@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 SUMMARY_WORDS = 150
 MAX_UNUSABLE_TURNS = 2  # turns in a row without a usable answer (after re-asks) end the run as FAIL
 TRANSCRIPT_FILE = "transcript.json"
-Progress = Callable[[int, int, str], Awaitable[None]]
+Progress = Callable[[str], Awaitable[None]]  # what the run is doing now, for the caller
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,9 @@ class CoderSetup:
     format_retries: int = 2
 
 
-async def no_progress(step: int, budget: int, message: str) -> None:
-    return None
-
 
 class CoderLoop:
-    def __init__(self, model: ChatClient, executor: CodeExecutor, setup: CoderSetup, progress: Progress = no_progress):
+    def __init__(self, model: ChatClient, executor: CodeExecutor, setup: CoderSetup, progress: Progress):
         self.model = model
         self.executor = executor
         self.setup = setup
@@ -70,7 +67,7 @@ class CoderLoop:
         messages = await self._opening(task, budget, screen)
         reason: CompletionReason = "BUDGET_EXHAUSTED"
         for step in range(1, budget + 1):
-            await self.progress(step - 1, budget, f"coder turn {step} of {budget}")
+            await self.progress(f"coder turn {step} of {budget}")
             turn, outcome = await self._turn(messages, step, budget)
             transcript.turns.append(turn)
             await asyncio.to_thread(self._save, transcript)
@@ -81,7 +78,7 @@ class CoderLoop:
                 reason = "FAIL"  # a model that cannot keep the format would only burn the budget
                 break
             messages.append(user(outcome))
-        await self.progress(len(transcript.turns), budget, f"coder finished: {reason}; summarising")
+        await self.progress(f"coder finished: {reason}; summarising")
         after = await asyncio.to_thread(snapshot, roots)
         files, more = changes(before, after)
         result = CoderResult(
@@ -135,7 +132,7 @@ class CoderLoop:
             if answer.code is None or answer.language is None:
                 break
             turn.language, turn.code = answer.language, answer.code
-            await self.progress(step - 1, budget, f"coder turn {step}: running {answer.language}")
+            await self.progress(f"coder turn {step}: running {answer.language}")
             ran = time.perf_counter()
             turn.run = await self.executor.run(
                 answer.language, answer.code, self.setup.block_timeout_s, self.setup.workdir

@@ -12,7 +12,7 @@ import logging
 import time
 from pathlib import Path
 
-from symphony_mcp.code.agent import TRANSCRIPT_FILE, CoderLoop, CoderSetup, Progress, no_progress
+from symphony_mcp.code.agent import TRANSCRIPT_FILE, CoderLoop, CoderSetup, Progress
 from symphony_mcp.code.results import CoderResult
 from symphony_mcp.code.types import CodeExecutor
 from symphony_mcp.config import CodeSettings
@@ -42,7 +42,7 @@ class CoderService:
         self.settings = settings
         self.work_root = work_root  # the executor's default work directory: each run works in a folder of it
 
-    async def run(self, task: str, budget: int, progress: Progress = no_progress) -> CoderResult:
+    async def run(self, task: str, budget: int, progress: Progress) -> CoderResult:
         model = self.models.client("coder")  # fails first, naming SYMPHONY_MODELS__CODER__BASE_URL / __MODEL
         languages = tuple(self.settings.languages)
         if not languages:

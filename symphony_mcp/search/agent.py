@@ -42,7 +42,7 @@ from symphony_mcp.search.types import Browser, BrowserFailure, PageElement, Page
 
 log = logging.getLogger(__name__)
 TRANSCRIPT_FILE = "transcript.json"
-Progress = Callable[[int, int, str], Awaitable[None]]
+Progress = Callable[[str], Awaitable[None]]  # what the run is doing now, for the caller
 DESCRIPTION_MATCH = 80  # token-set similarity (0-100) a description needs with an element's text
 # Words that say what kind of element is meant, not which one: left out when a description is matched.
 _GENERIC_WORDS = frozenset(
@@ -89,9 +89,6 @@ class SearchSetup:
     format_retries: int = 2
 
 
-async def no_progress(step: int, budget: int, message: str) -> None:
-    return None
-
 
 class _Ended(Exception):
     """The search ends here, with this reason and message."""
@@ -103,7 +100,7 @@ class _Ended(Exception):
 
 
 class SearchLoop:
-    def __init__(self, model: ChatClient, browser: Browser, setup: SearchSetup, progress: Progress = no_progress):
+    def __init__(self, model: ChatClient, browser: Browser, setup: SearchSetup, progress: Progress):
         self.model = model
         self.browser = browser
         self.setup = setup
@@ -131,7 +128,7 @@ class SearchLoop:
                 opening = await self._opening(query, budget, screen)
                 feedback: str | None = None
                 for step in range(1, budget + 1):
-                    await self.progress(step - 1, budget, f"search step {step} of {budget}: {_cut(view.url, 120)}")
+                    await self.progress(f"search step {step} of {budget}: {_cut(view.url, 120)}")
                     record, action = await self._step(opening, view, step, budget, feedback)
                     transcript.steps.append(record)
                     await asyncio.to_thread(self._save, transcript)
@@ -151,7 +148,7 @@ class SearchLoop:
             reason, error = "ERROR", str(exc)
         except ModelError as exc:
             reason, error = "ERROR", f"the searcher model failed: {exc}"
-        await self.progress(len(transcript.steps), budget, f"search finished: {reason}")
+        await self.progress(f"search finished: {reason}")
         images = await asyncio.to_thread(self._pictures, view if reason in ("DONE", "BUDGET_EXHAUSTED") else None)
         sources = list(dict.fromkeys([*(n.url for n in self.notes), *([view.url] if view and tutorial else [])]))
         result = TutorialResult(

@@ -14,7 +14,7 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.models.registry import ModelRegistry
-from symphony_mcp.search.agent import TRANSCRIPT_FILE, Progress, SearchLoop, SearchSetup, no_progress
+from symphony_mcp.search.agent import TRANSCRIPT_FILE, Progress, SearchLoop, SearchSetup
 from symphony_mcp.search.backends import open_backend
 from symphony_mcp.search.browser import ChromiumBrowser
 from symphony_mcp.search.results import TutorialResult
@@ -44,7 +44,7 @@ class TutorialSearcher:
     async def search_docs(self, query: str, limit: int) -> list[DocHit]:
         return await self.backend.search(_query(query), limit)
 
-    async def search(self, query: str, budget: int | None = None, progress: Progress = no_progress) -> TutorialResult:
+    async def search(self, query: str, budget: int | None, progress: Progress) -> TutorialResult:
         model = self.models.client("searcher")  # fails first, naming SYMPHONY_MODELS__SEARCHER__BASE_URL / __MODEL
         query = _query(query)
         budget = budget or self.settings.budget

@@ -70,10 +70,7 @@ def register_agent(server: MCPServer, coder: CoderService) -> None:
         FAIL or INFEASIBLE. Returns a folded result (reason, steps, <=150-word summary, changed files) and
         the transcript's resource."""
 
-        async def progress(step: int, total: int, message: str) -> None:
-            await report_step(message)
-
-        return await coder.run(task, budget, progress)
+        return await coder.run(task, budget, report_step)
 
     @server.resource(
         "trajectory://{task_id}/coder/{run}",

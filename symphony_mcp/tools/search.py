@@ -48,10 +48,7 @@ def register(server: MCPServer, searcher: TutorialSearcher) -> None:
         Markdown with the key pictures, source URLs and how it ended (DONE, FAIL with a hint, BUDGET_EXHAUSTED,
         ERROR). Takes a minute or more; progress is reported per step."""
 
-        async def progress(step: int, total: int, message: str) -> None:
-            await report_step(message)
-
-        result = await searcher.search(query, budget, progress)
+        result = await searcher.search(query, budget, report_step)
         content: list[TextContent | ImageContent] = [TextContent(type="text", text=result.folded())]
         for image in result.images:
             content.append(_image_content(image.file, image.mime_type))
