@@ -187,7 +187,7 @@ async def test_only_the_work_directory_and_writable_paths_can_be_written(home: P
         # A link a block made does not carry a later run out of the work directory.
         await run(client, "bash", f"ln -s {outside} escape")
         error = await call_error(client, "run_code", language="bash", code="touch x", workdir="escape")
-        assert "outside the directories code may write" in error
+        assert "escape' is a symbolic link" in error and "never links" in error
     assert (home / ".bashrc").read_text() == "# the user's own\n"
     assert list(outside.iterdir()) == []
     assert (documents / "report.txt").read_text() == "ok"

@@ -48,7 +48,6 @@ class CoderSetup:
     format_retries: int = 2
 
 
-
 class CoderLoop:
     def __init__(self, model: ChatClient, executor: CodeExecutor, setup: CoderSetup, progress: Progress):
         self.model = model

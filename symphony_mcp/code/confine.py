@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from symphony_mcp.code.folders import OpenDirectory
 from symphony_mcp.code.types import Confinement
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.errors import PolicyError
@@ -74,6 +75,7 @@ class Plan:
 
     argv: list[str]
     env: dict[str, str]
+    fds: tuple[int, ...] = ()  # descriptors the command needs (the directories it binds)
 
 
 def interpreter(language: str) -> list[str]:
@@ -123,21 +125,33 @@ def limits(settings: CodeSettings) -> list[str]:
     ]
 
 
-def plan(settings: CodeSettings, confinement: Confinement, language: str, block: Path, workdir: Path) -> Plan:
-    """The command that runs `block` (a file holding the code) in `workdir` under `confinement`."""
-    env = environment(settings, workdir)
+def plan(
+    settings: CodeSettings,
+    confinement: Confinement,
+    language: str,
+    block: Path,
+    workdir: OpenDirectory,
+    writable: list[OpenDirectory],
+) -> Plan:
+    """The command that runs `block` (a file holding the code) in `workdir` under `confinement`.
+
+    The directories the code may write are bound by descriptor, never by path (see folders.py); the caller
+    starts the command in `workdir` by its descriptor too.
+    """
+    env = environment(settings, workdir.path)
     if confinement == "bwrap":
         inside = Path(BLOCK_DIR) / block.name
         bwrap = system_program("bwrap")
         assert bwrap is not None  # choose() found it
-        argv = [bwrap, *_bwrap_mounts(settings, workdir), "--ro-bind", str(block), str(inside)]
-        argv += ["--remount-ro", "/", "--chdir", str(workdir), "--unshare-all", "--die-with-parent"]
+        argv = [bwrap, *_bwrap_mounts(settings, workdir, writable), "--ro-bind", str(block), str(inside)]
+        argv += ["--remount-ro", "/", "--chdir", str(workdir.path), "--unshare-all", "--die-with-parent"]
         argv += ["--new-session", "--cap-drop", "ALL", "--clearenv"]
         if settings.network:
             argv.append("--share-net")
         for name, value in env.items():
             argv += ["--setenv", name, value]
-        return Plan([*argv, "--", *limits(settings), *interpreter(language), str(inside)], env)
+        fds = (workdir.fd, *(directory.fd for directory in writable))
+        return Plan([*argv, "--", *limits(settings), *interpreter(language), str(inside)], env, fds)
     command = [*limits(settings), *interpreter(language), str(block)]
     if confinement == "unshare":
         unshare = system_program("unshare")
@@ -169,7 +183,7 @@ def _hiding(command: list[str]) -> list[str]:
     return [bash, "-c", _HIDE, "hide", *hidden, "--", *command] if hidden else command
 
 
-def _bwrap_mounts(settings: CodeSettings, workdir: Path) -> list[str]:
+def _bwrap_mounts(settings: CodeSettings, workdir: OpenDirectory, writable: list[OpenDirectory]) -> list[str]:
     args = ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for name in _ROOT_LINKS:
         path = Path("/") / name
@@ -179,13 +193,16 @@ def _bwrap_mounts(settings: CodeSettings, workdir: Path) -> list[str]:
             args += ["--ro-bind", str(path), str(path)]
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for prefix in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}:
+    # The prefix also as named: a venv reached through a link runs as `<link>/bin/python` and looks for its
+    # pyvenv.cfg there.
+    prefixes = (Path(sys.prefix), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())
+    for prefix in {*prefixes, Path(sys.executable).resolve().parent}:
         if not prefix.is_relative_to("/usr"):
             args += ["--ro-bind", str(prefix), str(prefix)]
     if settings.display and os.environ.get("DISPLAY"):
         args += ["--ro-bind-try", "/tmp/.X11-unix", "/tmp/.X11-unix"]
         if os.environ.get("XAUTHORITY"):
             args += ["--ro-bind-try", os.environ["XAUTHORITY"], os.environ["XAUTHORITY"]]
-    for path in settings.writable_paths:
-        args += ["--bind-try", str(path), str(path)]
-    return [*args, "--bind", str(workdir), str(workdir)]
+    for directory in [*writable, workdir]:
+        args += ["--bind-fd", str(directory.fd), str(directory.path)]
+    return args

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from symphony_mcp.code import confine
+from symphony_mcp.code.folders import MissingDirectoryError, OpenDirectory, normalised, open_directory
 from symphony_mcp.code.output import CappedOutput
 from symphony_mcp.code.pids import PidsGroup
 from symphony_mcp.code.types import CodeRun, Confinement, KillReason, Language
@@ -31,7 +32,9 @@ class LocalExecutor:
 
     def __init__(self, settings: CodeSettings, default_workdir: Path) -> None:
         self.settings = settings
-        self.default_workdir = (settings.workdir or default_workdir).expanduser()
+        # Resolved once: a link found later on the way to one of these was planted after the server started.
+        self.default_workdir = (settings.workdir or default_workdir).expanduser().resolve()
+        self.roots = [self.default_workdir, *(path.expanduser().resolve() for path in settings.writable_paths)]
 
     def check_language(self, language: str) -> Language:
         if language not in self.settings.languages:
@@ -42,25 +45,39 @@ class LocalExecutor:
             )
         return language
 
-    def resolve_workdir(self, workdir: Path | None) -> Path:
-        """The run's working directory: the default one, or one inside it or inside a writable path.
+    def locate_workdir(self, workdir: Path | None) -> tuple[Path, Path]:
+        """The run's working directory (the default one, or one inside it or inside a writable path, `..` taken
+        lexically) and the root it is in. Only the text is looked at here: `open_directory` refuses links."""
+        if workdir is None:
+            return self.default_workdir, self.default_workdir
+        _check_text("workdir", str(workdir), nul_allowed=False)
+        path = normalised(self.default_workdir / workdir.expanduser())
+        inside = [root for root in self.roots if path.is_relative_to(root)]
+        if not inside:
+            raise InvalidInputError(
+                f"workdir {str(path)[:200]!r} is outside the directories code may write: the default work "
+                f"directory {str(self.default_workdir)!r} and SYMPHONY_CODE__WRITABLE_PATHS "
+                f"({', '.join(map(str, self.settings.writable_paths)) or 'none'}); give a path inside one of them"
+            )
+        return path, max(inside, key=lambda root: len(root.parts))
 
-        Symbolic links are resolved before the check: a link a block made (`ln -s / escape`) must not bring the
-        directory it points to into a later run as writable.
-        """
-        path = self.default_workdir.resolve()
-        if workdir is not None:
-            _check_text("workdir", str(workdir), nul_allowed=False)
-            path = (path / workdir.expanduser()).resolve()
-            allowed = [self.default_workdir, *self.settings.writable_paths]
-            if not any(path.is_relative_to(root.resolve()) for root in allowed):
-                raise InvalidInputError(
-                    f"workdir {str(path)[:200]!r} is outside the directories code may write: the default work "
-                    f"directory {str(self.default_workdir)!r} and SYMPHONY_CODE__WRITABLE_PATHS "
-                    f"({', '.join(map(str, self.settings.writable_paths)) or 'none'}); give a path inside one of them"
-                )
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    def open_workdir(self, workdir: Path | None) -> OpenDirectory:
+        """The run's working directory, made if missing and held by a descriptor: a link the code planted on the
+        way (also one swapped in while this runs) is refused, never followed."""
+        path, root = self.locate_workdir(workdir)
+        return open_directory(path, root, create=True)
+
+    def _open_writable(self, stack: contextlib.ExitStack) -> list[OpenDirectory]:
+        """The writable paths that exist, each held by a descriptor (bound by it, so a link cannot redirect it)."""
+        found = []
+        for root in self.roots[1:]:
+            try:
+                opened = open_directory(root, root)
+            except MissingDirectoryError:
+                continue  # an absent writable path is not bound (and cannot be written)
+            stack.callback(opened.close)
+            found.append(opened)
+        return found
 
     async def run(self, language: Language, code: str, timeout_s: float, workdir: Path | None = None) -> CodeRun:
         language = self.check_language(language)
@@ -71,22 +88,26 @@ class LocalExecutor:
                 f"(SYMPHONY_CODE__MAX_TIMEOUT_SECONDS), got {timeout_s:g}"
             )
         confinement = await asyncio.to_thread(confine.choose, self.settings)
-        directory = self.resolve_workdir(workdir)
-        with tempfile.TemporaryDirectory(prefix="symphony-code-") as scratch:
+        with contextlib.ExitStack() as stack:
+            directory = await asyncio.to_thread(self.open_workdir, workdir)
+            stack.callback(directory.close)
+            writable = await asyncio.to_thread(self._open_writable, stack)
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="symphony-code-"))
             block = Path(scratch) / f"block{_SUFFIX[language]}"
             block.write_text(code, encoding="utf-8")
-            return await self._run(
-                language,
-                confinement,
-                confine.plan(self.settings, confinement, language, block, directory),
-                directory,
-                timeout_s,
-            )
+            plan = confine.plan(self.settings, confinement, language, block, directory, writable)
+            return await self._run(language, confinement, plan, directory, timeout_s)
 
     async def _run(
-        self, language: Language, confinement: Confinement, plan: confine.Plan, workdir: Path, timeout_s: float
+        self, language: Language, confinement: Confinement, plan: confine.Plan, workdir: OpenDirectory, timeout_s: float
     ) -> CodeRun:
         pids = PidsGroup(self.settings.processes)
+
+        def enter() -> None:
+            """In the child before exec: into the run's cgroup, and into the work directory by its descriptor."""
+            os.fchdir(workdir.fd)
+            pids.enter()
+
         started = time.monotonic()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -95,9 +116,9 @@ class LocalExecutor:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=plan.env,
-                cwd=workdir,
+                pass_fds=plan.fds,
                 start_new_session=True,
-                preexec_fn=pids.enter if pids.available else None,
+                preexec_fn=enter,
             )
             stdout, stderr = CappedOutput(self.settings.output_bytes), CappedOutput(self.settings.output_bytes)
             assert process.stdout is not None and process.stderr is not None
@@ -132,7 +153,7 @@ class LocalExecutor:
             killed=reason is not None,
             kill_reason=reason,
             confinement=confinement,
-            workdir=str(workdir),
+            workdir=str(workdir.path),
         )
 
 

@@ -1,0 +1,90 @@
+"""run_code's work directories under attack, through a real server over stdio and the real MCP client: code
+that plants links, races the server, takes permissions away or names odd paths neither escapes its sandbox nor
+makes the server fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.server_process import ServerProcess, base_env
+from tests.conftest import wait_for
+from tests.test_code_run import home, run, tree
+
+pytestmark = pytest.mark.anyio
+__all__ = ["home", "tree"]  # fixtures
+
+RACE_CALLS = 300
+# Call A: swaps `sub` between a directory and a link to the host's `/` until told to stop.
+SWAPPER = """import os, shutil, time
+def clear():
+    shutil.rmtree('sub', ignore_errors=True)  # a directory (B's files in it); it refuses links
+    try:
+        os.unlink('sub')
+    except OSError:
+        pass
+open('swapper-started', 'w').close()
+while not os.path.exists('stop-swapping'):
+    clear()
+    try:
+        os.mkdir('sub')
+    except OSError:
+        pass
+    time.sleep(0.001)
+    clear()
+    try:
+        os.symlink('/', 'sub')
+    except OSError:
+        pass
+    time.sleep(0.001)
+"""
+
+
+def server(xdisplay: VirtualDisplay, home: Path, tree: Path) -> ServerProcess:
+    env = base_env(DISPLAY=xdisplay.name, HOME=str(home), SYMPHONY_MEMORY__TRAJECTORY_DIR=str(tree / "trajectories"))
+    return ServerProcess(env=env)
+
+
+@asynccontextmanager
+async def connected(process: ServerProcess) -> AsyncIterator[Client]:
+    async with Client(process) as client:
+        yield client
+
+
+async def test_a_link_swapped_in_during_the_check_never_becomes_the_workdir(
+    xdisplay: VirtualDisplay, home: Path, tree: Path
+) -> None:
+    """Issue 25 item 1: call A swaps `sub` for a link to `/` while call B runs in `sub` again and again. Before,
+    135 of 698 B calls ran with the host's `/` as their writable cwd; now none may."""
+    marker = f"symphony-race-{secrets.token_hex(6)}"
+    workdir = tree / "trajectories" / "_code"
+    escaped: list[str] = []
+    outcomes = {"ran": 0, "refused": 0}
+    try:
+        async with connected(server(xdisplay, home, tree)) as client:
+            await run(client, "bash", "true")  # the default work directory exists
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(functools.partial(run, client, "python", SWAPPER, timeout_s=100))
+                await anyio.to_thread.run_sync(lambda: wait_for(lambda: (workdir / "swapper-started").exists(), 30))
+                for i in range(RACE_CALLS):
+                    block = f"import os\nopen('{marker}-{i}', 'w').close()\nprint(sorted(os.listdir('.'))[:5])"
+                    result = await client.call_tool("run_code", {"language": "python", "code": block, "workdir": "sub"})
+                    outcomes["refused" if result.is_error else "ran"] += 1
+                    if Path(f"/{marker}-{i}").exists():
+                        escaped.append(f"call {i}: {result.content}")
+                (workdir / "stop-swapping").touch()
+    finally:
+        for leftover in Path("/").glob(f"{marker}-*"):
+            leftover.unlink()
+    assert escaped == [], f"{len(escaped)} of {RACE_CALLS} runs wrote into the host's /: {escaped[:3]}"
+    assert outcomes["ran"] > 0 and outcomes["refused"] > 0, outcomes  # the race was really run both ways
