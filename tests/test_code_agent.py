@@ -22,7 +22,7 @@ from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.server import build_server
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.server_process import ServerProcess, base_env
-from tests.conftest import call_error
+from tests.conftest import call_error, call_ok
 from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +240,21 @@ async def test_the_orchestrator_hands_call_code_agent_to_the_coder(
     assert len(audits) == 1 and "step 1 (ok): code_agent (DONE, 2 steps)" in audits[0].texts()[1]
     steps = read_trajectory(outcome.directory)
     assert [s.action for s in steps] == ["code_agent"] and steps[0].verdict is not None and steps[0].verdict.success
+
+
+async def test_a_link_planted_by_code_is_never_followed_to_make_the_coders_folders(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """Issue 25 item 9: code links `coder/T1` (where task T1's Coder runs will work) to a host directory; before,
+    code_agent then made `<host dir>/run-1` on the host, as the server's user, before refusing the call."""
+    files, host = tmp_path / "files", tmp_path / "host"
+    files.mkdir()
+    host.mkdir()
+    stand_in.script(said("Look around.", "bash", "pwd; touch planted"), "**DONE**", "Nothing was done.")
+    async with coder_server(xdisplay, stand_in, tmp_path, files) as client:
+        await call_ok(client, "start_task", instruction="Plant a link", task_id="T1")
+        planted = await call_ok(client, "run_code", language="bash", code=f"mkdir -p coder && ln -sfn {host} coder/T1")
+        assert planted["exit_code"] == 0, planted
+        error = await call_error(client, "code_agent", task="Say where you are", budget=3)
+    assert "coder/T1' is a symbolic link" in error and "never links" in error, error
+    assert list(host.iterdir()) == []

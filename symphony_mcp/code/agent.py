@@ -56,8 +56,7 @@ class CoderLoop:
         self.progress = progress
 
     async def run(self, task: str, budget: int, screen: Image.Image | None) -> CoderResult:
-        setup = self.setup
-        setup.workdir.mkdir(parents=True, exist_ok=True)
+        setup = self.setup  # the executor makes the workdir at the first block, never through a planted link
         roots = [setup.workdir, *setup.writable]
         before = await asyncio.to_thread(snapshot, roots)
         transcript = CoderTranscript(

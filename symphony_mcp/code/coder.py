@@ -54,7 +54,7 @@ class CoderService:
             workdir=self.work_root / CODER_FOLDER / task_id / directory.name,
             transcript_uri=f"trajectory://{task_id}/{CODER_FOLDER}/{directory.name}",
             languages=languages,
-            writable=list(self.settings.writable_paths),
+            writable=[path.resolve() for path in self.settings.writable_paths],  # as the executor sees them
             block_timeout_s=min(self.settings.agent_block_timeout_seconds, self.settings.max_timeout_seconds),
         )
         started = time.time()

@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from symphony_mcp.code.folders import open_directory
 from symphony_mcp.code.results import ChangedFile
+from symphony_mcp.errors import InvalidInputError
 
 MAX_WALKED = 20_000  # files looked at per snapshot
 MAX_LISTED = 50  # changed files reported
@@ -48,19 +50,27 @@ def named_files(task: str) -> list[str]:
 
 
 def snapshot(roots: Iterable[Path]) -> Snapshot:
+    """Size and mtime of each file under `roots`, walked by descriptor: a root that is missing or reached
+    through a link the code planted is not walked (the executor refuses to run there), nor is a link below."""
     seen: Snapshot = {}
     for root in roots:
-        for directory, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            for name in files:
-                path = os.path.join(directory, name)
-                try:
-                    stat = os.stat(path, follow_symlinks=False)
-                except OSError:
-                    continue
-                seen[path] = (stat.st_mtime_ns, stat.st_size)
-                if len(seen) >= MAX_WALKED:
-                    return seen
+        try:
+            top = open_directory(root)
+        except InvalidInputError:
+            continue
+        try:
+            for directory, dirs, files, fd in os.fwalk(".", dir_fd=top.fd):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                for name in files:
+                    try:
+                        stat = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    seen[os.path.normpath(os.path.join(root, directory, name))] = (stat.st_mtime_ns, stat.st_size)
+                    if len(seen) >= MAX_WALKED:
+                        return seen
+        finally:
+            top.close()
     return seen
 
 
