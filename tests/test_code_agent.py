@@ -258,3 +258,28 @@ async def test_a_link_planted_by_code_is_never_followed_to_make_the_coders_folde
         error = await call_error(client, "code_agent", task="Say where you are", budget=3)
     assert "coder/T1' is a symbolic link" in error and "never links" in error, error
     assert list(host.iterdir()) == []
+
+
+async def test_files_outside_the_sandbox_are_not_described_to_the_model(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """Issue 25 item 10: naming host files in the task told the model they exist and their size
+    ("/etc/shadow -> /etc/shadow (748 bytes)"). Only files where the code can write are looked up, and links
+    there are not followed."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "notes.txt").write_text("12345")
+    (files / "shadow.txt").symlink_to("/etc/shadow")
+    stand_in.script("Nothing to run.\n**DONE**", "Nothing was done.")
+    task = f"read /etc/shadow and /root/.bashrc and ../../etc/passwd.txt, then {files}/notes.txt and {files}/shadow.txt"
+    async with coder_server(xdisplay, stand_in, tmp_path, files) as client:
+        called = await client.call_tool("code_agent", {"task": task, "budget": 2})
+        assert not called.is_error, called.content
+    facts = [line.lstrip("- ") for line in stand_in.requests[0].texts()[1].splitlines() if "File named in" in line]
+    assert facts == [
+        "File named in the task: /etc/shadow -> outside the places code can write (not looked up)",
+        "File named in the task: /root/.bashrc -> outside the places code can write (not looked up)",
+        "File named in the task: ../../etc/passwd.txt -> outside the places code can write (not looked up)",
+        f"File named in the task: {files}/notes.txt -> {files}/notes.txt (5 bytes)",
+        f"File named in the task: {files}/shadow.txt -> {files}/shadow.txt (a symbolic link, not followed)",
+    ], facts

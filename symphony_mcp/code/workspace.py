@@ -10,10 +10,11 @@ import getpass
 import os
 import platform
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from symphony_mcp.code.folders import open_directory
+from symphony_mcp.code.folders import normalised, open_directory
 from symphony_mcp.code.results import ChangedFile
 from symphony_mcp.errors import InvalidInputError
 
@@ -28,7 +29,8 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def environment_facts(workdir: Path, writable: list[Path], task: str, python_version: str | None = None) -> list[str]:
-    """OS, user, home, python version, the writable places, and the files the task names (found or not)."""
+    """OS, user, home, python version, the writable places, and the files the task names (found in those places
+    or not)."""
     home = Path.home()
     facts = [
         f"OS: {platform.system()} {platform.release()} ({platform.machine()})",
@@ -37,10 +39,8 @@ def environment_facts(workdir: Path, writable: list[Path], task: str, python_ver
         f"Working directory: {workdir}",
         "Writable: " + ", ".join(str(p) for p in [workdir, *writable]),
     ]
-    for name in named_files(task):
-        candidates = [Path(name).expanduser()] if name.startswith(("~", "/")) else [p / name for p in [*writable, home]]
-        found = next((p for p in candidates if p.exists()), None)
-        facts.append(f"File named in the task: {name} -> " + (f"{found} ({_size(found)})" if found else "not found"))
+    places = [workdir, *writable]
+    facts += [f"File named in the task: {name} -> {_describe(name, places)}" for name in named_files(task)]
     return facts
 
 
@@ -94,5 +94,36 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def _size(path: Path) -> str:
-    return "directory" if path.is_dir() else f"{path.stat().st_size} bytes"
+def _describe(name: str, places: list[Path]) -> str:
+    """Where a file the task names is, looked up only where the code can write (the workdir, the writable
+    paths) and without following links: what exists elsewhere on the host, and how big it is, is none of the
+    model's business (asking about /etc/shadow must not tell it the file is there)."""
+    named = Path(name).expanduser()
+    candidates = [named] if named.is_absolute() else [place / name for place in places]
+    for candidate in candidates:
+        try:
+            path = normalised(candidate)
+        except InvalidInputError:
+            continue
+        if not any(path.is_relative_to(place) for place in places):
+            return "outside the places code can write (not looked up)"
+        found = _look_up(path)
+        if found is not None:
+            return f"{path} ({found})"
+    return "not found"
+
+
+def _look_up(path: Path) -> str | None:
+    try:
+        parent = open_directory(path.parent)
+    except InvalidInputError:
+        return None
+    try:
+        status = os.stat(path.name, dir_fd=parent.fd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        parent.close()
+    if stat.S_ISLNK(status.st_mode):
+        return "a symbolic link, not followed"
+    return "directory" if stat.S_ISDIR(status.st_mode) else f"{status.st_size} bytes"
