@@ -88,3 +88,21 @@ async def test_a_link_swapped_in_during_the_check_never_becomes_the_workdir(
             leftover.unlink()
     assert escaped == [], f"{len(escaped)} of {RACE_CALLS} runs wrote into the host's /: {escaped[:3]}"
     assert outcomes["ran"] > 0 and outcomes["refused"] > 0, outcomes  # the race was really run both ways
+
+
+async def test_code_cannot_lock_the_next_run_out_of_its_work_directory(
+    xdisplay: VirtualDisplay, home: Path, tree: Path
+) -> None:
+    """Issue 25 item 7: after `chmod 000 .` every later default-workdir run failed ("bwrap: Can't chdir ...
+    Permission denied"), also after a restart. The server gives the owner's rwx back before each run."""
+    async with connected(server(xdisplay, home, tree)) as client:
+        locked = await run(client, "bash", "mkdir -p sub/deeper && chmod 000 sub/deeper sub . && echo locked")
+        assert locked["stdout"] == "locked\n", locked
+        again = await run(client, "bash", "echo again > note; cat note")
+        assert again["stdout"] == "again\n" and again["exit_code"] == 0, again
+        deeper = await run(client, "bash", "pwd", workdir="sub/deeper")
+        assert deeper["stdout"].strip().endswith("_code/sub/deeper") and deeper["exit_code"] == 0, deeper
+        await run(client, "bash", "chmod 000 .")
+    async with connected(server(xdisplay, home, tree)) as client:  # a restarted server
+        after = await run(client, "bash", "echo after a restart")
+        assert after["stdout"] == "after a restart\n", after

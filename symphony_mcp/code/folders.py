@@ -57,6 +57,9 @@ def open_directory(path: Path, root: Path | None = None, create: bool = False) -
     """The directory `path` (absolute, normalised; at most MAX_DEPTH below `root`), opened without following any
     link on the way. With `create`, missing directories are made. Every refusal is an InvalidInputError naming
     the component and why.
+
+    From `root` down (directories the code can write) each directory gets its owner's rwx back if the code took
+    it away (`chmod 000 .`), so no run can leave a work directory the next run cannot enter.
     """
     parts = PurePosixPath(path).parts
     if not path.is_absolute() or len(parts) - len(PurePosixPath(root or "/").parts) > MAX_DEPTH:
@@ -69,6 +72,8 @@ def open_directory(path: Path, root: Path | None = None, create: bool = False) -
             child = _open_child(fd, name, current, create)
             os.close(fd)
             fd = child
+            if root is not None and current.is_relative_to(root):
+                _give_owner_access(fd)
         return OpenDirectory(path, fd)
     except BaseException:
         os.close(fd)
@@ -106,6 +111,14 @@ def _refusal(parent: int, name: str, path: Path, exc: OSError) -> InvalidInputEr
     else:
         why = f"{where} cannot be opened as a directory: {exc.strerror or exc}"
     return InvalidInputError(why)
+
+
+def _give_owner_access(fd: int) -> None:
+    """The owner's rwx back on the directory behind `fd` (through /proc: an O_PATH descriptor has no fchmod)."""
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & stat.S_IRWXU != stat.S_IRWXU:
+        with contextlib.suppress(OSError):  # not ours to change (another user's writable path): left as it is
+            os.chmod(f"/proc/self/fd/{fd}", mode | stat.S_IRWXU)
 
 
 def _is_link(parent: int, name: str) -> bool:
