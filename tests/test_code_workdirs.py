@@ -17,7 +17,7 @@ from mcp import Client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.server_process import ServerProcess, base_env
-from tests.conftest import wait_for
+from tests.conftest import call_error, wait_for
 from tests.test_code_run import home, run, tree
 
 pytestmark = pytest.mark.anyio
@@ -106,3 +106,27 @@ async def test_code_cannot_lock_the_next_run_out_of_its_work_directory(
     async with connected(server(xdisplay, home, tree)) as client:  # a restarted server
         after = await run(client, "bash", "echo after a restart")
         assert after["stdout"] == "after a restart\n", after
+
+
+async def test_odd_workdirs_are_clear_errors_that_change_nothing(
+    xdisplay: VirtualDisplay, home: Path, tree: Path
+) -> None:
+    """Issue 25 item 8: each of these answered "internal error" (FileExistsError, ENAMETOOLONG, RecursionError)."""
+    workdir = tree / "trajectories" / "_code"
+    async with connected(server(xdisplay, home, tree)) as client:
+        made = await run(client, "bash", "touch afile && mkfifo afifo && ln -s afile alink && echo made")
+        assert made["stdout"] == "made\n", made
+        before = sorted(p.name for p in workdir.iterdir())
+        expected = {
+            "afile": "exists and is not a directory",
+            "afile/below": "exists and is not a directory",
+            "afifo": "exists and is not a directory",
+            "alink": "alink' is a symbolic link",
+            "n" * 300: "is 300 bytes long; names are at most 255 bytes",
+            "/".join(["d"] * 1500): "is more than 64 directories deep",
+        }
+        for name, message in expected.items():
+            error = await call_error(client, "run_code", language="bash", code="touch x", workdir=name)
+            assert message in error and "internal error" not in error, (name[:20], error)
+        assert sorted(p.name for p in workdir.iterdir()) == before  # nothing was made
+        assert (await run(client, "bash", "printf ok"))["stdout"] == "ok"  # and the server serves
