@@ -369,8 +369,23 @@ class CodeSettings(BaseModel):
     )
     cpu_seconds: int = Field(300, ge=1, le=86_400, description="CPU time limit per process (RLIMIT_CPU)")
     memory_mb: int = Field(2048, ge=64, le=1_048_576, description="address-space limit per process (RLIMIT_AS)")
+    run_memory_mb: int = Field(
+        2048,
+        ge=64,
+        le=1_048_576,
+        description="memory (swap and the private /tmp included) of all of one run's processes together; a memory "
+        "cgroup, where the server can make one (root); past it the kernel kills the run",
+    )
+    tmp_mb: int = Field(
+        512, ge=1, le=1_048_576, description="size of the run's private /tmp (RAM-backed, within run_memory_mb)"
+    )
     file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="largest file code may write (RLIMIT_FSIZE)")
-    processes: int = Field(256, ge=4, le=65_536, description="processes and threads code may have (RLIMIT_NPROC)")
+    processes: int = Field(
+        256,
+        ge=4,
+        le=65_536,
+        description="processes and threads one run may have together (a pids cgroup where possible, RLIMIT_NPROC)",
+    )
     open_files: int = Field(1024, ge=16, le=1_048_576, description="open files per process (RLIMIT_NOFILE)")
     output_bytes: int = Field(
         100_000, ge=1_000, le=10_000_000, description="stdout and stderr kept per run, each; the rest is dropped"

@@ -289,3 +289,36 @@ async def test_the_display_is_reached_only_when_allowed(xdisplay: VirtualDisplay
         shown = await run(client, "bash", block)
     width, height = SCREEN
     assert shown["stdout"] == f"DISPLAY={xdisplay.name}\n  Width: {width}\n  Height: {height}\n", shown
+
+
+FORKS = """import os, time
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        data = b'x' * (120 << 20)  # written, so resident
+        time.sleep(1)
+        os._exit(0)
+    children.append(pid)
+print(sorted(os.waitpid(pid, 0)[1] for pid in children))
+"""
+
+
+async def test_forks_that_together_exceed_the_runs_memory_are_killed(home: Path, tree: Path) -> None:
+    """Issue 25 item 6: the memory limit was per process (3 forks x 1.2 GB took 3.6 GB); now the run's memory
+    cgroup bounds them together: 3 x 120 MB under a 256 MB run limit (each far below its 2 GB RLIMIT_AS)."""
+    async with serving(tree, run_memory_mb=256) as client:
+        result = await run(client, "python", FORKS, timeout_s=60)
+        assert result["killed"] and result["kill_reason"] == "memory", result
+        assert "9" in result["stdout"], result  # a child was killed (SIGKILL) by the kernel
+        alone = await run(client, "python", FORKS.replace("range(3)", "range(1)"), timeout_s=60)
+        assert alone["stdout"] == "[0]\n" and not alone["killed"], alone  # one fits
+
+
+async def test_the_private_tmp_stops_at_its_size(home: Path, tree: Path) -> None:
+    """Issue 25 item 6: 3 x 900 MB written to the RAM-backed /tmp took 2.1 GB; now /tmp has a size (tmp_mb)."""
+    async with serving(tree, tmp_mb=64) as client:
+        block = "for i in 1 2 3; do head -c 50000000 /dev/zero > /tmp/fill$i; done; du -sm /tmp | cut -f1"
+        result = await run(client, "bash", block)
+    assert "No space left on device" in result["stderr"], result
+    assert int(result["stdout"]) <= 64, result

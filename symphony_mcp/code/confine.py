@@ -184,7 +184,8 @@ def _hiding(command: list[str]) -> list[str]:
 
 
 def _bwrap_mounts(settings: CodeSettings, workdir: OpenDirectory, writable: list[OpenDirectory]) -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    tmp_bytes = str(settings.tmp_mb * 1024 * 1024)  # RAM-backed: also counted in the run's memory cgroup
+    args = ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--size", tmp_bytes, "--tmpfs", "/tmp"]
     for name in _ROOT_LINKS:
         path = Path("/") / name
         if path.is_symlink():

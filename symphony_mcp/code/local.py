@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from symphony_mcp.code import confine
+from symphony_mcp.code.cgroups import RunGroup
 from symphony_mcp.code.folders import MissingDirectoryError, OpenDirectory, normalised, open_directory
 from symphony_mcp.code.output import CappedOutput
-from symphony_mcp.code.pids import PidsGroup
 from symphony_mcp.code.types import CodeRun, Confinement, KillReason, Language
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.errors import InvalidInputError, PolicyError
@@ -22,6 +22,7 @@ from symphony_mcp.errors import InvalidInputError, PolicyError
 # names no task): what code writes stays with what the server writes, and stays out of the code's sight otherwise.
 CODE_WORKDIR = "_code"
 _SUFFIX = {"python": ".py", "bash": ".sh"}
+MB = 1024 * 1024
 # Exit statuses a shell or bubblewrap reports for a child killed by a signal (128 + n), and the raw signal.
 _SIGNAL_REASONS: dict[int, KillReason] = {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "file_size"}
 _MEMORY_MARKS = ("MemoryError", "Cannot allocate memory", "cannot allocate memory", "std::bad_alloc")
@@ -101,12 +102,12 @@ class LocalExecutor:
     async def _run(
         self, language: Language, confinement: Confinement, plan: confine.Plan, workdir: OpenDirectory, timeout_s: float
     ) -> CodeRun:
-        pids = PidsGroup(self.settings.processes)
+        group = RunGroup(self.settings.processes, self.settings.run_memory_mb * MB)
 
         def enter() -> None:
-            """In the child before exec: into the run's cgroup, and into the work directory by its descriptor."""
+            """In the child before exec: into the run's cgroups, and into the work directory by its descriptor."""
             os.fchdir(workdir.fd)
-            pids.enter()
+            group.enter()
 
         started = time.monotonic()
         try:
@@ -129,19 +130,19 @@ class LocalExecutor:
             except TimeoutError:
                 timed_out = True
                 _kill(process.pid)
-                await asyncio.to_thread(pids.close)
+                await asyncio.to_thread(group.close)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(reading, 5)  # pipes close once every process holding them is gone
             except asyncio.CancelledError:
                 _kill(process.pid)
                 reading.cancel()
                 raise
-            pids_full = pids.hit_limit()
+            limit_hit = group.reason()
         finally:
-            if pids.available:
-                await asyncio.to_thread(pids.close)
+            if group.available:
+                await asyncio.to_thread(group.close)
         exit_code = process.returncode
-        reason = _kill_reason(exit_code, timed_out, pids_full, stderr)
+        reason = _kill_reason(exit_code, timed_out, limit_hit, stderr)
         return CodeRun(
             language=language,
             exit_code=exit_code,
@@ -176,11 +177,13 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _kill_reason(exit_code: int | None, timed_out: bool, pids_full: bool, stderr: CappedOutput) -> KillReason | None:
+def _kill_reason(
+    exit_code: int | None, timed_out: bool, limit_hit: KillReason | None, stderr: CappedOutput
+) -> KillReason | None:
     if timed_out:
         return "timeout"
-    if pids_full:
-        return "processes"
+    if limit_hit is not None:
+        return limit_hit
     if exit_code is None or exit_code == 0:
         return None
     signum = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else None
