@@ -89,7 +89,6 @@ class SearchSetup:
     format_retries: int = 2
 
 
-
 class _Ended(Exception):
     """The search ends here, with this reason and message."""
 
