@@ -48,13 +48,15 @@ LAUNCH_ARGS = (
     "--disable-default-apps",
     "--disable-extensions",
     "--disable-smooth-scrolling",
-    # One switch (a second would replace it); prerendering and preloading heuristics are speculative loads.
-    "--disable-features=Translate,MediaRouter,OptimizationHints,Prerender2,PreloadingHeuristics",
+    # One switch (a second would replace it): no speculative loads (prerendering, preloading heuristics), no
+    # autofill server queries.
+    "--disable-features=Translate,MediaRouter,OptimizationHints,Prerender2,PreloadingHeuristics,"
+    "AutofillServerCommunication",
     "--metrics-recording-only",
     "--password-store=basic",
 )
 # Every connection goes through the proxy, loopback too; no name is resolved inside (the proxy resolves); WebRTC
-# sends no UDP of its own; no speculative connections or loads (they would only be refused).
+# sends no UDP of its own; no DNS prefetching.
 NETWORK_ARGS = (
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
@@ -144,7 +146,7 @@ async def launch_chromium(settings: SearchSettings) -> ChromiumProcess:
         raise BrowserFailure("search.headful is set but the server has no DISPLAY; unset it or start a display")
     unshare = network_namespace(settings)
     folder = tempfile.TemporaryDirectory(prefix="symphony-browser-")
-    proxy = PolicyProxy()
+    proxy = PolicyProxy(connect_timeout=settings.step_timeout_seconds)
     playwright: Playwright | None = None
     try:
         proxy_socket = Path(folder.name) / "proxy.sock"

@@ -25,7 +25,7 @@ from symphony_mcp.search.urls import IPAddress, UrlPolicy
 
 MAX_HEAD_BYTES = 16_384  # request line and headers
 HEAD_TIMEOUT_SECONDS = 10.0
-CONNECT_TIMEOUT_SECONDS = 10.0
+MAX_CONNECT_SECONDS = 10.0
 # On the proxy's own answers: "refused" (the policy's, with the reason as the body) or the errno name of a failed
 # connection (ECONNREFUSED, ...), so Playwright's fetches, which read a refused CONNECT as a response, can tell.
 PROXY_ERROR_HEADER = "x-symphony-proxy-error"
@@ -40,7 +40,8 @@ class PolicyProxy:
     """One browser's proxy. `policy` is the open session's (None: every connection is refused); `on_refused`
     hears each refusal. Start with `start`, always `close`."""
 
-    def __init__(self) -> None:
+    def __init__(self, connect_timeout: float = MAX_CONNECT_SECONDS) -> None:
+        self.connect_timeout = min(connect_timeout, MAX_CONNECT_SECONDS)
         self.policy: UrlPolicy | None = None
         self.on_refused: Callable[[Refusal], None] | None = None
         self._servers: list[asyncio.Server] = []
@@ -98,7 +99,7 @@ class PolicyProxy:
             await _answer(writer, 403, "Forbidden", str(exc), "refused")
             return
         try:
-            upstream_reader, upstream_writer = await _connect(addresses, port)
+            upstream_reader, upstream_writer = await _connect(addresses, port, self.connect_timeout)
         except OSError as exc:
             failure = errno.errorcode.get(exc.errno or 0, "ECONNRESET")
             await _answer(writer, 502, "Bad Gateway", f"{target} could not be reached: {exc.strerror or exc}", failure)
@@ -144,15 +145,17 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes | None]:
     return target, parts.hostname, parts.port or 80, forward
 
 
-async def _connect(addresses: list[IPAddress], port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _connect(
+    addresses: list[IPAddress], port: int, timeout: float
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to the first of `addresses` that answers: these, never a name resolved again."""
     failure: OSError = OSError("no address")
     for address in addresses:
         try:
-            async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+            async with asyncio.timeout(timeout):
                 return await asyncio.open_connection(str(address), port)
         except TimeoutError:
-            failure = OSError(errno.ETIMEDOUT, f"connecting to {address} took over {CONNECT_TIMEOUT_SECONDS:g} s")
+            failure = OSError(errno.ETIMEDOUT, f"connecting to {address} took over {timeout:g} s")
         except OSError as exc:
             failure = exc
     raise failure
