@@ -166,7 +166,11 @@ class ChromiumBrowser:
     # -- the Browser contract -------------------------------------------------------------------------------
 
     async def open(self, url: str) -> None:
-        checked = await self._policy.check(url)
+        try:
+            checked = await self._policy.check(url)
+        except UrlRefusedError as exc:
+            self._add_refusal(Refusal(url=url, reason=str(exc)))
+            raise
         page = await self._current_page()
         await self._navigate(lambda: page.goto(checked.url, wait_until="load", timeout=self._timeout_ms))
 

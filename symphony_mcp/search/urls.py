@@ -214,7 +214,7 @@ class UrlPolicy:
         """The URL if the browser may open it; otherwise UrlRefusedError saying why. Resolves host names (off the
         event loop, bounded by `resolve_timeout`): a name with any non-public address is refused."""
         checked = self.check_syntax(url)
-        if checked.port is not None:
+        if checked.port is not None and not self.is_trusted(checked.host, checked.port):
             await self._checked_addresses(url, checked.host, checked.port)
         return checked
 
