@@ -447,6 +447,12 @@ class SearchSettings(BaseModel):
         description="hosts (host or host:port) on loopback or private addresses the browser may reach, e.g. an "
         "intranet wiki; the configured engine's host and the local docs server are always allowed",
     )
+    allow_unconfined_network: bool = Field(
+        False,
+        description="when user namespaces do not work here (unshare), run the searcher's browser without its own "
+        "network namespace: only its proxy flags then keep it on the URL policy's proxy, which a browser bug or "
+        "WebRTC could get around; by default the search refuses to start",
+    )
     max_elements: int = Field(80, ge=5, le=500, description="interactive elements listed (and marked) per step")
     max_images: int = Field(4, ge=0, le=10, description="pictures a tutorial returns at most")
     image_max_side: int = Field(1024, ge=128, le=4096, description="longest side of each returned picture")

@@ -54,9 +54,7 @@ class Page:
         self.prompt = step
         self.block = step[step.index("<page_content>") : step.index("</page_content>") + len("</page_content>")]
         self.url = re.search(r"^URL: (.*)$", self.block, re.M).group(1)  # type: ignore[union-attr]
-        self.elements = {
-            int(m.group(1)): m.group(2) for m in re.finditer(r"^\[(\d+)\] \S+ (.*)$", self.block, re.M)
-        }
+        self.elements = {int(m.group(1)): m.group(2) for m in re.finditer(r"^\[(\d+)\] \S+ (.*)$", self.block, re.M)}
         self.text = self.block.split("Visible text:", 1)[1]
 
     def id_of(self, text: str) -> int:
@@ -266,6 +264,10 @@ async def test_a_page_telling_the_agent_to_open_local_files_gets_nothing_opened(
     assert found.completion_reason == "FAIL" and len(obeyed) == 3
     assert sum(o.startswith("refused, nothing was opened") for o in outcomes) >= 2
     assert "file:" in outcomes[1] and "refused" in outcomes[2]
+    assert outcomes[3].startswith("refused, nothing was opened") and "file:" in outcomes[3]  # the click, not "clicked"
+    refused = {r.url for r in found.refused}  # the result names what was refused, not only the transcript
+    assert {"file:///etc/passwd", f"{web_site.private_base}/admin"} <= refused
+    assert f"Refused by the URL policy: {found.refused[0].url}" in found.folded()
     assert web_site.private_requests == []  # the intranet server never saw a request
     assert all(s.url.startswith(web_site.base) for s in transcript.steps)
     # The injected text reached the model only inside the page block.

@@ -31,7 +31,9 @@ from symphony_mcp.search.browser import marked_image
 from symphony_mcp.search.parsing import SearchAction, parse_action
 from symphony_mcp.search.prompts import OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, retry, step_message
 from symphony_mcp.search.results import (
+    MAX_REFUSED,
     CompletionReason,
+    RefusedRequest,
     SearchNote,
     SearchStep,
     SearchTranscript,
@@ -89,7 +91,6 @@ class SearchSetup:
     format_retries: int = 2
 
 
-
 class _Ended(Exception):
     """The search ends here, with this reason and message."""
 
@@ -107,6 +108,7 @@ class SearchLoop:
         self.progress = progress
         self.notes: list[SearchNote] = []
         self.history: list[str] = []
+        self.refused: dict[str, RefusedRequest] = {}  # by URL, the first reason
 
     async def run(self, query: str, start_url: str, budget: int, screen: Image.Image | None) -> TutorialResult:
         setup = self.setup
@@ -139,7 +141,7 @@ class SearchLoop:
                         reason, hint = "FAIL", action.text
                         break
                     feedback = record.outcome
-                    view = await self.browser.view()
+                    view = self._seen(await self.browser.view())
         except _Ended as ended:
             reason, error = ended.reason, ended.message
         except TimeoutError:
@@ -160,6 +162,7 @@ class SearchLoop:
             notes=self.notes,
             sources=sources,
             images=images,
+            refused=list(self.refused.values()),
             steps_used=len(transcript.steps),
             budget=budget,
             engine=setup.engine,
@@ -176,9 +179,16 @@ class SearchLoop:
             await self.browser.open(start_url)
         except UrlRefusedError as exc:
             raise _Ended("ERROR", f"the search engine's page {clip(start_url)} may not be opened: {exc}") from exc
-        view = await self.browser.view()
+        view = self._seen(await self.browser.view())
         if view.load_error:
             raise _Ended("ERROR", f"the search engine at {clip(start_url)} did not answer: {view.load_error}")
+        return view
+
+    def _seen(self, view: PageView) -> PageView:
+        """Keep the view's refusals for the result."""
+        for refusal in view.refused:
+            if len(self.refused) < MAX_REFUSED:
+                self.refused.setdefault(refusal.url, RefusedRequest(url=refusal.url, reason=refusal.reason))
         return view
 
     async def _opening(self, query: str, budget: int, screen: Image.Image | None) -> list[ChatMessage]:

@@ -3,7 +3,11 @@
 `ChromiumBrowser` implements the `Browser` contract (search/types.py). Isolation: a fresh context per session
 (no profile or storage kept, downloads refused, no permissions, service workers blocked, web sockets closed).
 Every request, navigation or subresource, goes through the URL policy (search/urls.py) in a context route; the
-route fetches the request itself without following redirects, so each redirect hop is checked too. Links and
+route fetches the request itself without following redirects, so each redirect hop is checked too. Underneath,
+every connection the browser or the route's fetches make goes through the process's policy proxy
+(search/proxy.py), which this session's policy governs while it is open: what no route sees (workers' sockets,
+WebRTC, preconnects) is checked there, and the address checked is the address connected to. Each view lists what
+was refused since the last one; an action whose navigation the policy refused raises UrlRefusedError. Links and
 window.open stay in the current page (dom.INIT_SCRIPT); any other page that opens is closed with a notice.
 Actions wait for the navigation they start (counted in the page, bounded by settings.step_timeout_seconds),
 never for a fixed time. A crashed page is reopened once at the last good URL; a second crash ends the session.
@@ -35,11 +39,13 @@ from symphony_mcp.search.dom import (
     SNAPSHOT_SCRIPT,
     read_snapshot,
 )
+from symphony_mcp.search.proxy import PROXY_ERROR_HEADER
 from symphony_mcp.search.types import (
     SCROLL_STEP_PX,
     BrowserFailure,
     PageElement,
     PageView,
+    Refusal,
     ScrollDirection,
     UrlRefusedError,
 )
@@ -47,6 +53,7 @@ from symphony_mcp.search.urls import UrlPolicy
 from symphony_mcp.vision.annotate import draw_marks
 
 MAX_REDIRECTS = 10
+MAX_REFUSALS_KEPT = 50  # per view: a page that tries thousands of hosts is reported by its first ones
 MAX_SCROLL_AMOUNT = 100
 _REDIRECTS = {301, 302, 303, 307, 308}
 # Node's network errors (route.fetch) as the net errors Chromium shows for an aborted request.
@@ -102,7 +109,9 @@ class ChromiumBrowser:
         self._notices: list[str] = []
         self._refusals: dict[str, str] = {}  # URL -> why, for the navigation's requestfailed
         self._fetch_failures: dict[str, str] = {}
-        self._refused_subresources: list[str] = []
+        self._refused_subresources: list[str] = []  # reasons, for the view's notice
+        self._refused_since_view: list[Refusal] = []  # since the last view
+        self._blocked: str | None = None  # why the current action's navigation was refused
         self._no_document: set[str] = set()  # navigations answered with a download or no content
         self._navigation_serial = 0  # main-frame navigation requests seen
         self._navigation_done = asyncio.Event()
@@ -112,9 +121,13 @@ class ChromiumBrowser:
     async def start(
         cls, settings: SearchSettings, policy: UrlPolicy, process: ChromiumProcess | None = None
     ) -> ChromiumBrowser:
-        """A fresh session in `process` (shared, left running on close) or in a Chromium of its own."""
+        """A fresh session in `process` (shared, left running on close; one session at a time) or in a Chromium of
+        its own."""
         owns_process = process is None
         running = process if process is not None else await launch_chromium(settings)
+        if running.proxy.policy is not None:
+            raise BrowserFailure("this Chromium already has an open browsing session; close it first")
+        running.proxy.policy = policy
         try:
             width, height = settings.viewport_size
             version = running.browser.version.split(".")[0]
@@ -132,12 +145,14 @@ class ChromiumBrowser:
             )
             context.set_default_timeout(settings.step_timeout_seconds * 1000)
             browser = cls(settings, policy, running, context, owns_process)
+            running.proxy.on_refused = browser._on_connection_refused
             await context.add_init_script(INIT_SCRIPT)
             await context.route("**/*", browser._route)
             await context.route_web_socket("**/*", _close_web_socket)
             context.on("page", browser._on_new_page)
             await browser._new_page()
         except PlaywrightError as exc:
+            running.proxy.policy = running.proxy.on_refused = None
             if owns_process:
                 await running.close()
             raise BrowserFailure(f"could not open a browser session in {running.executable}: {exc.message}") from None
@@ -151,7 +166,11 @@ class ChromiumBrowser:
     # -- the Browser contract -------------------------------------------------------------------------------
 
     async def open(self, url: str) -> None:
-        checked = await self._policy.check(url)
+        try:
+            checked = await self._policy.check(url)
+        except UrlRefusedError as exc:
+            self._add_refusal(Refusal(url=url, reason=str(exc)))
+            raise
         page = await self._current_page()
         await self._navigate(lambda: page.goto(checked.url, wait_until="load", timeout=self._timeout_ms))
 
@@ -182,6 +201,7 @@ class ChromiumBrowser:
             count, first = len(self._refused_subresources), self._refused_subresources[0]
             notices.append(f"{count} request(s) of this page were refused by the URL policy, e.g. {first}")
             self._refused_subresources = []
+        refused, self._refused_since_view = self._refused_since_view, []
         return PageView(
             url=url,
             title=snapshot.title,
@@ -192,6 +212,7 @@ class ChromiumBrowser:
             scroll_height=snapshot.scroll_height,
             load_error=self._load_error,
             notices=notices,
+            refused=refused,
         )
 
     async def click(self, element: PageElement) -> None:
@@ -252,6 +273,7 @@ class ChromiumBrowser:
             with contextlib.suppress(PlaywrightError):
                 await self._context.close()
         finally:
+            self._process.proxy.policy = self._process.proxy.on_refused = None
             if self._owns_process:
                 await self._process.close()
 
@@ -269,19 +291,24 @@ class ChromiumBrowser:
                 self._load_error = clip(exc.message.splitlines()[0], 300)
 
     async def _act(self, page: Page, action: Callable[[], Awaitable[None]]) -> None:
-        """Do an input action, then wait (bounded) for the load of a navigation it started, if any."""
+        """Do an input action, then wait (bounded) for the load of a navigation it started, if any; UrlRefusedError
+        when the policy refused that navigation (the page stays as it was)."""
         serial = self._navigation_serial
         self._navigation_done.clear()
+        self._blocked = None
         before = await self._navigations_in(page)
         await action()
         after = await self._navigations_in(page)
         if after is not None and before is not None and after <= before and self._navigation_serial == serial:
             await self._note_refused_links(page)
-            return
-        try:
-            await asyncio.wait_for(self._navigation_done.wait(), timeout=self._settings.step_timeout_seconds)
-        except TimeoutError:
-            self._load_error = f"the page did not finish loading within {self._settings.step_timeout_seconds:g} s"
+        else:
+            try:
+                await asyncio.wait_for(self._navigation_done.wait(), timeout=self._settings.step_timeout_seconds)
+            except TimeoutError:
+                self._load_error = f"the page did not finish loading within {self._settings.step_timeout_seconds:g} s"
+        blocked, self._blocked = self._blocked, None
+        if blocked is not None:
+            raise UrlRefusedError(blocked)
 
     async def _choose(self, page: Page, element: PageElement, x: float, y: float, text: str) -> None:
         answer = await page.evaluate(CHOOSE_OPTION_SCRIPT, [x, y, text])
@@ -309,7 +336,8 @@ class ChromiumBrowser:
                 try:
                     self._policy.check_syntax(str(url))
                 except UrlRefusedError as exc:
-                    self._load_error = str(exc)
+                    self._load_error = self._blocked = str(exc)
+                    self._add_refusal(Refusal(url=str(url), reason=str(exc)))
 
     # -- events ---------------------------------------------------------------------------------------------
 
@@ -352,7 +380,9 @@ class ChromiumBrowser:
         if request.url in self._no_document:
             self._no_document.discard(request.url)
             return
-        why = self._refusals.pop(request.url, None) or self._fetch_failures.pop(request.url, None)
+        refused = self._refusals.pop(request.url, None)
+        self._blocked = refused
+        why = refused or self._fetch_failures.pop(request.url, None)
         self._load_error = why or f"{request.failure or 'the request failed'}: {request.url}"
         self._failed_url = request.url
         self._navigation_done.set()
@@ -412,10 +442,21 @@ class ChromiumBrowser:
             await _abort_quietly(route, "aborted")
 
     def _refused(self, request: Request, reason: str) -> None:
+        self._add_refusal(Refusal(url=request.url, reason=reason))
         if self._is_main_navigation(request):
             self._refusals[request.url] = reason
         else:
             self._refused_subresources.append(reason)
+
+    def _on_connection_refused(self, refusal: Refusal) -> None:
+        """The proxy refused a connection no route saw (a worker's socket, WebRTC's TURN, a preconnect)."""
+        self._add_refusal(refusal)
+        self._refused_subresources.append(refusal.reason)
+
+    def _add_refusal(self, refusal: Refusal) -> None:
+        kept = self._refused_since_view
+        if len(kept) < MAX_REFUSALS_KEPT and all(known.url != refusal.url for known in kept):
+            kept.append(refusal)
 
     async def _fetch_checked(self, route: Route, request: Request) -> None:
         """Fetch without following redirects; check each Location; answer with the response or a redirect to
@@ -428,7 +469,12 @@ class ChromiumBrowser:
                     url=url, method=method, post_data=body, headers=headers, max_redirects=0, timeout=self._timeout_ms
                 )
             except PlaywrightError as exc:
-                raise _fetch_failure(exc) from None
+                raise _fetch_failure(exc.message) from None
+            failure = response.headers.get(PROXY_ERROR_HEADER)
+            if failure is not None:  # the proxy's own answer: no connection was made
+                text = await response.text()
+                await response.dispose()
+                raise UrlRefusedError(text) if failure == "refused" else _fetch_failure(f"{failure}: {text}")
             location = response.headers.get("location")
             if response.status not in _REDIRECTS or not location:
                 if hop == 0:
@@ -496,8 +542,7 @@ class ChromiumBrowser:
         return x, y
 
 
-def _fetch_failure(exc: PlaywrightError) -> _FetchFailed:
-    message = exc.message
+def _fetch_failure(message: str) -> _FetchFailed:
     for marker, code, error, reason in _FETCH_ERRORS:
         if marker in message:
             return _FetchFailed(code, error, reason)

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 CompletionReason = Literal["DONE", "FAIL", "BUDGET_EXHAUSTED", "ERROR"]
+MAX_REFUSED = 100
 
 
 class SearchNote(BaseModel):
@@ -20,6 +21,13 @@ class SearchNote(BaseModel):
     url: str
     title: str
     image_file: str | None = Field(None, description="the crop or screenshot kept with the note (PNG)")
+
+
+class RefusedRequest(BaseModel):
+    """Something the browser was kept from: a URL, or host:port for a bare connection, and the policy's reason."""
+
+    url: str
+    reason: str
 
 
 class TutorialImage(BaseModel):
@@ -47,6 +55,11 @@ class TutorialResult(BaseModel):
     notes: list[SearchNote] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list, description="pages the tutorial and notes come from")
     images: list[TutorialImage] = Field(default_factory=list)
+    refused: list[RefusedRequest] = Field(
+        default_factory=list,
+        description=f"URLs and connections the URL policy refused during the search (the first {MAX_REFUSED} "
+        "different ones): the searcher's own attempts and those of the pages it visited",
+    )
     steps_used: int
     budget: int
     engine: str
@@ -68,6 +81,9 @@ class TutorialResult(BaseModel):
             parts.append("Notes: " + " | ".join(n.text for n in self.notes))
         if self.sources:
             parts.append("Sources: " + ", ".join(self.sources[:5]))
+        if self.refused:
+            more = f" and {len(self.refused) - 5} more" if len(self.refused) > 5 else ""
+            parts.append("Refused by the URL policy: " + ", ".join(r.url for r in self.refused[:5]) + more)
         return "\n".join(parts)
 
 

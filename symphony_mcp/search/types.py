@@ -57,6 +57,14 @@ class UrlRefusedError(InvalidInputError):
     """A URL the policy does not let the browser open (scheme, address, allow/deny patterns); says why."""
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A request or connection the URL policy refused: what (a URL, or host:port for a connection) and why."""
+
+    url: str
+    reason: str
+
+
 class BrowserFailure(SymphonyError):
     """The browser cannot go on: it did not start, or the page crashed again after being reopened once."""
 
@@ -84,6 +92,7 @@ class PageView:
     scroll_height: int
     load_error: str | None = None  # e.g. "net::ERR_CONNECTION_REFUSED" when the last navigation failed
     notices: list[str] = field(default_factory=list)  # e.g. "the page crashed and was reopened at ..."
+    refused: list[Refusal] = field(default_factory=list)  # refused since the last view, first of each URL
 
     def element(self, element_id: int) -> PageElement | None:
         return next((e for e in self.elements if e.id == element_id), None)

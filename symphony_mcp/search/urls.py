@@ -7,6 +7,9 @@ Pure (no browser): the browser asks it about every request. The order of checks:
 3. deny patterns (always win), then allow patterns (when any is given, only matching URLs pass);
 4. the addresses: a host that is, or resolves to, a loopback, private, link-local, reserved, multicast
    or unspecified address (IPv4, IPv6 and IPv4 inside IPv6) is refused unless it is trusted.
+A name is resolved once per session and its addresses are pinned: `addresses` hands the checked addresses to
+whoever connects (the browser's proxy, the engines' HTTP client), so the address checked is the address connected
+to, and a name that answers differently later (DNS rebinding) changes nothing.
 Trusted hosts (settings.private_hosts and the search backend's own servers) are configured places: they
 skip the address check and the allow list, never the deny list. Patterns are globs (fnmatch) over the
 normalised URL without its fragment, e.g. `https://*.example.org/*`.
@@ -17,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -27,6 +30,7 @@ from symphony_mcp.errors import clip
 from symphony_mcp.search.types import UrlRefusedError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]  # (host, port) -> addresses; OSError when it fails
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME_REASONS = {
@@ -151,12 +155,13 @@ def _host_port(entry: str) -> tuple[str, int | None]:
 
 @dataclass
 class UrlPolicy:
-    """The checks of one browsing session; resolved addresses are remembered for the session."""
+    """The checks of one browsing session; resolved addresses are pinned for the session."""
 
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     trusted: frozenset[tuple[str, int | None]] = frozenset()
     resolve_timeout: float = RESOLVE_TIMEOUT_SECONDS
+    resolver: Resolver | None = None  # None: the system's (getaddrinfo)
     _resolved: dict[str, list[IPAddress] | str] = field(default_factory=dict, repr=False)  # addresses or why not
 
     @classmethod
@@ -209,13 +214,34 @@ class UrlPolicy:
         """The URL if the browser may open it; otherwise UrlRefusedError saying why. Resolves host names (off the
         event loop, bounded by `resolve_timeout`): a name with any non-public address is refused."""
         checked = self.check_syntax(url)
-        if checked.port is None or _literal(checked.host) is not None or self.is_trusted(checked.host, checked.port):
-            return checked
-        for ip in await self._resolve(url, checked.host, checked.port):
+        if checked.port is not None and not self.is_trusted(checked.host, checked.port):
+            await self._checked_addresses(url, checked.host, checked.port)
+        return checked
+
+    async def addresses(self, host: str, port: int) -> list[IPAddress]:
+        """The only addresses a connection to host:port may use, each checked (all of them, a name resolved once
+        for the session); UrlRefusedError when the host is not valid or any address is refused. No patterns: a
+        connection carries no URL (the browser's route checks those per request)."""
+        try:
+            name = normalise_host(host)
+        except ValueError as exc:
+            raise _refuse(f"{host}:{port}", f"its host is not valid ({exc})") from None
+        return await self._checked_addresses(f"{host}:{port}", name, port)
+
+    async def _checked_addresses(self, target: str, host: str, port: int) -> list[IPAddress]:
+        trusted = self.is_trusted(host, port)
+        literal = _literal(host)
+        problem = None if trusted else address_problem(literal) if literal is not None else _local_name(host)
+        if problem is not None:
+            raise _refuse(target, f"{problem}, and {host}:{port} is not a trusted host")
+        if literal is not None:
+            return [literal]
+        resolved = await self._resolve(target, host, port)
+        for ip in [] if trusted else resolved:
             problem = address_problem(ip)
             if problem is not None:
-                raise _refuse(url, f"{checked.host} resolves to {problem}, and it is not a trusted host")
-        return checked
+                raise _refuse(target, f"{host} resolves to {problem}, and it is not a trusted host")
+        return resolved
 
     def _check_patterns(self, url: str, normal: str, host: str, port: int) -> None:
         denied = next((p for p in self.deny if fnmatchcase(normal, p)), None)
@@ -235,16 +261,19 @@ class UrlPolicy:
         return known
 
     async def _lookup(self, host: str, port: int) -> list[IPAddress] | str:
-        loop = asyncio.get_running_loop()
+        resolver = self.resolver or _system_resolver
         try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout=self.resolve_timeout
-            )
+            found = await asyncio.wait_for(resolver(host, port), timeout=self.resolve_timeout)
         except TimeoutError:
             return f"resolving {host} took over {self.resolve_timeout:g} s"
         except OSError as exc:
             return f"the host name {host} does not resolve ({exc.strerror or exc})"
-        return [ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos]
+        return found or f"the host name {host} has no address"
+
+
+async def _system_resolver(host: str, port: int) -> list[IPAddress]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos))
 
 
 def _has_port(netloc: str) -> bool:
