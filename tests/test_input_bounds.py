@@ -297,8 +297,9 @@ def test_a_server_with_a_blank_token_does_not_start() -> None:
 async def test_huge_input_over_stdio_comes_back_clipped_and_is_logged_clipped(
     xdisplay: VirtualDisplay, tmp_path: Path
 ) -> None:
-    """Over a real stdio server: a 1 MB open_app target, a 10 MB phrase and a 1 MB resource URI give short
-    errors, and the server's log (stderr, at DEBUG) repeats at most one clipped line's worth of any of them."""
+    """Over a real stdio server: a 1 MB open_app target, a 3 MB phrase (under the 4 MiB message cap) and a 1 MB
+    resource URI give short errors, and the server's log (stderr, at DEBUG) repeats at most one clipped line's
+    worth of any of them."""
     log = tmp_path / "server.log"
     command, *prefix = serve_command()
     params = StdioServerParameters(
@@ -309,7 +310,7 @@ async def test_huge_input_over_stdio_comes_back_clipped_and_is_logged_clipped(
     async with Client(params) as client:
         for tool, arguments in (
             ("open_app", {"target": "x" * 1_000_000}),
-            ("find_text", {"phrase": "p" * 10_000_000}),
+            ("find_text", {"phrase": "p" * 3_000_000}),
             ("locate", {"description": "d" * 1_000_000}),
         ):
             result = await client.call_tool(tool, arguments)
