@@ -246,6 +246,14 @@ class ServerSettings(BaseModel):
         default_factory=list, description="extra Host header values accepted (DNS-rebinding protection)"
     )
     action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
+    max_message_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024**3,
+        description="bytes one message may have (a stdio line, an HTTP body); a longer one is refused unread "
+        "with an error naming this limit (the largest tool arguments, 100,000 characters of text escaped as "
+        "JSON, take ~1.2 MB)",
+    )
     schema_rules: bool = Field(
         False,
         description="state in input schemas, as a root `not`, the argument combinations a tool refuses (for "

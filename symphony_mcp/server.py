@@ -14,7 +14,6 @@ import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, InputRequiredResult, ReadResourceRequestParams, ReadResourceResult, Tool
@@ -39,8 +38,8 @@ from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_se
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.search.searcher import TutorialSearcher
-from symphony_mcp.stdio_replies import AnsweringReadStream
-from symphony_mcp.stop_signals import cancellable_stdin, serve_until_signalled
+from symphony_mcp.stdio_transport import stdio_transport
+from symphony_mcp.stop_signals import serve_until_signalled
 from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, search, windows
 from symphony_mcp.tools.arguments import state_shared_rules
 from symphony_mcp.tools.listing import concise_tool
@@ -77,9 +76,12 @@ For long tasks, `start_task` records every action as a trajectory step; `reflect
 class SymphonyMCP(PolicyServer):
     """The server with the user's policy, listing tools with concise schemas and answering unreadable stdio lines."""
 
-    def __init__(self, policy: PolicySettings, *args: Any, schema_rules: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self, policy: PolicySettings, *args: Any, schema_rules: bool = False, max_message_bytes: int, **kwargs: Any
+    ) -> None:
         super().__init__(policy, *args, **kwargs)
         self.schema_rules = schema_rules
+        self.max_message_bytes = max_message_bytes
 
     async def list_tools(self) -> list[Tool]:
         """tools/list with concise schemas (tools/listing.py; sizes in benchmarks/results/tools_list_size.md)."""
@@ -106,12 +108,11 @@ class SymphonyMCP(PolicyServer):
             raise MCPError(exc.code, clip_message(exc.message, MAX_ECHO + 100), {"uri": clip(uri)}) from exc
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop, with a JSON-RPC error for each line it cannot parse (stdio_replies.py) and
-        a stdin whose pending read a stop signal can cancel (stop_signals.py)."""
+        """The SDK's server loop on this server's stdio transport: lines capped in size, each one that is not
+        a message answered with a JSON-RPC error, a pending read a stop signal can cancel (stdio_transport.py)."""
         lowlevel = self._lowlevel_server
-        async with stdio_server(stdin=cancellable_stdin()) as (read_stream, write_stream):
-            answering = AnsweringReadStream(read_stream, write_stream)
-            await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
+        async with stdio_transport(self.max_message_bytes) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 @dataclass
@@ -164,6 +165,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         lifespan=lifespan,
         middleware=[session_scope],
         schema_rules=settings.server.schema_rules,
+        max_message_bytes=settings.server.max_message_bytes,
     )
     screen.register(server, controller)
     actions.register(server, controller, TargetResolver(grounder))
@@ -230,7 +232,10 @@ def http_app(server: SymphonyServer, settings: ServerSettings) -> ASGIApp:
         enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=origins
     )
     app: ASGIApp = server.mcp.streamable_http_app(
-        streamable_http_path=settings.path, transport_security=security, host=settings.host
+        streamable_http_path=settings.path,
+        transport_security=security,
+        host=settings.host,
+        max_request_body_size=settings.max_message_bytes,
     )
     if settings.token is not None:
         app = BearerTokenMiddleware(app, settings.token.get_secret_value())

@@ -4,15 +4,14 @@ Python's default SIGTERM ends the process on the spot: running tasks stay "runni
 display is left behind. SIGINT raised KeyboardInterrupt, and then the process waited for the stdio
 transport's stdin reader, a worker thread blocked in read() until the client closes its end. Here
 both signals become a request to stop: the caller ends its running tasks (saying which signal
-stopped them), asks its transport to finish, cleans up, and exits 0. The stdio transport reads
-stdin through `cancellable_stdin`, so stopping does not wait for the client's next line; the read
-left blocked in its thread is why the process then exits with `exit_now`.
+stopped them), asks its transport to finish, cleans up, and exits 0. The stdio transport abandons
+its pending read when cancelled (stdio_transport.py), so stopping does not wait for the client's
+next line; the read left blocked in its thread is why the process then exits with `exit_now`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 import signal
@@ -53,25 +52,6 @@ async def serve_until_signalled(
         for number in STOP_SIGNALS:
             signal.signal(number, signal.SIG_IGN)
     return received
-
-
-class _CancellableLines(anyio.AsyncFile[str]):
-    async def readline(self) -> str:
-        return await anyio.to_thread.run_sync(self.wrapped.readline, abandon_on_cancel=True)
-
-
-def cancellable_stdin() -> anyio.AsyncFile[str]:
-    """The process's stdin for the stdio transport, read so that a cancelled read does not wait for a line.
-
-    Like the SDK's own reader, it moves the wire off fd 0 (to a private descriptor) and points fd 0
-    at the null device, so child processes read EOF, not the client's messages.
-    """
-    wire = os.dup(0)  # not inherited by children
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    lines = io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace")
-    return _CancellableLines(lines)
 
 
 def exit_now(code: int = 0) -> None:

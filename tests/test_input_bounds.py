@@ -297,8 +297,9 @@ def test_a_server_with_a_blank_token_does_not_start() -> None:
 async def test_huge_input_over_stdio_comes_back_clipped_and_is_logged_clipped(
     xdisplay: VirtualDisplay, tmp_path: Path
 ) -> None:
-    """Over a real stdio server: a 1 MB open_app target, a 10 MB phrase and a 1 MB resource URI give short
-    errors, and the server's log (stderr, at DEBUG) repeats at most one clipped line's worth of any of them."""
+    """Over a real stdio server: a 1 MB open_app target, a 3 MB phrase (under the 4 MiB message cap) and a 1 MB
+    resource URI give short errors, and the server's log (stderr, at DEBUG) repeats at most one clipped line's
+    worth of any of them."""
     log = tmp_path / "server.log"
     command, *prefix = serve_command()
     params = StdioServerParameters(
@@ -309,7 +310,7 @@ async def test_huge_input_over_stdio_comes_back_clipped_and_is_logged_clipped(
     async with Client(params) as client:
         for tool, arguments in (
             ("open_app", {"target": "x" * 1_000_000}),
-            ("find_text", {"phrase": "p" * 10_000_000}),
+            ("find_text", {"phrase": "p" * 3_000_000}),
             ("locate", {"description": "d" * 1_000_000}),
         ):
             result = await client.call_tool(tool, arguments)
@@ -361,5 +362,35 @@ async def test_open_app_without_a_wait_is_valid_when_the_servers_longest_wait_is
             opened = await client.call_tool("open_app", {"target": "true"})  # starts, opens no window, ends
             assert not opened.is_error, opened.content
             assert opened.structured_content is not None and opened.structured_content["new_windows"] == []
+    finally:
+        server.close()
+
+
+async def test_booleans_are_not_numbers_nor_numbers_booleans(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
+    """click(x=true) clicked at x=1 (pydantic's lax mode read true as 1); every tool's numbers and booleans are
+    now strict: such a call is a tool error naming the argument, and nothing is done on the desktop."""
+    settings = load_settings(memory={"trajectory_dir": str(tmp_path / "trajectories")})
+    server = build_server(settings)
+    try:
+        async with Client(server.mcp) as client:
+            assert not (await client.call_tool("screenshot", {})).is_error
+            for tool, arguments, argument in (
+                ("click", {"x": True, "y": 10}, "x"),
+                ("move_pointer", {"x": 10, "y": False}, "y"),
+                ("click", {"x": "5", "y": 10}, "x"),
+                ("click", {"x": 5, "y": 10, "count": True}, "count"),
+                ("scroll", {"vertical": True}, "vertical"),
+                ("type", {"text": "a", "enter": 1}, "enter"),
+                ("screenshot", {"quality": True}, "quality"),
+                ("ocr", {"region": {"left": True, "top": 0, "width": 10, "height": 10}}, "left"),
+                ("action_history", {"limit": True}, "limit"),
+            ):
+                result = await client.call_tool(tool, arguments)
+                text = result.content[0].text  # type: ignore[union-attr]
+                assert result.is_error and argument in text and "valid" in text, (tool, arguments, text)
+            history = await client.call_tool("action_history", {})
+            assert history.structured_content is not None and history.structured_content["records"] == []
+            moved = await client.call_tool("move_pointer", {"x": 10, "y": 20})  # a whole number is a valid float
+            assert not moved.is_error, moved
     finally:
         server.close()

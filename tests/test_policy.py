@@ -412,3 +412,39 @@ async def test_confirmation_over_streamable_http(xdisplay: Any) -> None:
             assert "declined" in await call_error(client, "hotkey", keys=["shift"]) and len(no.asked) == 1
         async with Client(url) as client:
             assert "cannot ask" in await call_error(client, "hotkey", keys=["shift"])
+
+
+def test_every_call_is_audited_even_those_refused_before_a_tool_runs(tmp_path: Path) -> None:
+    """Over a real stdio server: calls the SDK refuses before any tool code runs (unknown names, one with a
+    newline, arguments that are not an object, no name) each get their line, as the others do (12 calls
+    gave 9 lines)."""
+    from tests.test_unreadable_messages import raw_stdio_server
+
+    audit = tmp_path / "audit.jsonl"
+    calls: list[tuple[Any, Any, str]] = [
+        ("model_status", {}, "ok"),
+        ("no_such_tool", {}, "error"),
+        ('evil\n{"tool":"model_status","outcome":"ok"}', {}, "error"),
+        ("model_status", [1, 2], "error"),
+        ("model_status", "text", "error"),
+        (5, {}, "error"),
+        (None, {}, "error"),
+        ("key_down", {"key": "a"}, "refused"),
+        ("model_status", None, "ok"),
+        ("click", {"x": 1}, "error"),
+    ]
+    env = {"SYMPHONY_POLICY__AUDIT_FILE": str(audit), "SYMPHONY_POLICY__DISABLED_TOOLS": '["key_down"]'}
+    with raw_stdio_server(**env) as server:
+        for number, (name, arguments, _) in enumerate(calls, 100):
+            params = {"arguments": arguments} | ({} if name is None else {"name": name})
+            reply = server.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}))
+            assert reply["id"] == number, reply
+    entries = audit_entries(audit)
+    assert len(entries) == len(calls) == len(audit.read_text(encoding="utf-8").splitlines())
+    for entry, (name, arguments, outcome) in zip(entries, calls, strict=True):
+        assert entry["outcome"] == outcome, (entry, name)
+        assert entry["tool"] == name if isinstance(name, str) else "not a tool name" in entry["tool"], entry
+        assert entry.get("arguments") == arguments, entry  # null arguments: none written
+        assert outcome == "ok" or entry["error"], entry
+    assert "Unknown tool" in entries[1]["error"] and "valid dictionary" in entries[3]["error"]
+    assert "[1, 2]" not in entries[3]["error"]  # the error names the field, the arguments are kept once

@@ -5,14 +5,18 @@ schema allows should be a call the server accepts. So strings carry maxLength, l
 numbers a range and no NaN/Infinity (`allow_inf_nan=False`: pydantic refuses them with a
 validation error instead of an OverflowError deep in a core), and combinations a tool refuses
 (e.g. `click` with neither a description nor x and y) are stated with `refuse_combinations`.
+Numbers and booleans are strict in every tool (`strict_scalars`, applied when a tool registers): JSON
+`true` is not the number 1, nor "5" the number 5.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from symphony_mcp.imaging.geometry import CoordinateSpace, Region
 from symphony_mcp.limits import (
@@ -70,6 +74,34 @@ TypedText = Annotated[str, Field(max_length=MAX_TYPED_TEXT)]
 AreaRegion = Annotated[
     Region | None, Field(description="a rectangle {left, top, width, height} in `space` coordinates")
 ]
+
+
+def strict_scalars(annotation: Any) -> Any:
+    """`annotation` with every int, float and bool in it strict, nested models too.
+
+    pydantic's lax mode reads JSON `true` as 1 (`click(x=true)` clicked at x=1), 1 as True and "5" as 5,
+    though the schema says "number" or "boolean". The schema stays as it is; validation now agrees with it.
+    A whole number is still a valid float.
+    """
+    if annotation in (int, float, bool):
+        return Annotated[annotation, Strict()]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _strict_model(annotation)
+    origin, arguments = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return Annotated[(strict_scalars(arguments[0]), *annotation.__metadata__)]
+    if origin in (Union, types.UnionType):
+        return Union[tuple(strict_scalars(argument) for argument in arguments)]  # noqa: UP007 (built from a tuple)
+    if origin in (list, tuple, dict):
+        return origin[tuple(strict_scalars(argument) for argument in arguments)]
+    return annotation
+
+
+@functools.cache
+def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` validating strictly: the same name, fields, docstring and schema."""
+    namespace = {"model_config": ConfigDict(**{**model.model_config, "strict": True}), "__doc__": model.__doc__}
+    return type(model.__name__, (model,), {**namespace, "__module__": model.__module__})
 
 
 _GIVEN = {"not": {"type": "null"}}

@@ -9,7 +9,10 @@
   that cannot ask gets a tool error saying so, never a silent action;
 - every call runs under its time bound. Cancellation lands only between desktop actions: the
   controller finishes and records an action under way (shielded), so nothing is left pressed;
-- every call, whatever its outcome, is written to the audit log with the session it came from.
+- every tools/call request, whatever its outcome, is written to the audit log with the session it came
+  from. The entry is written by a server middleware, which sees each request before the SDK validates it:
+  calls the SDK refuses before any tool code runs (an unknown name, `arguments` that are not an object)
+  are audited like the others.
 """
 
 from __future__ import annotations
@@ -17,28 +20,41 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.types import CallToolResult, Icon, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from symphony_mcp.config import PolicySettings
 from symphony_mcp.memory.manager import current_session
 from symphony_mcp.policy.audit import AuditLog, Outcome, capped
 from symphony_mcp.policy.tools import ToolFacts, ToolPolicy, setting_name
+from symphony_mcp.tools.arguments import strict_scalars
 
 CONFIRMATION_PARAMETER = "policy_confirmation"
 # The tool call being handled, for the confirmation question (a resolver sees no tool arguments by default).
 _call: ContextVar[tuple[str, dict[str, Any]]] = ContextVar("symphony_policy_call")
+
+
+@dataclass
+class _PolicyVerdict:
+    """How the policy stopped the call being audited, if it did (refused, declined, ...), for its entry."""
+
+    outcome: Outcome | None = None
+
+
+_verdict: ContextVar[_PolicyVerdict | None] = ContextVar("symphony_policy_verdict", default=None)
 
 
 class Confirmation(BaseModel):
@@ -60,10 +76,14 @@ class PolicyStop(ToolError):
 
 
 class PolicyServer(MCPServer):
-    def __init__(self, policy: PolicySettings, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, policy: PolicySettings, *args: Any, middleware: Sequence[ServerMiddleware[Any]] = (), **kwargs: Any
+    ) -> None:
         self.policy = ToolPolicy(policy)
         self.audit = AuditLog(policy.audit_file, policy.audit_max_bytes, policy.audit_files) if policy.audit else None
-        super().__init__(*args, **kwargs)
+        audited = [self._audit_call] if self.audit is not None else []
+        # Innermost, so the entry has the session the middleware before it set.
+        super().__init__(*args, middleware=[*middleware, *audited], **kwargs)
 
     def add_tool(
         self,
@@ -94,44 +114,75 @@ class PolicyServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        started = time.time()
-        outcome: Outcome = "error"
-        error: str | None = None
         token = _call.set((name, arguments))
         try:
             if (refusal := self.policy.refusal(name)) is not None:
                 raise PolicyStop(refusal, "refused")
-            result = await super().call_tool(name, arguments, context)
-            if isinstance(result, InputRequiredResult):
-                outcome = "asked"
-            elif result.is_error:
-                error = next((c.text for c in result.content if isinstance(c, TextContent)), "error")
-            else:
-                outcome = "ok"
-            return result
+            return await super().call_tool(name, arguments, context)
         except Exception as exc:
-            error = str(exc)
             stop = exc if isinstance(exc, PolicyStop) else exc.__cause__
-            if isinstance(stop, PolicyStop):
-                outcome = stop.outcome
+            if isinstance(stop, PolicyStop) and (verdict := _verdict.get()) is not None:
+                verdict.outcome = stop.outcome
+            raise
+        finally:
+            _call.reset(token)
+
+    async def _audit_call(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Write every tools/call request to the audit log, the ones the SDK refuses before a tool runs too."""
+        if ctx.method != "tools/call" or self.audit is None:
+            return await call_next(ctx)
+        started = time.time()
+        params = ctx.params or {}
+        verdict = _PolicyVerdict()
+        token = _verdict.set(verdict)
+        outcome: Outcome = "error"
+        error: str | None = None
+        try:
+            result = await call_next(ctx)
+            outcome, error = _outcome_of(result, verdict)
+            return result
+        except ValidationError as exc:
+            error = "invalid params: " + "; ".join(
+                f"{'.'.join(map(str, found['loc'])) or 'params'}: {found['msg']}" for found in exc.errors()
+            )
+            raise
+        except Exception as exc:
+            error = str(exc) or type(exc).__name__
             raise
         except BaseException:  # the request was cancelled (or the server is stopping)
             error = "cancelled before it finished"
             raise
         finally:
-            _call.reset(token)
-            if self.audit is not None:
-                session = current_session.get()
-                self.audit.write(
-                    session=session, tool=name, arguments=arguments, outcome=outcome, started=started, error=error
-                )
+            _verdict.reset(token)
+            name = params.get("name")
+            self.audit.write(
+                session=current_session.get(),
+                tool=name if isinstance(name, str) else f"(not a tool name: {capped(name)!r})",
+                arguments=params.get("arguments"),
+                outcome=outcome,
+                started=started,
+                error=error,
+            )
+
+
+def _outcome_of(result: HandlerResult, verdict: _PolicyVerdict) -> tuple[Outcome, str | None]:
+    """The audit outcome and error of a tools/call answer as it goes on the wire (a CallToolResult, or an
+    InputRequiredResult while the user is asked)."""
+    answer = result.model_dump(by_alias=True) if isinstance(result, BaseModel) else result or {}
+    if answer.get("resultType") == "input_required":
+        return "asked", None
+    if answer.get("isError"):
+        texts = (part.get("text") for part in answer.get("content") or () if isinstance(part, dict))
+        return verdict.outcome or "error", next((text for text in texts if isinstance(text, str)), "error")
+    return "ok", None
 
 
 def _guarded(fn: Callable[..., Any], facts: ToolFacts, policy: ToolPolicy) -> Callable[..., Any]:
     """`fn` under its time bound, after the user's confirmation when the policy asks for one.
 
-    The wrapper declares `fn`'s own signature (evaluated), plus the confirmation parameter when needed,
-    so the SDK builds the same schemas and injects the same context as for `fn` itself.
+    The wrapper declares `fn`'s own signature (evaluated, its numbers and booleans strict: arguments.py),
+    plus the confirmation parameter when needed, so the SDK builds the same schemas and injects the same
+    context as for `fn` itself.
     """
     confirm = policy.needs_confirmation(facts)
 
@@ -154,7 +205,7 @@ def _guarded(fn: Callable[..., Any], facts: ToolFacts, policy: ToolPolicy) -> Ca
         raise AssertionError("unreachable: the bounded call neither returned nor was cancelled")
 
     signature = inspect.signature(fn, eval_str=True)
-    parameters = list(signature.parameters.values())
+    parameters = [p.replace(annotation=strict_scalars(p.annotation)) for p in signature.parameters.values()]
     if confirm:
         parameters.append(
             inspect.Parameter(
