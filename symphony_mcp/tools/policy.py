@@ -35,6 +35,7 @@ from symphony_mcp.config import PolicySettings
 from symphony_mcp.memory.manager import current_session
 from symphony_mcp.policy.audit import AuditLog, Outcome, capped
 from symphony_mcp.policy.tools import ToolFacts, ToolPolicy, setting_name
+from symphony_mcp.tools.common import compact_text
 
 CONFIRMATION_PARAMETER = "policy_confirmation"
 # The tool call being handled, for the confirmation question (a resolver sees no tool arguments by default).
@@ -108,6 +109,7 @@ class PolicyServer(MCPServer):
                 error = next((c.text for c in result.content if isinstance(c, TextContent)), "error")
             else:
                 outcome = "ok"
+                result = compact_text(result)
             return result
         except Exception as exc:
             error = str(exc)
