@@ -251,18 +251,18 @@ def _clipped(record: logging.LogRecord) -> bool:
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
     import anyio
-    from rich.console import Console
 
     from symphony_mcp.orchestrator.api import TaskOutcome, run_task, spawned_server
     from symphony_mcp.orchestrator.checker import CommandChecker
     from symphony_mcp.orchestrator.connection import RemoteServer, ServerConnection
     from symphony_mcp.orchestrator.live import live_view
+    from symphony_mcp.orchestrator.terminal import make_console
 
     checker = CommandChecker(args.checker, settings.orchestrator.checker_timeout) if args.checker else None
     connection: ServerConnection | None = RemoteServer(args.server_url, args.token) if args.server_url else None
     if connection is None and args.config is not None:
         connection = spawned_server(settings, "--config", str(args.config))
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     try:
         with live_view(console) as sink:
 
@@ -301,12 +301,11 @@ def _report(results: Path) -> int:
 
 
 def _bench(settings: Settings, args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from symphony_mcp.bench.command import BenchRequest, list_tasks, run_bench
     from symphony_mcp.bench.registry import adapter_spec, parse_option
     from symphony_mcp.bench.report import write_bench_report
     from symphony_mcp.bench.types import TaskFilter
+    from symphony_mcp.orchestrator.terminal import make_console
 
     listing = bool(args.words) and args.words[0] == "list"
     names = args.words[1:] if listing else args.words
@@ -331,7 +330,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
             args.quiet,
             ("--config", str(args.config)) if args.config else (),
         )
-        summary, path = run_bench(request, settings, Console(stderr=True))
+        summary, path = run_bench(request, settings, make_console(stderr=True))
     except (SymphonyError, ValueError, OSError) as exc:
         print(f"symphony-mcp: {exc}", file=sys.stderr)
         return EXIT_ERROR

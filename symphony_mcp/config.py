@@ -296,7 +296,8 @@ class PolicySettings(BaseModel):
     open_app_allow: list[str] | None = Field(
         None,
         description="what open_app may start: program names (resolved on PATH) or absolute program paths, and "
-        "directories whose files it may open with their default application; default: anything",
+        "directories whose files it may open with their default application (whose program, and terminal for a "
+        "terminal app, must be allowed too); default: anything",
     )
 
     confirm_tools: list[str] = Field(

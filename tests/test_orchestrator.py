@@ -183,6 +183,30 @@ async def test_last_step_allows_only_done_or_fail(xdisplay: Any, stand_in: Stand
     assert (outcome.directory / "result.txt").read_text().strip() == "0.0"
 
 
+async def test_the_planner_is_offered_only_what_the_server_can_run(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """Issue 20: call_code_agent, call_search_agent and click(description=...) were offered without their models,
+    and a run's first step failed on exactly that."""
+    endpoint = {"base_url": stand_in.url, "model": "stand-in-tools"}
+    every_tool_model = {"grounder": endpoint, "coder": endpoint, "searcher": endpoint}
+    for offered, server_models in ((False, {}), (True, every_tool_model)):
+        script = Script({1: [act("done()")]})
+        stand_in.script(default=script)
+        results = tmp_path / f"results-{offered}"
+        settings = settings_for(stand_in, results, reflection=False)
+        server = build_server(load_settings(models=server_models, memory={"trajectory_dir": str(results)}))
+        try:
+            await run_task("Finish", settings=settings, task_id="offer", connection=InMemoryServer(server.mcp))
+        finally:
+            server.close()
+        prompt = script.planner_requests[0].messages[0]["content"]
+        for text in ("call_code_agent(", "call_search_agent(", "click(description", "a grounding model finds them"):
+            assert (text in prompt) is offered, (text, offered)
+        assert "click(x: float | None = None" in prompt or offered
+        assert "wait(" in prompt and "type(text" in prompt
+
+
 async def test_unreachable_planner_is_an_error(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
     settings = load_settings(
         models={"orchestrator": {"base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "x", "max_retries": 0}},

@@ -125,36 +125,105 @@ def programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def test_allow_list_matches_the_program_that_would_run(programs: Path, tmp_path: Path) -> None:
     allow = ProgramAllowList(("tool", "/usr/bin/env"))
-    allow.check("command", ["tool", "--any", "arguments"])
-    allow.check("command", [str(programs / "tool")])  # the same file by its path
-    allow.check("command", ["env"])  # /usr/bin/env on PATH
+    allow.check(["tool"])
+    allow.check([str(programs / "tool")])  # the same file by its path
+    allow.check(["env"])  # /usr/bin/env on PATH
     with pytest.raises(PolicyError, match=r"may not start .*alias.*SYMPHONY_POLICY__OPEN_APP_ALLOW.*allowed: 'tool'"):
-        allow.check("command", ["alias"])  # same file on disk, another name: not the same program
+        allow.check(["alias"])  # same file on disk, another name: not the same program
     lookalike = tmp_path / "elsewhere" / "tool"
     lookalike.parent.mkdir()
     shutil.copy(programs / "tool", lookalike)
     with pytest.raises(PolicyError, match="may not start"):
-        allow.check("command", [str(lookalike)])  # a file named like an allowed program, not on its place
-    with pytest.raises(PolicyError, match="may not start"):
-        allow.check("desktop-entry", ["sh", "-c", "tool"])
+        allow.check([str(lookalike)])  # a file named like an allowed program, not on its place
+    with pytest.raises(PolicyError, match=r"may not start '.*/sh'"):
+        allow.check(["sh", "tool"])  # every program that runs must be allowed, not only the first
     with pytest.raises(PolicyError, match="allows nothing"):
-        ProgramAllowList(()).check("command", ["tool"])
-    ProgramAllowList(None).check("command", ["sh"])  # no list: anything, as before
+        ProgramAllowList(()).check(["tool"])
+    ProgramAllowList(None).check(["sh"])  # no list: anything, as before
 
 
-def test_allow_list_opens_files_only_under_allowed_directories(tmp_path: Path) -> None:
+def test_allow_list_opens_files_only_under_allowed_directories_with_allowed_programs(tmp_path: Path) -> None:
     documents = tmp_path / "Documents"
     documents.mkdir()
     (documents / "notes.txt").write_text("hi")
     (documents / "passwd").symlink_to("/etc/passwd")
-    allow = ProgramAllowList((str(documents), "xdg-open"))
-    allow.check("file", ["xdg-open", str(documents / "notes.txt")])
+    allow = ProgramAllowList((str(documents), "xmessage"))
+    allow.check(["xmessage"], documents / "notes.txt", "xmessage.desktop")
     with pytest.raises(PolicyError, match="may not open '/etc/passwd'"):
-        allow.check("file", ["xdg-open", str(documents / "passwd")])  # the link is resolved
+        allow.check(["xmessage"], documents / "passwd", "xmessage.desktop")  # the link is resolved
     with pytest.raises(PolicyError, match="may not open"):
-        allow.check("file", ["xdg-open", str(documents / ".." / "other.txt")])
+        allow.check(["xmessage"], documents / ".." / "other.txt", "xmessage.desktop")
     with pytest.raises(PolicyError, match="only under the directories"):
-        ProgramAllowList(("xdg-open",)).check("file", ["xdg-open", str(documents / "notes.txt")])
+        ProgramAllowList(("xmessage",)).check(["xmessage"], documents / "notes.txt", "xmessage.desktop")
+    with pytest.raises(PolicyError, match=r"would open with vim.desktop .*'/usr/bin/xterm', '/usr/bin/vim' are not"):
+        allow.check(["xterm", "vim"], documents / "notes.txt", "vim.desktop (Vim)")
+
+
+def processes_naming(path: Path) -> list[str]:
+    """Command lines of running processes that mention `path` (read from /proc, as ps does)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:  # the process ended while we looked
+            continue
+        if any(str(path).encode() in w for w in words):
+            found.append(" ".join(w.decode(errors="replace") for w in words))
+    return found
+
+
+@pytest.fixture
+def mime_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's XDG configuration and data in tmp_path, read by xdg-mime as a real session's would be."""
+    for variable in ("XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "KDE_FULL_SESSION", "GNOME_DESKTOP_SESSION_ID"):
+        monkeypatch.delenv(variable, raising=False)  # xdg-mime's generic rules: mimeapps.list, then the system's
+    monkeypatch.delenv("TERMINAL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    applications = tmp_path / "data" / "applications"
+    applications.mkdir(parents=True)
+    (applications / "xmessage-file.desktop").write_text(
+        "[Desktop Entry]\nType=Application\nName=Message file\nExec=xmessage -title OpenedByDefault -file %f\n"
+        "NoDisplay=true\n"
+    )
+    return tmp_path
+
+
+def set_default(home: Path, mime_type: str, entry_id: str) -> None:
+    (home / "config").mkdir(exist_ok=True)
+    (home / "config" / "mimeapps.list").write_text(f"[Default Applications]\n{mime_type}={entry_id}\n")
+
+
+async def test_an_allowed_directory_opens_files_only_with_allowed_programs(
+    xdisplay: object, mime_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 5: a text file whose default is vim (a terminal app) must not start a terminal and vim."""
+    if not (shutil.which("vim") and shutil.which("x-terminal-emulator") and shutil.which("xmessage")):
+        pytest.fail("this test needs vim, xterm (x-terminal-emulator) and x11-utils (xmessage) installed")
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    notes = documents / "notes.txt"
+    notes.write_text("just notes\n")
+    set_default(mime_home, "text/plain", "vim.desktop")
+    monkeypatch.setenv("SYMPHONY_POLICY__OPEN_APP_ALLOW", f"xmessage,{documents}")
+    server = build_server(load_settings())
+    try:
+        async with Client(server.mcp) as client:
+            message = await call_error(client, "open_app", target=str(notes))
+            assert f"may not open '{notes}'" in message and "would open with vim.desktop" in message
+            assert "default application for text/plain, a terminal application run in x-terminal-emulator" in message
+            assert "'/usr/bin/x-terminal-emulator', '/usr/bin/vim' are not allowed" in message
+            assert "SYMPHONY_POLICY__OPEN_APP_ALLOW" in message and "xdg-mime default" in message
+            assert processes_naming(notes) == []  # nothing was started: no terminal, no vim
+            set_default(mime_home, "text/plain", "xmessage-file.desktop")  # an allowed program as the default
+            opened = await call_ok(client, "open_app", target=str(notes), wait_seconds=10)
+            assert opened["command"] == [shutil.which("xmessage"), "-title", "OpenedByDefault", "-file", str(notes)]
+            assert opened["opened_with"].startswith("xmessage-file.desktop (Message file), the default application")
+            assert [w["title"] for w in opened["new_windows"]] == ["OpenedByDefault"]
+            await call_ok(client, "close_window", window_id=opened["new_windows"][0]["id"])
+            wait_for(lambda: not processes_naming(notes))
+    finally:
+        server.close()
 
 
 async def test_open_app_allow_list_over_mcp(xdisplay: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,6 +241,7 @@ async def test_open_app_allow_list_over_mcp(xdisplay: object, tmp_path: Path, mo
             assert tools["open_app"].annotations.open_world_hint is True
             opened = await call_ok(client, "open_app", target="xterm -T AllowedByPolicy -geometry 40x5+50+50")
             assert [w["title"] for w in opened["new_windows"]] == ["AllowedByPolicy"]
+            assert opened["command"][0] == shutil.which("xterm") and opened["opened_with"] is None
             await call_ok(client, "close_window", window_id=opened["new_windows"][0]["id"])
             history = (await call_ok(client, "action_history"))["records"]
             refused = [r for r in history if r["action"] == "open" and not r["ok"]]

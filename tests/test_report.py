@@ -146,14 +146,11 @@ async def make_results(tk_probe: TkProbe, results: Path) -> None:
 
 
 async def loaded_images(page: Page) -> list[int]:
-    """Scroll every screenshot into view (they load lazily), wait for it; return the natural widths."""
-    widths = []
-    for image in await page.locator("section.step img").all():
-        await image.scroll_into_view_if_needed()
-        handle = await image.element_handle()
-        await page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=handle, timeout=10_000)
-        widths.append(await image.evaluate("img => img.naturalWidth"))
-    return widths
+    """The natural widths of the screenshots once the page has loaded, none scrolled into view: a printout or a
+    headless capture shows every one (lazy-loaded images stayed blank there)."""
+    await page.wait_for_load_state("load")
+    images = page.locator("section.step img")
+    return await images.evaluate_all("imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
 
 
 async def marker_centres(page: Page, step: str) -> list[tuple[float, float]]:

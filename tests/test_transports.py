@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -107,6 +108,10 @@ async def check_tools_and_errors(client: Client) -> None:
     assert bad.is_error
     ok = await client.call_tool("move_pointer", {"x": 10, "y": 10})
     assert not ok.is_error
+    for result in (ok, await client.call_tool("list_windows", {}), await client.call_tool("screen_info", {})):
+        # The text copy of a structured result is compact JSON: hosts that read the text pay for every byte.
+        [text] = [block.text for block in result.content if block.type == "text"]  # type: ignore[union-attr]
+        assert text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
 
 
 async def test_stdio_server(xdisplay: VirtualDisplay) -> None:

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
-from rich.text import Text
 
 from symphony_mcp.bench.runner import RunObserver
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation
+from symphony_mcp.orchestrator.terminal import styled
 
 
 class Progress:
@@ -54,8 +54,9 @@ class Progress:
         table.add_column("environment", no_wrap=True)
         table.add_column("task")
         for environment, task in self.running.items():
-            table.add_row(environment, f"{task.domain}/{task.task_id}" if task else "[dim]idle")
-        return Group(Text(self.headline(), style="bold"), table)
+            where = styled(f"{task.domain}/{task.task_id}") if task else styled("idle", "dim")
+            table.add_row(styled(environment), where)
+        return Group(styled(self.headline(), "bold"), table)
 
 
 class ProgressObserver:
@@ -70,13 +71,11 @@ class ProgressObserver:
         self.progress.finish(evaluation)
         if self.console is not None:
             why = f" ({evaluation.failure}: {evaluation.message})" if evaluation.failure else ""
-            self.console.print(
+            line = (
                 f"[{evaluation.environment}] {evaluation.domain}/{evaluation.task_id} score {evaluation.score:g}"
-                f"{why} · {self.progress.headline()}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
+                f"{why} · {self.progress.headline()}"
             )
+            self.console.print(styled(line), soft_wrap=True)
 
 
 @contextmanager

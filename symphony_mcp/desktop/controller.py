@@ -26,7 +26,7 @@ from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
 from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.runner import DesktopRunner
-from symphony_mcp.desktop.types import MouseButton, WindowInfo
+from symphony_mcp.desktop.types import Launched, MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
 from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect, Region
@@ -508,9 +508,9 @@ class DesktopController:
         if not 0 <= wait_seconds <= limit:
             raise InvalidInputError(f"wait_seconds must be 0..{limit:g}")
         before = {w.id for w in await self._windows_or_empty()}
-        pids: list[int] = []
+        launched: list[Launched] = []
         record = await self._perform(
-            "open", {"target": target}, lambda d: pids.append(d.open(target)), f"opened {target!r}", settle=False
+            "open", {"target": target}, lambda d: launched.append(d.open(target)), f"opened {target!r}", settle=False
         )
         deadline = time.monotonic() + wait_seconds
         new_windows: list[WindowInfo] = []
@@ -520,7 +520,15 @@ class DesktopController:
                 break
             await asyncio.sleep(0.1)
         await asyncio.sleep(self.settings.input.settle_seconds)
-        return OpenResult(target=target, pid=pids[0], new_windows=new_windows, record=record)
+        started = launched[0]
+        return OpenResult(
+            target=target,
+            pid=started.pid,
+            command=started.command,
+            opened_with=started.opened_with,
+            new_windows=new_windows,
+            record=record,
+        )
 
     async def _windows_or_empty(self) -> list[WindowInfo]:
         try:

@@ -1,32 +1,37 @@
-"""Open an application or a file by name, the way a person would from a launcher."""
+"""Open an application or a file by name, the way a person would from a launcher.
+
+The plan names every program that will run, resolved on PATH once, and the launch starts exactly those
+paths: what the allow-list checked is what runs, whatever changes on PATH or in the MIME defaults later.
+"""
 
 from __future__ import annotations
 
-import configparser
 import os
 import shlex
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from symphony_mcp.errors import InvalidInputError, clip
-
-_DESKTOP_DIRS = (
-    Path.home() / ".local/share/applications",
-    Path("/usr/local/share/applications"),
-    Path("/usr/share/applications"),
+from symphony_mcp.desktop.applications import (
+    Application,
+    default_for_file,
+    find_by_name,
+    installed_names,
+    terminal_command,
 )
-_FIELD_CODES = ("%f", "%F", "%u", "%U", "%i", "%c", "%k")
+from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.policy.programs import program_path
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """What will be started: the argv and how the target was understood."""
+    """What will be started and how the target was understood."""
 
-    argv: list[str]
+    argv: list[str]  # programs as absolute paths
     kind: str  # "file", "command" or "desktop-entry"
+    programs: tuple[str, ...]  # every program that runs: for a terminal application the terminal, then it
+    file: Path | None = None
+    opened_with: str | None = None  # for a file: its application and why
 
 
 def plan_launch(target: str) -> LaunchPlan:
@@ -36,20 +41,49 @@ def plan_launch(target: str) -> LaunchPlan:
         raise InvalidInputError("give an application name (e.g. 'xterm', 'Text Editor') or a file path")
     path = Path(os.path.expanduser(target))
     if _exists(path):
-        return LaunchPlan(argv=[*_file_opener(), str(path.resolve())], kind="file")
+        return _file_plan(path.resolve())
     try:
         words = shlex.split(target)
     except ValueError as exc:
         raise InvalidInputError(f"cannot parse {clip(target)} as a command line: {exc}") from exc
-    if words and shutil.which(words[0]):
-        return LaunchPlan(argv=words, kind="command")
-    entry = _find_desktop_entry(target)
-    if entry is not None:
-        return LaunchPlan(argv=entry, kind="desktop-entry")
+    if words and (program := program_path(words[0])) is not None:
+        return LaunchPlan(argv=[program, *words[1:]], kind="command", programs=(program,))
+    application = find_by_name(target)
+    if application is not None:
+        argv, programs = _application_command(application, None)
+        return LaunchPlan(argv=argv, kind="desktop-entry", programs=programs)
     raise InvalidInputError(
         f"cannot open {clip(target)}: it is not an existing file, not a command on PATH, and no installed "
-        f"application has that name. Installed applications: {', '.join(installed_app_names()[:40]) or 'none found'}"
+        f"application has that name. Installed applications: {', '.join(installed_names()[:40]) or 'none found'}"
     )
+
+
+def _file_plan(file: Path) -> LaunchPlan:
+    default = default_for_file(file)
+    application = default.application
+    argv, programs = _application_command(application, file)
+    how = f"{application.entry_id} ({application.name or 'no name'}), the default application for {default.mime_type}"
+    if application.terminal:
+        how += f", a terminal application run in {Path(programs[0]).name}"
+    return LaunchPlan(argv=argv, kind="file", programs=programs, file=file, opened_with=how)
+
+
+def _application_command(application: Application, file: Path | None) -> tuple[list[str], tuple[str, ...]]:
+    """The argv and the programs of an application's Exec line, inside a terminal if it is a terminal app."""
+    command = application.command(file)
+    program = _resolved(command[0], f"{application.entry_id} runs")
+    if not application.terminal:
+        return [program, *command[1:]], (program,)
+    terminal = terminal_command()
+    emulator = _resolved(terminal[0], f"{application.entry_id} is a terminal application; its terminal (TERMINAL)")
+    return [emulator, *terminal[1:], program, *command[1:]], (emulator, program)
+
+
+def _resolved(name: str, role: str) -> str:
+    found = program_path(name)
+    if found is None:
+        raise InvalidInputError(f"{role} {clip(name)}, which is not installed (not found on PATH)")
+    return found
 
 
 def _exists(path: Path) -> bool:
@@ -71,45 +105,3 @@ def launch(plan: LaunchPlan, env: dict[str, str]) -> int:
         start_new_session=True,
     )
     return process.pid
-
-
-def _file_opener() -> list[str]:
-    if sys.platform == "darwin":
-        return ["open"]
-    if sys.platform == "win32":
-        return ["cmd", "/c", "start", ""]
-    if shutil.which("xdg-open"):
-        return ["xdg-open"]
-    raise InvalidInputError("opening files needs xdg-open (Debian package xdg-utils)")
-
-
-def _desktop_entries() -> list[tuple[str, list[str]]]:
-    entries: list[tuple[str, list[str]]] = []
-    for directory in _DESKTOP_DIRS:
-        if not directory.is_dir():
-            continue
-        for file in sorted(directory.glob("*.desktop")):
-            parser = configparser.RawConfigParser(interpolation=None, strict=False)
-            try:
-                parser.read(file, encoding="utf-8")
-                section = parser["Desktop Entry"]
-            except (configparser.Error, KeyError, UnicodeDecodeError):
-                continue
-            if section.get("NoDisplay", "false").lower() == "true" or "Exec" not in section:
-                continue
-            argv = [w for w in shlex.split(section["Exec"]) if w not in _FIELD_CODES]
-            names = {section.get("Name", ""), file.stem}
-            entries.extend((name, argv) for name in names if name)
-    return entries
-
-
-def _find_desktop_entry(name: str) -> list[str] | None:
-    wanted = name.casefold()
-    for entry_name, argv in _desktop_entries():
-        if entry_name.casefold() == wanted and argv and shutil.which(argv[0]):
-            return argv
-    return None
-
-
-def installed_app_names() -> list[str]:
-    return sorted({name for name, argv in _desktop_entries() if argv and shutil.which(argv[0])})

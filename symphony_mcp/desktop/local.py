@@ -18,7 +18,7 @@ from symphony_mcp.config import InputSettings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.launcher import launch, plan_launch
-from symphony_mcp.desktop.types import MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
@@ -199,10 +199,10 @@ class LocalDesktop:
         closed: bool = self._windows().request_close(window_id)
         return closed
 
-    def open(self, target: str) -> int:
+    def open(self, target: str) -> Launched:
         plan = plan_launch(target)
-        self._programs.check(plan.kind, plan.argv)
-        return launch(plan, dict(os.environ))
+        self._programs.check(plan.programs, plan.file, plan.opened_with)
+        return Launched(pid=launch(plan, dict(os.environ)), command=plan.argv, opened_with=plan.opened_with)
 
     def close(self) -> None:
         self._capturer.close()

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.records import ActionRecord
-from symphony_mcp.desktop.types import MonitorInfo, WindowInfo
+from symphony_mcp.desktop.types import Launched, MonitorInfo, WindowInfo
 from symphony_mcp.imaging.geometry import Point, Rect
 
 
@@ -42,8 +42,7 @@ class WindowList(Placed):
     windows: list[WindowInfo] = Field(description="top-level windows, rectangles in the result's space")
 
 
-class OpenResult(Placed):
+class OpenResult(Placed, Launched):
     target: str
-    pid: int
     new_windows: list[WindowInfo] = Field(description="windows that appeared after launching")
     record: ActionRecord

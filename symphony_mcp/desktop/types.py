@@ -19,6 +19,16 @@ class MonitorInfo(BaseModel):
     primary: bool = False
 
 
+class Launched(BaseModel):
+    """A program open_app started: its process, its command line, and for a file the application chosen."""
+
+    pid: int
+    command: list[str] = Field(description="what was started, programs as absolute paths")
+    opened_with: str | None = Field(
+        None, description="for a file: the application it was opened with and why (its default for the file's type)"
+    )
+
+
 class WindowInfo(BaseModel):
     """A top-level window as the window manager reports it."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,10 @@ INFRASTRUCTURE_TOOLS = frozenset(
 # OS-Symphony's names for tool agents, and the arguments the planner gives them (the rest keep their defaults).
 PLANNER_NAMES = {"code_agent": "call_code_agent", "search_tutorial": "call_search_agent"}
 PLANNER_ARGUMENTS = {"code_agent": ("task",), "search_tutorial": ("query",)}
+# What an action needs among the server's model roles (model_status): without it, it is not offered. Parameters that
+# name an element by description (description, start_description, ...) are located by the grounding model.
+TOOL_ROLES = {"code_agent": "coder", "search_tutorial": "searcher"}
+GROUNDING_ROLE = "grounder"
 DONE, FAIL = "done", "fail"
 _CONTROL_DOCS = {
     DONE: "done()\n    The task is complete: the screen shows it.",
@@ -72,14 +77,19 @@ class ActionSpec:
     tool: str | None = None  # the server's tool, when the planner's name differs
 
     @classmethod
-    def of(cls, tool: Tool) -> ActionSpec:
-        """The tool as the planner sees it: OS-Symphony's name and arguments for tool agents."""
+    def of(cls, tool: Tool, grounding: bool = True) -> ActionSpec:
+        """The tool as the planner sees it: OS-Symphony's name and arguments for tool agents, and without
+        element descriptions when no grounding model could locate them."""
         schema = dict(tool.input_schema)
         kept = PLANNER_ARGUMENTS.get(tool.name)
         if kept is not None:
             properties = {k: v for k, v in schema.get("properties", {}).items() if k in kept}
             required = [k for k in schema.get("required", []) if k in kept]
             schema = {"type": "object", "properties": properties, "required": required}
+        if not grounding:
+            properties = {k: v for k, v in schema.get("properties", {}).items() if not k.endswith("description")}
+            required = [k for k in schema.get("required", []) if k in properties]
+            schema = {**schema, "properties": properties, "required": required}
         name = PLANNER_NAMES.get(tool.name)
         return cls(name or tool.name, tool.description or "", schema, tool.name if name else None)
 
@@ -99,12 +109,17 @@ class ActionSpec:
 
 
 class ActionSpace:
-    def __init__(self, actions: list[ActionSpec]) -> None:
+    def __init__(self, actions: list[ActionSpec], grounding: bool = True) -> None:
         self.actions = {a.name: a for a in actions}
+        self.grounding = grounding  # whether actions take element descriptions (a grounding model locates them)
         self._validators = {a.name: Draft202012Validator(a.schema) for a in actions}
 
     @classmethod
-    def from_tools(cls, tools: list[Tool], enabled: list[str] | None = None) -> ActionSpace:
+    def from_tools(
+        cls, tools: list[Tool], enabled: list[str] | None = None, roles: Collection[str] | None = None
+    ) -> ActionSpace:
+        """The actions the planner may take: the server's action tools (or `enabled` of them), only those whose
+        model `roles` has (the server's configured roles; None: all), so the planner is never offered what fails."""
         offered = {t.name: t for t in tools if t.name not in INFRASTRUCTURE_TOOLS}
         if enabled is not None:
             unknown = sorted(set(enabled) - set(offered))
@@ -113,7 +128,14 @@ class ActionSpace:
                     f"enabled tools {unknown} are not action tools of this server; it offers {sorted(offered)}"
                 )
             offered = {name: offered[name] for name in enabled}
-        return cls([ActionSpec.of(t) for t in offered.values()])
+        if roles is not None:
+            missing = {name: role for name, role in TOOL_ROLES.items() if name in offered and role not in roles}
+            if enabled is not None and missing:
+                named = ", ".join(f"{name} needs the {role} model" for name, role in missing.items())
+                raise ValueError(f"enabled tools cannot run: {named} (SYMPHONY_MODELS__<ROLE>__*), not configured")
+            offered = {name: tool for name, tool in offered.items() if name not in missing}
+        grounding = roles is None or GROUNDING_ROLE in roles
+        return cls([ActionSpec.of(t, grounding) for t in offered.values()], grounding)
 
     def render(self, final_step: bool) -> str:
         """The actions shown to the model; on the final step only done and fail."""

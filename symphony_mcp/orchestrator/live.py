@@ -11,6 +11,7 @@ from rich.table import Table
 
 from symphony_mcp.orchestrator.loop import EventSink, RunEvent
 from symphony_mcp.orchestrator.records import State
+from symphony_mcp.orchestrator.terminal import styled
 
 _STYLES = {State.SUCCESS: "bold green", State.FAIL: "bold red", State.ERROR: "bold red", State.VERIFY: "yellow"}
 _ROWS_SHOWN = 12
@@ -22,19 +23,22 @@ def live_view(console: Console) -> Iterator[EventSink]:
     events: list[RunEvent] = []
 
     def table() -> Table:
-        view = Table(title=events[0].task_id if events else "starting", expand=True)
+        view = Table(title=styled(events[0].task_id if events else "starting"), expand=True)
         for column in ("step", "state", "what"):
             view.add_column(column, no_wrap=column != "what")
         for event in events[-_ROWS_SHOWN:]:
             view.add_row(
-                f"{event.step}/{event.max_steps}", f"[{_STYLES.get(event.state, '')}]{event.state}", event.message
+                styled(f"{event.step}/{event.max_steps}"),
+                styled(event.state, _STYLES.get(event.state, "")),
+                styled(event.message),
             )
         return view
 
     if not console.is_terminal:
 
         def print_line(event: RunEvent) -> None:
-            console.print(f"[{event.task_id}] step {event.step}/{event.max_steps} {event.state}: {event.message}")
+            line = f"[{event.task_id}] step {event.step}/{event.max_steps} {event.state}: {event.message}"
+            console.print(styled(line), soft_wrap=True)
 
         yield print_line
         return

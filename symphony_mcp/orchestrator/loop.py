@@ -146,15 +146,15 @@ class _Run:
 
     async def start(self) -> None:
         tools = (await self.client.list_tools()).tools
+        status = ModelStatus.model_validate(await self.call("model_status"))
+        roles = {r.role for r in status.roles if r.configured and r.problem is None}
         try:
-            self.space = ActionSpace.from_tools(tools, self.settings.enabled_tools)
+            self.space = ActionSpace.from_tools(tools, self.settings.enabled_tools, roles)
         except ValueError as exc:
             raise RunError(str(exc)) from exc
-        if self.reflection_on:  # the rest of the loop works without a memoryer model
-            status = ModelStatus.model_validate(await self.call("model_status"))
-            self.reflection_on = any(r.role == "memoryer" and r.configured for r in status.roles)
-            if not self.reflection_on:
-                log.warning("reflection is off: the server has no memoryer model (SYMPHONY_MODELS__MEMORYER__*)")
+        if self.reflection_on and "memoryer" not in roles:  # the rest of the loop works without a memoryer model
+            self.reflection_on = False
+            log.warning("reflection is off: the server has no memoryer model (SYMPHONY_MODELS__MEMORYER__*)")
         await self.call("start_task", instruction=self.record.instruction, task_id=self.record.task_id)
         self.started_task = True
         if self.settings.reset:
@@ -246,7 +246,7 @@ class _Run:
         assert self.space is not None
         calling = self.settings.function_calling
         names = [*self.space.actions, DONE, FAIL] if not context.final else [DONE, FAIL]
-        system_text = system_prompt(self.space.render(context.final), calling, names)
+        system_text = system_prompt(self.space.render(context.final), calling, names, self.space.grounding)
         messages = build_messages(
             system_text, context, self.history, self.settings.max_images, self.settings.keep_first_image
         )

@@ -20,8 +20,7 @@ results, and your earlier answers.
 
 {actions}
 
-Name elements by description, as a person would ("the blue Save button in the dialog"): a grounding
-model finds them on the screen. Coordinates, when you give them, are pixels of the latest screenshot.
+{targets}
 
 Answer in exactly this format:
 (Previous action verification)
@@ -58,12 +57,22 @@ FUNCTION_ACTIONS = "Actions: the functions you are given (call exactly one per s
 FUNCTION_FORMAT = "Then call exactly one of the functions: that call is your action."
 
 
-def system_prompt(actions: str, function_calling: bool, names: list[str]) -> str:
+DESCRIBED_TARGETS = """Name elements by description, as a person would ("the blue Save button in the dialog"):
+a grounding model finds them on the screen. Coordinates, when you give them, are pixels of the latest screenshot."""
+POINTED_TARGETS = """Give elements by coordinates: pixels of the latest screenshot (no grounding model is configured
+to find described elements). Text on screen can also be targeted by its words with the text tools."""
+
+
+def system_prompt(actions: str, function_calling: bool, names: list[str], grounding: bool = True) -> str:
+    """`grounding`: whether element descriptions are offered (a grounding model is configured)."""
+    targets = DESCRIBED_TARGETS if grounding else POINTED_TARGETS
     if function_calling:
         return SYSTEM_PROMPT.format(
-            actions=FUNCTION_ACTIONS.format(names=", ".join(names)), action_format=FUNCTION_FORMAT
+            actions=FUNCTION_ACTIONS.format(names=", ".join(names)), action_format=FUNCTION_FORMAT, targets=targets
         )
-    return SYSTEM_PROMPT.format(actions=CODE_ACTIONS.format(actions=actions), action_format=CODE_FORMAT)
+    return SYSTEM_PROMPT.format(
+        actions=CODE_ACTIONS.format(actions=actions), action_format=CODE_FORMAT, targets=targets
+    )
 
 
 def reflection_text(reflection: Reflection) -> str:

@@ -1,13 +1,14 @@
-"""The open_app allow-list: which programs may be started and which files opened with their default app.
+"""The open_app allow-list: which programs may be started and which files opened, and with what.
 
-Matching is on what would actually run, after the launcher has understood the target:
-- a command or an installed application's entry runs its program (the first word), looked up on PATH
-  like the launcher does; it matches an entry that is the same name looked up on PATH, or an absolute
-  path to the same file. Directories are compared with symlinks resolved, the file name is not: a
-  multi-call binary (busybox) behaves by the name it is started as, so `ls` allowed never admits
-  `busybox` or `sh` even when they are one file on disk;
-- a file is opened by its default application, which the server cannot foresee: it matches only when
-  the file, with every symlink resolved, lies under a directory entry.
+Matching is on what would actually run, after the launcher has understood the target and before anything
+starts (the launcher then starts exactly the checked paths):
+- every program that would run must be allowed: a command's or an installed application's program, and for
+  a file the program of its default application (and the terminal emulator, for a terminal application);
+  a program is looked up on PATH like the launcher does and matches an entry that is the same name looked
+  up on PATH, or an absolute path to the same file. Directories are compared with symlinks resolved, the
+  file name is not: a multi-call binary (busybox) behaves by the name it is started as, so `ls` allowed
+  never admits `busybox` or `sh` even when they are one file on disk;
+- a file must also lie, with every symlink resolved, under a directory entry.
 Arguments are never inspected: an allowed terminal or interpreter (`xterm -e ...`, `python3 -c ...`)
 runs anything, so allow only programs whose arguments you would hand to the client.
 """
@@ -31,27 +32,31 @@ class ProgramAllowList:
 
     entries: tuple[str, ...] | None = None
 
-    def check(self, kind: str, argv: Sequence[str]) -> None:
-        """Raise PolicyError unless the launch plan (`kind` 'file': argv ends with the file) is allowed."""
+    def check(self, programs: Sequence[str], file: Path | None = None, opened_with: str | None = None) -> None:
+        """Raise PolicyError unless every program of a launch may run (and its file, if any, may be opened)."""
         if self.entries is None:
             return
-        if kind == "file":
-            file = Path(argv[-1]).resolve()
-            if not any(file.is_relative_to(d) for d in self._directories()):
-                raise PolicyError(
-                    f"open_app may not open {clip(str(file))}: files are opened only under the directories "
-                    f"{SETTING} lists ({self._described()})"
-                )
-            return
-        program = _program_path(argv[0])
-        if program is None or program not in self._programs():
+        if file is not None and not any(file.resolve().is_relative_to(d) for d in self._directories()):
             raise PolicyError(
-                f"open_app may not start {clip(program or argv[0])}: it is not allowed by {SETTING} "
-                f"({self._described()})"
+                f"open_app may not open {clip(str(file.resolve()))}: files are opened only under the directories "
+                f"{SETTING} lists ({self._described()})"
             )
+        allowed = self._programs()
+        refused = [p for p in programs if program_path(p) not in allowed]
+        if not refused:
+            return
+        names = ", ".join(clip(program_path(p) or p) for p in refused)
+        if file is None:
+            raise PolicyError(f"open_app may not start {names}: it is not allowed by {SETTING} ({self._described()})")
+        raise PolicyError(
+            f"open_app may not open {clip(str(file))}: it would open with {opened_with}, and {names} "
+            f"{'is' if len(refused) == 1 else 'are'} not allowed by {SETTING} ({self._described()}). Add "
+            f"{'it' if len(refused) == 1 else 'them'} there, or make an allowed program the default for this type "
+            "(xdg-mime default <app>.desktop <type>)"
+        )
 
     def _programs(self) -> set[str]:
-        found = (_program_path(e) for e in self.entries or () if not _is_directory(e))
+        found = (program_path(e) for e in self.entries or () if not _is_directory(e))
         return {p for p in found if p is not None}
 
     def _directories(self) -> list[Path]:
@@ -65,7 +70,7 @@ def _is_directory(entry: str) -> bool:
     return ("/" in entry or entry.startswith("~")) and Path(os.path.expanduser(entry)).is_dir()
 
 
-def _program_path(name: str) -> str | None:
+def program_path(name: str) -> str | None:
     """Where `name` is found on PATH (or the path itself), its directories resolved and its file name kept."""
     try:
         found = shutil.which(os.path.expanduser(name))
@@ -75,4 +80,3 @@ def _program_path(name: str) -> str | None:
         return None
     path = Path(os.path.abspath(found))
     return str(path.parent.resolve() / path.name)
-

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.errors import InvalidInputError, SymphonyError, clip_message
@@ -70,3 +71,24 @@ resource_errors = _surfacing(ResourceError, ResourceNotFoundError)
 async def in_latest_space(desktop: DesktopController, result: T) -> T:
     """A result of a call that takes no coordinates, in the latest screenshot's space (pointer, windows, records)."""
     return (await desktop.caller_space()).express(result)
+
+
+def compact_text(result: CallToolResult) -> CallToolResult:
+    """The text copy of a structured result as compact JSON: the SDK pretty-prints it (about twice the size),
+    and hosts that read the text pay those tokens on every call. Other text blocks are left as they are."""
+    if result.structured_content is None:
+        return result
+    structured = result.structured_content
+    copies = (structured, structured.get("result"))  # a model's fields, or a plain value wrapped as {"result": ...}
+    content = [_compact(block, copies) if isinstance(block, TextContent) else block for block in result.content]
+    return result.model_copy(update={"content": content})
+
+
+def _compact(block: TextContent, copies: tuple[object, ...]) -> TextContent:
+    try:
+        value = json.loads(block.text)
+    except ValueError:
+        return block
+    if not any(value == copy for copy in copies):
+        return block
+    return block.model_copy(update={"text": json.dumps(value, ensure_ascii=False, separators=(",", ":"))})

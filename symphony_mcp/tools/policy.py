@@ -41,6 +41,7 @@ from symphony_mcp.memory.manager import current_session
 from symphony_mcp.policy.audit import AuditLog, Outcome, capped
 from symphony_mcp.policy.tools import ToolFacts, ToolPolicy, setting_name
 from symphony_mcp.tools.arguments import strict_scalars
+from symphony_mcp.tools.common import compact_text
 
 CONFIRMATION_PARAMETER = "policy_confirmation"
 # The tool call being handled, for the confirmation question (a resolver sees no tool arguments by default).
@@ -118,7 +119,8 @@ class PolicyServer(MCPServer):
         try:
             if (refusal := self.policy.refusal(name)) is not None:
                 raise PolicyStop(refusal, "refused")
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
+            return compact_text(result) if isinstance(result, CallToolResult) and not result.is_error else result
         except Exception as exc:
             stop = exc if isinstance(exc, PolicyStop) else exc.__cause__
             if isinstance(stop, PolicyStop) and (verdict := _verdict.get()) is not None:
