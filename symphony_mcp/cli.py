@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import textwrap
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from symphony_mcp import __version__
-from symphony_mcp.config import GroundingFamilyName, Settings, load_settings
-from symphony_mcp.errors import SymphonyError, clip_message
+from symphony_mcp.config import GroundingFamilyName, SearchSettings, Settings, load_settings
+from symphony_mcp.errors import SettingsError, SymphonyError, clip_message
 from symphony_mcp.limits import MAX_ERROR_MESSAGE
 
 # flag -> path of the setting (group, [role,] field); a command's parser defines the flags it takes
@@ -62,16 +64,78 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "policy_audit_file": ("policy", "audit_file"),
     "docs_index": ("search", "docs_index"),
 }
-EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
+
+
+class ExitCode(IntEnum):
+    """Every status `symphony-mcp` exits with, for every command; `--help` and the README list these."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    UNAVAILABLE = 3
+    INTERRUPTED = 130
+
+
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "done: the server stopped cleanly, the task succeeded, the command did what it was asked",
+    ExitCode.FAILED: "the work ran and came out negative: the task failed (run), no hits (docs search)",
+    ExitCode.USAGE: "the command line or a setting is wrong: an unknown flag or name (the closest one is "
+    "suggested), a bad value, a refused combination; nothing was done",
+    ExitCode.UNAVAILABLE: "the settings are valid but something they need is missing or failed: a model "
+    "endpoint, the display, a dependency, the docs index, a benchmark or its tasks, the port; or the task "
+    "ended in Error",
+    ExitCode.INTERRUPTED: "stopped by Ctrl-C during a benchmark (unfinished tasks run again next time)",
+}
+
+
+def exit_code_for(error: BaseException) -> ExitCode:
+    """The status of a command that stopped on `error`: settings the user can correct, or a missing part."""
+    return ExitCode.USAGE if isinstance(error, (SettingsError, ValidationError)) else ExitCode.UNAVAILABLE
+
+
+def _fail(error: BaseException) -> ExitCode:
+    print(f"symphony-mcp: {error}", file=sys.stderr)
+    return exit_code_for(error)
+
+
+EPILOG = "exit status:\n" + "\n".join(
+    textwrap.fill(meaning, 79, initial_indent=f"  {int(code):<4} ", subsequent_indent=" " * 7)
+    for code, meaning in EXIT_MEANINGS.items()
+)
+
+
+def _command(commands: Any, name: str, summary: str, description: str, **options: Any) -> argparse.ArgumentParser:
+    """A subcommand whose --help says what it does and ends with the exit statuses."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(description, 79),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **options,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="symphony-mcp", description="Computer-use tools over MCP.")
+    parser = argparse.ArgumentParser(
+        prog="symphony-mcp",
+        description="Computer-use tools over MCP: the server, the bundled OS-Symphony orchestrator, benchmarks.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"symphony-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the MCP server (stdio by default)")
+    serve = _command(
+        commands,
+        "serve",
+        "run the MCP server (stdio by default)",
+        "Serve the computer-use tools over MCP: stdio for a host that starts the server, or streamable HTTP "
+        "(--transport http) for clients that connect. Without a display (no $DISPLAY, no --display) it starts "
+        "its own Xvfb with openbox and stops it on exit. Flags override the environment (SYMPHONY_*) and "
+        "--config; every setting is in the README's Settings table.",
+    )
     serve.add_argument("--config", type=Path, help="TOML or JSON settings file")
-    serve.add_argument("--transport", choices=["stdio", "http"])
+    serve.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or streamable HTTP")
     serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
     serve.add_argument("--path", help="HTTP endpoint path (default /mcp)")
@@ -84,21 +148,34 @@ def build_parser() -> argparse.ArgumentParser:
         "many hosts drop such tools (README)",
     )
     serve.add_argument("--display", help="X display to use (default $DISPLAY)")
-    serve.add_argument("--virtual-display", choices=["auto", "always", "never"])
+    serve.add_argument(
+        "--virtual-display",
+        choices=["auto", "always", "never"],
+        help="start an Xvfb: only without a display (auto, default), always, or never",
+    )
     serve.add_argument("--resolution", help="virtual display size, e.g. 1920x1080")
     serve.add_argument("--window-manager", help="window manager for the virtual display ('' for none)")
     serve.add_argument("--monitor", type=int, help="default monitor for screenshots (0 = all)")
-    serve.add_argument("--image-format", choices=["jpeg", "png", "webp"])
-    serve.add_argument("--quality", type=int)
-    serve.add_argument("--max-width", type=int)
-    serve.add_argument("--max-height", type=int)
-    serve.add_argument("--max-bytes", type=int)
+    serve.add_argument("--image-format", choices=["jpeg", "png", "webp"], help="screenshot format (default jpeg)")
+    serve.add_argument("--quality", type=int, help="JPEG/WebP quality 1..100 (default 80)")
+    serve.add_argument("--max-width", type=int, help="downscale screenshots to at most this width (default 1280)")
+    serve.add_argument("--max-height", type=int, help="downscale screenshots to at most this height (default 800)")
+    serve.add_argument(
+        "--max-bytes", type=int, help="lower quality, then size, until a screenshot fits (default 1000000)"
+    )
     _grounder_flags(serve)
     serve.add_argument("--trajectory-dir", type=Path, help="where task trajectories are written")
     _policy_flags(serve)
-    serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    _log_level_flag(serve)
 
-    run = commands.add_parser("run", help="run a task with the bundled OS-Symphony orchestrator")
+    run = _command(
+        commands,
+        "run",
+        "run a task with the bundled OS-Symphony orchestrator",
+        "Run one task with the bundled OS-Symphony orchestrator over a spawned server (or --server-url). It "
+        "needs the orchestrator role's model (--orchestrator-url/--orchestrator-model or "
+        "SYMPHONY_MODELS__ORCHESTRATOR__* / SYMPHONY_MODELS__DEFAULT__*); the grounder and memoryer are optional.",
+    )
     run.add_argument("instruction", help="the task, in words")
     run.add_argument("--task-id", help="result directory name (default: time-based)")
     run.add_argument("--results", type=Path, help="results directory (default ./results)")
@@ -108,9 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--token", help="bearer token for --server-url")
     _agent_flags(run)
 
-    bench = commands.add_parser(
+    bench = _command(
+        commands,
         "bench",
-        help="run a benchmark's tasks on parallel virtual desktops; `bench list BENCHMARK` lists its tasks",
+        "run a benchmark's tasks on parallel virtual desktops; `bench list BENCHMARK` lists its tasks",
+        "Run a benchmark's tasks through the bundled orchestrator, each environment on its own virtual "
+        "desktop, with resume; `bench list BENCHMARK` lists the tasks, skipped ones with the reason.",
         usage="%(prog)s [list] BENCHMARK [options]",
     )
     bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld (or `list` BENCHMARK)")
@@ -128,26 +208,61 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--parallel", type=int, default=1, help="environments at once (default 1)")
     bench.add_argument("--results", type=Path, help="results root (default ./results): <results>/<benchmark>/...")
     bench.add_argument("--force", action="store_true", help="run finished tasks again too")
-    bench.add_argument("--backend", choices=["local", "ray"], default="local")
+    bench.add_argument(
+        "--backend", choices=["local", "ray"], default="local", help="environments here (default) or on Ray"
+    )
     bench.add_argument("--ray-address", help="an existing Ray cluster, e.g. auto or ray://host:10001")
     bench.add_argument("--resolution", help="each environment's display size (default 1920x1080)")
     bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
     _agent_flags(bench)
 
-    report = commands.add_parser("report", help="write the static HTML report of a results directory")
+    report = _command(
+        commands,
+        "report",
+        "write the static HTML report of a results directory",
+        "Write the static HTML report of a results directory (of `run` or `bench`); it opens offline.",
+    )
     report.add_argument("results", type=Path, help="results directory")
 
-    docs = commands.add_parser("docs", help="the offline documentation index (search engine 'local')")
+    docs = _command(
+        commands,
+        "docs",
+        "the offline documentation index (search engine 'local')",
+        "Build and query the offline documentation index that tutorial search uses with SYMPHONY_SEARCH__ENGINE=local.",
+    )
     docs_commands = docs.add_subparsers(dest="docs_command", required=True)
-    index = docs_commands.add_parser("index", help="index local HTML documentation (replaces the index)")
+    index = _command(
+        docs_commands,
+        "index",
+        "index local HTML documentation (replaces the index)",
+        "Index local HTML documentation, e.g. /usr/share/doc/python3.11/html; the new index replaces the old "
+        "one only once it is complete.",
+    )
     index.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="HTML files or directories")
-    search = docs_commands.add_parser("search", help="query the index: title, file and snippet of each hit")
+    search = _command(
+        docs_commands,
+        "search",
+        "query the index: title, file and snippet of each hit",
+        "Query the offline documentation index: title, file and snippet of each hit.",
+    )
     search.add_argument("query", help="free text, e.g. 'how to freeze rows in Calc'")
     search.add_argument("--limit", type=int, default=10, help="hits at most (default 10)")
     for command in (index, search):
         command.add_argument("--config", type=Path, help="TOML or JSON settings file")
-        command.add_argument("--index", dest="docs_index", type=Path, help="the index file (default search.docs_index)")
+        command.add_argument(
+            "--index",
+            dest="docs_index",
+            type=Path,
+            metavar="FILE",
+            help=f"the index file (default {SearchSettings().docs_index}, or SYMPHONY_SEARCH__DOCS_INDEX)",
+        )
     return parser
+
+
+def _log_level_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log detail, to stderr (default INFO)"
+    )
 
 
 def _agent_flags(parser: argparse.ArgumentParser) -> None:
@@ -155,8 +270,14 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
     parser.add_argument("--max-steps", type=int, help="action budget (default 15)")
     parser.add_argument("--task-timeout", type=float, metavar="SECONDS", help="wall time bound of each task")
-    parser.add_argument("--no-reflection", dest="reflection", action="store_const", const=False)
-    parser.add_argument("--enabled-tools", type=_comma_list, help="comma-separated")
+    parser.add_argument(
+        "--no-reflection",
+        dest="reflection",
+        action="store_const",
+        const=False,
+        help="skip the Reflection-Memory Agent's audit before each plan",
+    )
+    parser.add_argument("--enabled-tools", type=_comma_list, help="tools the planner may call, comma-separated")
     parser.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")
     parser.add_argument(
         "--function-calling", action="store_const", const=True, help="actions as native tool calls (OpenAI tools)"
@@ -166,7 +287,7 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memoryer-url", help="Reflection-Memory Agent model endpoint")
     parser.add_argument("--memoryer-model", help="Reflection-Memory Agent model name")
     _grounder_flags(parser)
-    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    _log_level_flag(parser)
 
 
 def _comma_list(value: str) -> list[str]:
@@ -176,7 +297,11 @@ def _comma_list(value: str) -> list[str]:
 def _grounder_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
     parser.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
-    parser.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
+    parser.add_argument(
+        "--grounding-family",
+        choices=list(get_args(GroundingFamilyName)),
+        help="the grounding model's prompt and answer format (default ui-tars-1.5)",
+    )
 
 
 def _policy_flags(parser: argparse.ArgumentParser) -> None:
@@ -224,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_args(args)
     except (ValidationError, ValueError) as exc:
         print(f"symphony-mcp: invalid settings: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     # Logs go to stderr: stdout carries the stdio transport. A run shows its live view there instead.
     level = settings.log_level if args.command == "serve" or getattr(args, "log_level", None) else "WARNING"
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -279,12 +404,11 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
 
             outcome = anyio.run(go)
     except (SymphonyError, ValueError, OSError) as exc:
-        print(f"symphony-mcp: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(exc)
     note = " (finished earlier; --force runs it again)" if outcome.skipped else ""
     message = f": {outcome.record.message}" if outcome.record.message else ""
     print(f"{outcome.outcome} {outcome.task_id} {outcome.directory}{note}{message}")
-    return {"success": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
+    return {"success": ExitCode.OK, "fail": ExitCode.FAILED}.get(outcome.outcome, ExitCode.UNAVAILABLE)
 
 
 def _report(results: Path) -> int:
@@ -297,7 +421,7 @@ def _report(results: Path) -> int:
         return report_command(results)
     for folder in folders:
         print(write_bench_report(folder))
-    return 0
+    return ExitCode.OK
 
 
 def _bench(settings: Settings, args: argparse.Namespace) -> int:
@@ -311,14 +435,14 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
     names = args.words[1:] if listing else args.words
     if len(names) > 1 or (not names and not args.adapter):
         print("symphony-mcp bench: give one BENCHMARK (or --adapter MODULE:NAME)", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     selection = TaskFilter(tuple(args.tasks or ()), tuple(args.domains or ()), args.all)
     try:
         spec = adapter_spec(names[0] if names else None, args.adapter)
         options = tuple(parse_option(option) for option in args.option)
         if listing:
             print("\n".join(list_tasks(spec, selection, options)))
-            return 0
+            return ExitCode.OK
         request = BenchRequest(
             spec,
             selection,
@@ -332,11 +456,10 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
         )
         summary, path = run_bench(request, settings, make_console(stderr=True))
     except (SymphonyError, ValueError, OSError) as exc:
-        print(f"symphony-mcp: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(exc)
     except KeyboardInterrupt:
         print("symphony-mcp: stopped; unfinished tasks run again next time", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     overall = summary.overall
     rate = "—" if overall.success_rate is None else f"{overall.success_rate:.1%}"
     print(
@@ -344,7 +467,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
         f"{len(summary.skipped)} skipped, {summary.ran_now} run now; {path}"
     )
     print(write_bench_report(path.parent))
-    return EXIT_ERROR if summary.not_run else 0
+    return ExitCode.UNAVAILABLE if summary.not_run else ExitCode.OK
 
 
 def _docs(index: Path, args: argparse.Namespace) -> int:
@@ -356,20 +479,19 @@ def _docs(index: Path, args: argparse.Namespace) -> int:
             skipped = ", ".join(f"{count} {why}" for why, count in report.skipped.items()) or "none"
             more = " (stopped at the page bound)" if report.truncated else ""
             print(f"indexed {report.pages} pages{more} in {report.seconds:.1f} s, skipped: {skipped}; {report.index}")
-            return 0
+            return ExitCode.OK
         docs = DocsIndex(index)
         try:
             hits = docs.search(args.query, args.limit)
         finally:
             docs.close()
     except (SymphonyError, OSError) as exc:
-        print(f"symphony-mcp: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(exc)
     for number, hit in enumerate(hits, 1):
         print(f"{number}. {hit.title}\n   {hit.path}\n   {plain_snippet(hit.snippet)}")
     if not hits:
         print("no results", file=sys.stderr)
-    return 0 if hits else EXIT_FAIL
+    return ExitCode.OK if hits else ExitCode.FAILED
 
 
 def _serve(settings: Settings) -> int:
@@ -383,14 +505,13 @@ def _serve(settings: Settings) -> int:
         with display_for(settings.display) as display:
             logging.getLogger(__name__).info("serving on display %s over %s", display, settings.server.transport)
             stopped_by = run(build_server(settings), settings)
-    except (SymphonyError, ValueError) as exc:
-        print(f"symphony-mcp: {exc}", file=sys.stderr)
-        return 1
+    except (SymphonyError, ValueError, OSError) as exc:
+        return _fail(exc)
     except KeyboardInterrupt:  # during start-up, before run() handles the signal
-        return 0
+        return ExitCode.OK
     if stopped_by is not None and settings.server.transport == "stdio":
         exit_now(0)  # everything is closed; only the SDK's stdin reader, blocked until stdin closes, remains
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

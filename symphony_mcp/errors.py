@@ -17,6 +17,11 @@ class InvalidInputError(SymphonyError, ValueError):
     """The request was malformed or out of range; nothing was changed."""
 
 
+class SettingsError(SymphonyError, ValueError):
+    """A flag or setting is wrong (a name that matches nothing, a combination refused); the message says what is
+    allowed. The command line exits with its usage status for it, as for a flag argparse refuses."""
+
+
 class DisplayUnavailableError(SymphonyError, RuntimeError):
     """No display can be reached (no DISPLAY, X server gone, or capture failed)."""
 

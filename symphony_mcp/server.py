@@ -30,7 +30,7 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.runner import DesktopRunner
-from symphony_mcp.errors import clip, clip_message
+from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.limits import MAX_ECHO
@@ -214,7 +214,7 @@ def is_loopback(host: str) -> bool:
 
 def check_http_security(settings: ServerSettings) -> None:
     if not is_loopback(settings.host) and settings.token is None:
-        raise ValueError(
+        raise SettingsError(
             f"refusing to listen on {settings.host}: binding beyond loopback requires a token "
             "(--token or SYMPHONY_SERVER__TOKEN)"
         )

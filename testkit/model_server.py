@@ -69,11 +69,17 @@ class ModelRequest:
         return found
 
 
-def _tool_calls(reply: Reply) -> dict[str, Any]:
+def _tool_calls(reply: Reply, completion: str) -> dict[str, Any]:
+    """The reply's calls with ids unique across the server's life, as OpenAI's are (the Agents SDK refuses a reused
+    id)."""
     if not reply.tool_calls:
         return {}
     calls = [
-        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        {
+            "id": f"call_{completion}_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
         for i, (name, arguments) in enumerate(reply.tool_calls)
     ]
     return {"tool_calls": calls}
@@ -137,16 +143,17 @@ class StandInModel:
         if reply.body is not None or reply.status != 200:
             body = reply.body if reply.body is not None else {"error": {"message": f"scripted {reply.status}"}}
             return JSONResponse(body, status_code=reply.status, headers=reply.headers)
+        completion = next(self._ids)
         return JSONResponse(
             {
-                "id": f"chatcmpl-{next(self._ids)}",
+                "id": f"chatcmpl-{completion}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": received.body.get("model", "stand-in"),
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": reply.text, **_tool_calls(reply)},
+                        "message": {"role": "assistant", "content": reply.text, **_tool_calls(reply, str(completion))},
                         "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                     }
                 ],

@@ -1,16 +1,19 @@
 """Other MCP clients drive the real server as hosts do, over stdio and streamable HTTP (issue 12's matrix).
 
 Clients: the Python SDK 1.x (its own venv, .venv-clients: this project uses mcp 2.x), the TypeScript SDK
-(npm, tests/clients/ts) and pydantic-ai with OpenAI strict tool schemas, whose model is the stand-in
-model server scripted to call the tools. Each lists the tools, takes a screenshot, finds "Press me" with
-OCR, clicks the point the find_text result gives, and types Unicode into the Tk probe's entry; the test
-checks the effect on the probe. `scripts/install.sh --dev` installs the clients.
+(npm, tests/clients/ts), and the runnable agent examples of clients/examples (pydantic-ai, also with OpenAI
+strict tool schemas; the OpenAI Agents SDK; LangGraph through langchain-mcp-adapters), whose model is the
+stand-in model server scripted to call the tools. The SDK clients list the tools, take a screenshot, find
+"Press me" with OCR, click the point the find_text result gives, and type Unicode into the Tk probe's entry;
+the agents do what their README promises, screenshot -> find_text -> click_text. Each test checks the effect
+on the probe. `scripts/install.sh --dev` installs the clients.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -31,6 +34,7 @@ from tests.test_transports import EXPECTED_TOOLS, base_env, free_port, serve_com
 
 REPO = Path(__file__).resolve().parent.parent
 CLIENTS = REPO / "tests" / "clients"
+EXAMPLES = REPO / "clients" / "examples"
 CLIENTS_PYTHON = REPO / ".venv-clients" / "bin" / "python"
 TEXT = "héllo → 日本"
 PHRASE = "Press me"
@@ -199,9 +203,7 @@ class StrictHost:
 
 
 def tool_result(message: dict[str, Any]) -> dict[str, Any]:
-    content = message["content"]
-    text = content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
-    return json.loads(text)
+    return json.loads(tool_text(message))
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -212,8 +214,9 @@ def test_pydantic_ai_with_strict_openai_schemas(
     host = StrictHost(probe)
     stand_in.script(default=host)
     clicks = probe.state()["clicks"]
-    target = server_target(transport, http_servers)  # the default listing: no root `not`, which OpenAI refuses
-    out = run_client([str(CLIENTS_PYTHON), str(CLIENTS / "pydantic_ai_host.py"), stand_in.url, *target], xdisplay.name)
+    # The default listing: no root `not`, which OpenAI refuses.
+    example = [str(CLIENTS_PYTHON), str(EXAMPLES / "pydantic_ai_agent.py"), "--strict", *model_flags(stand_in)]
+    out = run_client([*example, *example_target(transport, http_servers)], xdisplay.name)
     assert "Done" in out
     sent = {tool["function"]["name"]: tool["function"] for tool in host.tools}
     assert set(sent) == EXPECTED_TOOLS
@@ -221,6 +224,84 @@ def test_pydantic_ai_with_strict_openai_schemas(
     assert {name: found for name, tool in sent.items() if (found := outside_strict_subset(tool["parameters"]))} == {}
     assert [name for name, _ in host.calls] == ["screenshot", "find_text", "click", "type"]
     check_effect(probe, clicks)
+
+
+def model_flags(stand_in: StandInModel) -> list[str]:
+    return ["--model-url", stand_in.url, "--model", "stand-in"]
+
+
+def example_target(transport: str, servers: HttpServers) -> list[str]:
+    """An example's flags for this checkout's server over stdio, or for an HTTP server's URL."""
+    if transport == "stdio":
+        return ["--server-command", shlex.join([*serve_command(), "serve"])]
+    return ["--server-url", servers.url()]
+
+
+class ClickTextScript:
+    """The stand-in model's script for the examples: screenshot, find_text, click_text, then an answer."""
+
+    def __init__(self) -> None:
+        self.offered: set[str] = set()
+        self.results: list[str] = []
+
+    def __call__(self, request: ModelRequest) -> Reply | str:
+        self.offered = {tool["function"]["name"] for tool in request.body.get("tools", [])}
+        self.results = [tool_text(message) for message in request.messages if message["role"] == "tool"]
+        steps = [("screenshot", {}), ("find_text", {"phrase": PHRASE}), ("click_text", {"phrase": PHRASE})]
+        if len(self.results) < len(steps):
+            return Reply(tool_calls=[steps[len(self.results)]])
+        return f"Clicked {PHRASE!r}."
+
+
+def tool_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("example", ["pydantic_ai_agent.py", "openai_agents_agent.py", "langgraph_agent.py"])
+def test_agent_example_clicks_the_text_it_found(
+    example: str,
+    transport: str,
+    probe: TkProbe,
+    http_servers: HttpServers,
+    xdisplay: VirtualDisplay,
+    stand_in: StandInModel,
+) -> None:
+    """Each example runs as a user runs it: its own process, the server over stdio or HTTP, a model endpoint."""
+    require(CLIENTS_PYTHON, "the clients' venv")
+    script = ClickTextScript()
+    stand_in.script(default=script)
+    clicks = probe.state()["clicks"]
+    command = [str(CLIENTS_PYTHON), str(EXAMPLES / example), *model_flags(stand_in), "--phrase", PHRASE]
+    out = run_client([*command, *example_target(transport, http_servers)], xdisplay.name)
+    assert f"Clicked {PHRASE!r}." in out
+    assert {"screenshot", "find_text", "click_text"} <= script.offered
+    found, clicked = script.results[1], script.results[2]
+    assert '"exact":true' in found.replace(" ", "") and PHRASE in found  # the result itself reached the model
+    assert '"action":"click"' in clicked.replace(" ", "") and PHRASE in clicked  # a click on the text OCR found
+    probe.wait(lambda s: s["clicks"] == clicks + 1)  # the window saw the click
+
+
+def test_openai_agents_example_outlasts_the_sdks_5_s_default(
+    xdisplay: VirtualDisplay, stand_in: StandInModel, http_servers: HttpServers
+) -> None:
+    """The README's timeout trap: with the Agents SDK's default of 5 s `wait(7)` is lost; --tool-timeout 30 keeps it."""
+    require(CLIENTS_PYTHON, "the clients' venv")
+    outcomes = []
+    for timeout in ("5", "30"):
+        stand_in.script(Reply(tool_calls=[("wait", {"seconds": 7})]), "Waited.")
+        command = [str(CLIENTS_PYTHON), str(EXAMPLES / "openai_agents_agent.py"), *model_flags(stand_in)]
+        command += ["--tool-timeout", timeout, *example_target("http", http_servers)]
+        result = subprocess.run(
+            command, env=base_env(DISPLAY=xdisplay.name), capture_output=True, text=True, timeout=120, encoding="utf-8"
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        (answer,) = [tool_text(m) for m in stand_in.requests[-1].messages if m["role"] == "tool"]
+        outcomes.append(answer)
+    lost, kept = outcomes
+    assert "An error occurred while running the tool" in lost  # the SDK gave up; the model never saw the result
+    assert json.loads(kept)["summary"] == "waited 7 s"
 
 
 # OpenAI's strict subset of JSON Schema (its Structured Outputs guide, "Supported schemas"; pydantic-ai's OpenAI

@@ -1,44 +1,126 @@
-"""The README stays true: its host snippets start a working server, its settings table is complete."""
+"""The README stays true: its host snippets are the files in clients/hosts and start a working server, its quick
+start runs, its exit statuses are the command line's, its settings table is complete."""
 
 from __future__ import annotations
 
 import json
-import re
+import shlex
+import subprocess
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
-from symphony_mcp.config import ModelEndpoint, ModelsSettings, Settings
+from symphony_mcp.cli import EXIT_MEANINGS
+from symphony_mcp.config import ModelEndpoint, ModelsSettings, ServerSettings, Settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from tests.test_transports import EXPECTED_TOOLS, base_env, serve_command
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-SNIPPETS = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", README, flags=re.S)]
+REPO = Path(__file__).parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+HOSTS = REPO / "clients" / "hosts"
+SERVE = "/opt/symphony-mcp/.venv/bin/symphony-mcp"  # the README's stand-in for the reader's checkout
 
 
-def stdio_entries() -> list[dict]:
-    entries = []
-    for snippet in SNIPPETS:
-        for servers in (snippet.get("mcpServers", {}), snippet.get("servers", {})):
-            entries += [entry for entry in servers.values() if "command" in entry]
+def fenced(text: str) -> str:
+    return f"\n{text.rstrip()}\n```"
+
+
+def test_every_host_file_is_shown_in_the_readme_as_it_is() -> None:
+    files = sorted(HOSTS.iterdir())
+    assert {f.suffix for f in files} == {".json", ".toml", ".sh"}
+    for file in files:
+        assert fenced(file.read_text(encoding="utf-8")) in README, f"README does not show {file.name} as it is"
+        assert f"`clients/hosts/{file.name}`" in README
+
+
+def host_servers() -> dict[str, dict[str, Any]]:
+    """Every server entry of clients/hosts, by file and name, as {command, args, env} or {url, ...}."""
+    entries: dict[str, dict[str, Any]] = {}
+    for file in sorted(HOSTS.glob("*.json")):
+        config = json.loads(file.read_text(encoding="utf-8"))
+        for name, entry in {**config.get("mcpServers", {}), **config.get("servers", {})}.items():
+            entries[f"{file.name}:{name}"] = entry
+    codex = tomllib.loads((HOSTS / "codex.toml").read_text(encoding="utf-8"))
+    entries |= {f"codex.toml:{name}": entry for name, entry in codex["mcp_servers"].items()}
+    for line in (HOSTS / "claude-code.sh").read_text(encoding="utf-8").splitlines():
+        if line.startswith("claude mcp add"):
+            entries[f"claude-code.sh:{len(entries)}"] = claude_mcp_add(shlex.split(line)[3:])
     return entries
 
 
-def test_readme_has_host_snippets() -> None:
-    assert len(stdio_entries()) >= 2
-    assert any(entry.get("type") == "http" for s in SNIPPETS for entry in s.get("servers", {}).values())
+def claude_mcp_add(words: list[str]) -> dict[str, Any]:
+    """`claude mcp add [options] NAME -- COMMAND ARGS` or `... --transport http NAME URL` as an entry."""
+    options, _, command = " ".join(shlex.quote(w) for w in words).partition(" -- ")
+    flags = shlex.split(options)
+    env = dict(flags[i + 1].split("=", 1) for i, flag in enumerate(flags) if flag == "--env")
+    if command:
+        first, *args = shlex.split(command)
+        return {"command": first, "args": args, "env": env}
+    positional = [w for i, w in enumerate(flags) if not w.startswith("-") and not flags[i - 1].startswith("-")]
+    headers = [flags[i + 1] for i, flag in enumerate(flags) if flag == "--header"]
+    return {"url": positional[-1], "headers": dict(h.split(": ", 1) for h in headers)}
+
+
+def stdio_entries() -> dict[str, dict[str, Any]]:
+    """The stdio servers; ssh's is the command it runs on the other machine, which runs here as well."""
+    found = {}
+    for key, entry in host_servers().items():
+        if entry.get("command") == "ssh":
+            remote = [a for a in entry["args"] if not a.startswith("-")][1:]
+            entry = {"command": remote[0], "args": remote[1:], "env": {}}
+        if "command" in entry:
+            found[key] = entry
+    return found
+
+
+def test_hosts_cover_stdio_and_http() -> None:
+    entries = host_servers()
+    assert len(stdio_entries()) >= 5
+    http = [entry for entry in entries.values() if "url" in entry]
+    assert len(http) >= 3
+    default = ServerSettings()
+    for entry in http:  # the server's defaults, and a bearer token however the host spells it
+        assert entry["url"] == f"http://{default.host}:{default.port}{default.path}"
+        assert entry.get("bearer_token_env_var") or entry["headers"]["Authorization"].startswith("Bearer ")
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("entry", stdio_entries(), ids=lambda e: " ".join(e["args"]))
-async def test_readme_stdio_snippet_starts_a_working_server(entry: dict, xdisplay: VirtualDisplay) -> None:
-    assert entry["command"].endswith("/.venv/bin/symphony-mcp")
+@pytest.mark.parametrize("key", sorted(stdio_entries()))
+async def test_host_stdio_snippet_starts_a_working_server(key: str, xdisplay: VirtualDisplay) -> None:
+    entry = stdio_entries()[key]
+    assert entry["command"] == SERVE and entry["args"][0] == "serve"
     command, *prefix = serve_command()  # this checkout's executable instead of /opt/...
-    env = {**base_env(), **entry["env"], "DISPLAY": xdisplay.name}
+    env = {**base_env(), **entry.get("env", {}), "DISPLAY": xdisplay.name}
     async with Client(StdioServerParameters(command=command, args=[*prefix, *entry["args"]], env=env)) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == EXPECTED_TOOLS
         assert not (await client.call_tool("screenshot", {})).is_error
+
+
+def test_quick_start_runs_as_shown() -> None:
+    """The README's Python quick start is clients/examples/quickstart.py, and it finds and clicks the text."""
+    quickstart = REPO / "clients" / "examples" / "quickstart.py"
+    assert fenced(quickstart.read_text(encoding="utf-8")) in README
+    env = {key: value for key, value in base_env().items() if key != "DISPLAY"}  # the server's own display
+    result = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), str(quickstart)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "opened demo" and lines[2].startswith("found at {'x': ")
+    assert lines[3] == "left click at 'Hello from symphony' (ocr)"
+
+
+def test_readme_lists_the_exit_statuses() -> None:
+    for code, meaning in EXIT_MEANINGS.items():
+        assert f"| {int(code)} | {meaning} |" in README
 
 
 def test_readme_documents_every_setting() -> None:

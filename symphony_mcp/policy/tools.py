@@ -8,9 +8,12 @@ annotation counts as the MCP specification says it defaults: not read-only, dest
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from symphony_mcp.config import PolicySettings
+from symphony_mcp.errors import SettingsError
 
 ANNOTATION_GROUPS = ("read-only", "destructive", "open-world")
 
@@ -113,7 +116,14 @@ class ToolPolicy:
         ):
             unknown = [n for n in names if n not in known]
             if unknown:
-                raise ValueError(
+                kind = "groups" if field_name.endswith("groups") else "tools"
+                raise SettingsError(
                     f"{setting_name(field_name)} names {unknown[0][:100]!r}, which is not one of this server's "
-                    f"{'groups' if field_name.endswith('groups') else 'tools'}: {', '.join(sorted(known))}"
+                    f"{kind}{closest(unknown[0], known)}. The {kind} are: {', '.join(sorted(known))}"
                 )
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """A hint naming the known name closest to a mistyped one (" (did you mean 'click'?)"), or nothing."""
+    match = difflib.get_close_matches(name[:100].strip().lower(), list(known), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
