@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
-import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from symphony_mcp.code import confine
-from symphony_mcp.code.cgroups import RunGroup
+from symphony_mcp.code.cgroups import RunGroup, remove_orphans
 from symphony_mcp.code.folders import MissingDirectoryError, OpenDirectory, normalised, open_directory
 from symphony_mcp.code.output import CappedOutput
 from symphony_mcp.code.types import CodeRun, Confinement, KillReason, Language
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.errors import InvalidInputError, PolicyError
 
+log = logging.getLogger(__name__)
 # run_code's default work directory, inside the trajectory folder (task ids start with a letter or digit, so it
 # names no task): what code writes stays with what the server writes, and stays out of the code's sight otherwise.
 CODE_WORKDIR = "_code"
-_SUFFIX = {"python": ".py", "bash": ".sh"}
 MB = 1024 * 1024
 # Exit statuses a shell or bubblewrap reports for a child killed by a signal (128 + n), and the raw signal.
 _SIGNAL_REASONS: dict[int, KillReason] = {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "file_size"}
@@ -36,6 +37,8 @@ class LocalExecutor:
         # Resolved once: a link found later on the way to one of these was planted after the server started.
         self.default_workdir = (settings.workdir or default_workdir).expanduser().resolve()
         self.roots = [self.default_workdir, *(path.expanduser().resolve() for path in settings.writable_paths)]
+        for group in remove_orphans():
+            log.info("removed the cgroup %s of a code run whose server is gone", group)
 
     def check_language(self, language: str) -> Language:
         if language not in self.settings.languages:
@@ -93,9 +96,7 @@ class LocalExecutor:
             directory = await asyncio.to_thread(self.open_workdir, workdir)
             stack.callback(directory.close)
             writable = await asyncio.to_thread(self._open_writable, stack)
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="symphony-code-"))
-            block = Path(scratch) / f"block{_SUFFIX[language]}"
-            block.write_text(code, encoding="utf-8")
+            block = stack.enter_context(_in_memory(code))
             plan = confine.plan(self.settings, confinement, language, block, directory, writable)
             return await self._run(language, confinement, plan, directory, timeout_s)
 
@@ -156,6 +157,20 @@ class LocalExecutor:
             confinement=confinement,
             workdir=str(workdir.path),
         )
+
+
+@contextlib.contextmanager
+def _in_memory(code: str) -> Iterator[int]:
+    """The code in a memfd, read from its start: nothing on disk for a killed server to leave behind."""
+    fd = os.memfd_create("symphony-code-block", os.MFD_CLOEXEC)
+    try:
+        data = memoryview(code.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _check_text(name: str, text: str, nul_allowed: bool) -> None:
