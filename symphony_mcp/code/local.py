@@ -10,9 +10,11 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from symphony_mcp.code import confine
 from symphony_mcp.code.cgroups import RunGroup, remove_orphans
+from symphony_mcp.code.disk import DiskWatch
 from symphony_mcp.code.folders import MissingDirectoryError, OpenDirectory, normalised, open_directory
 from symphony_mcp.code.output import CappedOutput
 from symphony_mcp.code.types import CodeRun, Confinement, KillReason, Language
@@ -98,10 +100,23 @@ class LocalExecutor:
             writable = await asyncio.to_thread(self._open_writable, stack)
             block = stack.enter_context(_in_memory(code))
             plan = confine.plan(self.settings, confinement, language, block, directory, writable)
-            return await self._run(language, confinement, plan, directory, timeout_s)
+            disk = await asyncio.to_thread(self._watch_disk, stack)
+            return await self._run(language, confinement, plan, directory, disk, timeout_s)
+
+    def _watch_disk(self, stack: contextlib.ExitStack) -> DiskWatch:
+        """The watch on the default work directory (all runs' files), SYMPHONY_CODE__DISK_MB its bound."""
+        root = open_directory(self.default_workdir, self.default_workdir, create=True)
+        stack.callback(root.close)
+        return DiskWatch(root, self.settings.disk_mb * MB)
 
     async def _run(
-        self, language: Language, confinement: Confinement, plan: confine.Plan, workdir: OpenDirectory, timeout_s: float
+        self,
+        language: Language,
+        confinement: Confinement,
+        plan: confine.Plan,
+        workdir: OpenDirectory,
+        disk: DiskWatch,
+        timeout_s: float,
     ) -> CodeRun:
         group = RunGroup(self.settings.processes, self.settings.run_memory_mb * MB)
 
@@ -124,26 +139,32 @@ class LocalExecutor:
             )
             stdout, stderr = CappedOutput(self.settings.output_bytes), CappedOutput(self.settings.output_bytes)
             assert process.stdout is not None and process.stderr is not None
-            reading = asyncio.gather(stdout.drain(process.stdout), stderr.drain(process.stderr), process.wait())
-            timed_out = False
+            reading = asyncio.ensure_future(
+                asyncio.gather(stdout.drain(process.stdout), stderr.drain(process.stderr), process.wait())
+            )
+            full = asyncio.ensure_future(disk.over())
+            stopped: KillReason | None = None
             try:
-                await asyncio.wait_for(asyncio.shield(reading), timeout_s)
-            except TimeoutError:
-                timed_out = True
-                _kill(process.pid)
-                await asyncio.to_thread(group.close)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(reading, 5)  # pipes close once every process holding them is gone
+                either: set[asyncio.Future[Any]] = {reading, full}
+                done, _ = await asyncio.wait(either, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                if reading not in done:
+                    stopped = "disk" if full in done else "timeout"
+                    _kill(process.pid)
+                    await asyncio.to_thread(group.close)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(reading, 5)  # pipes close once every process holding them is gone
             except asyncio.CancelledError:
                 _kill(process.pid)
                 reading.cancel()
                 raise
+            finally:
+                full.cancel()
             limit_hit = group.reason()
         finally:
             if group.available:
                 await asyncio.to_thread(group.close)
         exit_code = process.returncode
-        reason = _kill_reason(exit_code, timed_out, limit_hit, stderr)
+        reason = _kill_reason(exit_code, stopped, limit_hit, stderr)
         return CodeRun(
             language=language,
             exit_code=exit_code,
@@ -193,10 +214,11 @@ def _kill(pid: int) -> None:
 
 
 def _kill_reason(
-    exit_code: int | None, timed_out: bool, limit_hit: KillReason | None, stderr: CappedOutput
+    exit_code: int | None, stopped: KillReason | None, limit_hit: KillReason | None, stderr: CappedOutput
 ) -> KillReason | None:
-    if timed_out:
-        return "timeout"
+    """Why the run ended early: stopped here (timeout, disk), a cgroup limit, a signal or the error it printed."""
+    if stopped is not None:
+        return stopped
     if limit_hit is not None:
         return limit_hit
     if exit_code is None or exit_code == 0:
