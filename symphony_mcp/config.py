@@ -389,6 +389,13 @@ class CodeSettings(BaseModel):
         512, ge=1, le=1_048_576, description="size of the run's private /tmp (RAM-backed, within run_memory_mb)"
     )
     file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="largest file code may write (RLIMIT_FSIZE)")
+    disk_mb: int = Field(
+        4096,
+        ge=1,
+        le=1_048_576,
+        description="most the default work directory may hold, all runs' files together; a run that grows it past "
+        "this is killed (watched every 0.1 s, so a run can add what it writes in that time)",
+    )
     processes: int = Field(
         256,
         ge=4,

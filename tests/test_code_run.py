@@ -322,3 +322,18 @@ async def test_the_private_tmp_stops_at_its_size(home: Path, tree: Path) -> None
         result = await run(client, "bash", block)
     assert "No space left on device" in result["stderr"], result
     assert int(result["stdout"]) <= 64, result
+
+
+async def test_a_run_that_fills_the_work_directory_past_its_bound_is_killed(home: Path, tree: Path) -> None:
+    """Issue 25 item 6: only single files were capped (two calls put 3.7 GB on the host's disk); now the default
+    work directory holds at most disk_mb, all files together, and a run growing it past that is killed."""
+    fill = "for i in $(seq 1 20); do head -c 20000000 /dev/zero > fill$i; sleep 0.5; done; echo done"
+    async with serving(tree, disk_mb=64) as client:
+        first = await run(client, "bash", fill, timeout_s=60)
+        assert first["killed"] and first["kill_reason"] == "disk" and "done" not in first["stdout"], first
+        second = await run(client, "bash", "head -c 20000000 /dev/zero > more; sleep 30", timeout_s=60)
+        assert second["kill_reason"] == "disk", second  # still over: nothing more may be added
+        cleaned = await run(client, "bash", "rm fill* more; du -sm . | cut -f1")
+        assert not cleaned["killed"] and int(cleaned["stdout"]) < 64, cleaned  # deleting is always possible
+        again = await run(client, "bash", "head -c 20000000 /dev/zero > small; echo written")
+        assert again["stdout"] == "written\n" and not again["killed"], again

@@ -5,16 +5,18 @@ makes the server fail.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import signal
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from symphony_mcp.code.cgroups import PREFIX, hierarchies
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.server_process import ServerProcess, base_env
 from tests.conftest import call_error, wait_for
@@ -50,14 +52,15 @@ while not os.path.exists('stop-swapping'):
 
 
 def server(xdisplay: VirtualDisplay, home: Path, tree: Path) -> ServerProcess:
-    env = base_env(DISPLAY=xdisplay.name, HOME=str(home), SYMPHONY_MEMORY__TRAJECTORY_DIR=str(tree / "trajectories"))
+    """A server whose temporary files go to `tree`/tmp (so this test's are told from other servers')."""
+    (tree / "tmp").mkdir(exist_ok=True)
+    env = base_env(
+        DISPLAY=xdisplay.name,
+        HOME=str(home),
+        TMPDIR=str(tree / "tmp"),
+        SYMPHONY_MEMORY__TRAJECTORY_DIR=str(tree / "trajectories"),
+    )
     return ServerProcess(env=env)
-
-
-@asynccontextmanager
-async def connected(process: ServerProcess) -> AsyncIterator[Client]:
-    async with Client(process) as client:
-        yield client
 
 
 async def test_a_link_swapped_in_during_the_check_never_becomes_the_workdir(
@@ -70,7 +73,7 @@ async def test_a_link_swapped_in_during_the_check_never_becomes_the_workdir(
     escaped: list[str] = []
     outcomes = {"ran": 0, "refused": 0}
     try:
-        async with connected(server(xdisplay, home, tree)) as client:
+        async with Client(server(xdisplay, home, tree)) as client:
             await run(client, "bash", "true")  # the default work directory exists
 
             async with anyio.create_task_group() as group:
@@ -95,7 +98,7 @@ async def test_code_cannot_lock_the_next_run_out_of_its_work_directory(
 ) -> None:
     """Issue 25 item 7: after `chmod 000 .` every later default-workdir run failed ("bwrap: Can't chdir ...
     Permission denied"), also after a restart. The server gives the owner's rwx back before each run."""
-    async with connected(server(xdisplay, home, tree)) as client:
+    async with Client(server(xdisplay, home, tree)) as client:
         locked = await run(client, "bash", "mkdir -p sub/deeper && chmod 000 sub/deeper sub . && echo locked")
         assert locked["stdout"] == "locked\n", locked
         again = await run(client, "bash", "echo again > note; cat note")
@@ -103,7 +106,7 @@ async def test_code_cannot_lock_the_next_run_out_of_its_work_directory(
         deeper = await run(client, "bash", "pwd", workdir="sub/deeper")
         assert deeper["stdout"].strip().endswith("_code/sub/deeper") and deeper["exit_code"] == 0, deeper
         await run(client, "bash", "chmod 000 .")
-    async with connected(server(xdisplay, home, tree)) as client:  # a restarted server
+    async with Client(server(xdisplay, home, tree)) as client:  # a restarted server
         after = await run(client, "bash", "echo after a restart")
         assert after["stdout"] == "after a restart\n", after
 
@@ -113,7 +116,7 @@ async def test_odd_workdirs_are_clear_errors_that_change_nothing(
 ) -> None:
     """Issue 25 item 8: each of these answered "internal error" (FileExistsError, ENAMETOOLONG, RecursionError)."""
     workdir = tree / "trajectories" / "_code"
-    async with connected(server(xdisplay, home, tree)) as client:
+    async with Client(server(xdisplay, home, tree)) as client:
         made = await run(client, "bash", "touch afile && mkfifo afifo && ln -s afile alink && echo made")
         assert made["stdout"] == "made\n", made
         before = sorted(p.name for p in workdir.iterdir())
@@ -130,3 +133,31 @@ async def test_odd_workdirs_are_clear_errors_that_change_nothing(
             assert message in error and "internal error" not in error, (name[:20], error)
         assert sorted(p.name for p in workdir.iterdir()) == before  # nothing was made
         assert (await run(client, "bash", "printf ok"))["stdout"] == "ok"  # and the server serves
+
+
+async def test_a_server_killed_mid_run_leaves_nothing_a_restart_does_not_remove(
+    xdisplay: VirtualDisplay, home: Path, tree: Path
+) -> None:
+    """Issue 25 item 13: kill -9 of the server during run_code left its cgroups and $TMPDIR/symphony-code-*/block.sh.
+    The block is now a memfd (never on disk) and the next server removes the groups of a server that is gone."""
+    killed = server(xdisplay, home, tree)
+    async with Client(killed) as client, anyio.create_task_group() as group:
+
+        async def long_run() -> None:
+            with contextlib.suppress(Exception):  # the server dies under it
+                await client.call_tool("run_code", {"language": "bash", "code": "sleep 60", "timeout_s": 90})
+
+        group.start_soon(long_run)
+        groups = await anyio.to_thread.run_sync(lambda: wait_for(lambda: server_groups(killed.pid), 30))
+        assert list((tree / "tmp").iterdir()) == []  # the block is not on disk
+        os.kill(killed.pid, signal.SIGKILL)
+        await killed.wait(10)
+    assert all(path.exists() for path in groups)  # left by the killed server
+    async with Client(server(xdisplay, home, tree)) as client:
+        assert (await run(client, "bash", "echo next"))["stdout"] == "next\n"
+        assert [path for path in groups if path.exists()] == []
+
+
+def server_groups(pid: int | None) -> list[Path]:
+    """The cgroups of the server with this pid (one per controller hierarchy for each of its runs)."""
+    return [path for hierarchy in hierarchies() for path in hierarchy.root.glob(f"{PREFIX}{pid}-*")]

@@ -28,6 +28,7 @@ _ETC = (
 )  # fmt: skip
 _ROOT_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 BLOCK_DIR = "/run/symphony-code"
+_SUFFIX = {"python": ".py", "bash": ".sh"}
 
 
 def system_program(name: str) -> str | None:
@@ -129,36 +130,37 @@ def plan(
     settings: CodeSettings,
     confinement: Confinement,
     language: str,
-    block: Path,
+    block: int,
     workdir: OpenDirectory,
     writable: list[OpenDirectory],
 ) -> Plan:
-    """The command that runs `block` (a file holding the code) in `workdir` under `confinement`.
+    """The command that runs `block` (a descriptor of the code, a memfd: no file is left behind by a server
+    killed mid-run) in `workdir` under `confinement`.
 
     The directories the code may write are bound by descriptor, never by path (see folders.py); the caller
     starts the command in `workdir` by its descriptor too.
     """
     env = environment(settings, workdir.path)
     if confinement == "bwrap":
-        inside = Path(BLOCK_DIR) / block.name
+        inside = f"{BLOCK_DIR}/block{_SUFFIX[language]}"
         bwrap = system_program("bwrap")
         assert bwrap is not None  # choose() found it
-        argv = [bwrap, *_bwrap_mounts(settings, workdir, writable), "--ro-bind", str(block), str(inside)]
+        argv = [bwrap, *_bwrap_mounts(settings, workdir, writable), "--ro-bind-data", str(block), inside]
         argv += ["--remount-ro", "/", "--chdir", str(workdir.path), "--unshare-all", "--die-with-parent"]
         argv += ["--new-session", "--cap-drop", "ALL", "--clearenv"]
         if settings.network:
             argv.append("--share-net")
         for name, value in env.items():
             argv += ["--setenv", name, value]
-        fds = (workdir.fd, *(directory.fd for directory in writable))
-        return Plan([*argv, "--", *limits(settings), *interpreter(language), str(inside)], env, fds)
-    command = [*limits(settings), *interpreter(language), str(block)]
+        fds = (block, workdir.fd, *(directory.fd for directory in writable))
+        return Plan([*argv, "--", *limits(settings), *interpreter(language), inside], env, fds)
+    command = [*limits(settings), *interpreter(language), f"/proc/self/fd/{block}"]
     if confinement == "unshare":
         unshare = system_program("unshare")
         assert unshare is not None
         flags = [f for f in _unshare_flags() if not (settings.network and f == "--net")]
         command = [unshare, *flags, "--", *_hiding(command)]
-    return Plan(command, env)
+    return Plan(command, env, (block,))
 
 
 # What the unshare fallback hides in the home directory (it does not narrow the rest of the file system): keys,

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
-import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from symphony_mcp.code import confine
-from symphony_mcp.code.cgroups import RunGroup
+from symphony_mcp.code.cgroups import RunGroup, remove_orphans
+from symphony_mcp.code.disk import DiskWatch
 from symphony_mcp.code.folders import MissingDirectoryError, OpenDirectory, normalised, open_directory
 from symphony_mcp.code.output import CappedOutput
 from symphony_mcp.code.types import CodeRun, Confinement, KillReason, Language
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.errors import InvalidInputError, PolicyError
 
+log = logging.getLogger(__name__)
 # run_code's default work directory, inside the trajectory folder (task ids start with a letter or digit, so it
 # names no task): what code writes stays with what the server writes, and stays out of the code's sight otherwise.
 CODE_WORKDIR = "_code"
-_SUFFIX = {"python": ".py", "bash": ".sh"}
 MB = 1024 * 1024
 # Exit statuses a shell or bubblewrap reports for a child killed by a signal (128 + n), and the raw signal.
 _SIGNAL_REASONS: dict[int, KillReason] = {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "file_size"}
@@ -36,6 +39,8 @@ class LocalExecutor:
         # Resolved once: a link found later on the way to one of these was planted after the server started.
         self.default_workdir = (settings.workdir or default_workdir).expanduser().resolve()
         self.roots = [self.default_workdir, *(path.expanduser().resolve() for path in settings.writable_paths)]
+        for group in remove_orphans():
+            log.info("removed the cgroup %s of a code run whose server is gone", group)
 
     def check_language(self, language: str) -> Language:
         if language not in self.settings.languages:
@@ -93,14 +98,25 @@ class LocalExecutor:
             directory = await asyncio.to_thread(self.open_workdir, workdir)
             stack.callback(directory.close)
             writable = await asyncio.to_thread(self._open_writable, stack)
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="symphony-code-"))
-            block = Path(scratch) / f"block{_SUFFIX[language]}"
-            block.write_text(code, encoding="utf-8")
+            block = stack.enter_context(_in_memory(code))
             plan = confine.plan(self.settings, confinement, language, block, directory, writable)
-            return await self._run(language, confinement, plan, directory, timeout_s)
+            disk = await asyncio.to_thread(self._watch_disk, stack)
+            return await self._run(language, confinement, plan, directory, disk, timeout_s)
+
+    def _watch_disk(self, stack: contextlib.ExitStack) -> DiskWatch:
+        """The watch on the default work directory (all runs' files), SYMPHONY_CODE__DISK_MB its bound."""
+        root = open_directory(self.default_workdir, self.default_workdir, create=True)
+        stack.callback(root.close)
+        return DiskWatch(root, self.settings.disk_mb * MB)
 
     async def _run(
-        self, language: Language, confinement: Confinement, plan: confine.Plan, workdir: OpenDirectory, timeout_s: float
+        self,
+        language: Language,
+        confinement: Confinement,
+        plan: confine.Plan,
+        workdir: OpenDirectory,
+        disk: DiskWatch,
+        timeout_s: float,
     ) -> CodeRun:
         group = RunGroup(self.settings.processes, self.settings.run_memory_mb * MB)
 
@@ -123,26 +139,32 @@ class LocalExecutor:
             )
             stdout, stderr = CappedOutput(self.settings.output_bytes), CappedOutput(self.settings.output_bytes)
             assert process.stdout is not None and process.stderr is not None
-            reading = asyncio.gather(stdout.drain(process.stdout), stderr.drain(process.stderr), process.wait())
-            timed_out = False
+            reading = asyncio.ensure_future(
+                asyncio.gather(stdout.drain(process.stdout), stderr.drain(process.stderr), process.wait())
+            )
+            full = asyncio.ensure_future(disk.over())
+            stopped: KillReason | None = None
             try:
-                await asyncio.wait_for(asyncio.shield(reading), timeout_s)
-            except TimeoutError:
-                timed_out = True
-                _kill(process.pid)
-                await asyncio.to_thread(group.close)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(reading, 5)  # pipes close once every process holding them is gone
+                either: set[asyncio.Future[Any]] = {reading, full}
+                done, _ = await asyncio.wait(either, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                if reading not in done:
+                    stopped = "disk" if full in done else "timeout"
+                    _kill(process.pid)
+                    await asyncio.to_thread(group.close)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(reading, 5)  # pipes close once every process holding them is gone
             except asyncio.CancelledError:
                 _kill(process.pid)
                 reading.cancel()
                 raise
+            finally:
+                full.cancel()
             limit_hit = group.reason()
         finally:
             if group.available:
                 await asyncio.to_thread(group.close)
         exit_code = process.returncode
-        reason = _kill_reason(exit_code, timed_out, limit_hit, stderr)
+        reason = _kill_reason(exit_code, stopped, limit_hit, stderr)
         return CodeRun(
             language=language,
             exit_code=exit_code,
@@ -156,6 +178,20 @@ class LocalExecutor:
             confinement=confinement,
             workdir=str(workdir.path),
         )
+
+
+@contextlib.contextmanager
+def _in_memory(code: str) -> Iterator[int]:
+    """The code in a memfd, read from its start: nothing on disk for a killed server to leave behind."""
+    fd = os.memfd_create("symphony-code-block", os.MFD_CLOEXEC)
+    try:
+        data = memoryview(code.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _check_text(name: str, text: str, nul_allowed: bool) -> None:
@@ -178,10 +214,11 @@ def _kill(pid: int) -> None:
 
 
 def _kill_reason(
-    exit_code: int | None, timed_out: bool, limit_hit: KillReason | None, stderr: CappedOutput
+    exit_code: int | None, stopped: KillReason | None, limit_hit: KillReason | None, stderr: CappedOutput
 ) -> KillReason | None:
-    if timed_out:
-        return "timeout"
+    """Why the run ended early: stopped here (timeout, disk), a cgroup limit, a signal or the error it printed."""
+    if stopped is not None:
+        return stopped
     if limit_hit is not None:
         return limit_hit
     if exit_code is None or exit_code == 0:

@@ -12,7 +12,7 @@ from symphony_mcp.config import CODE_LANGUAGES, CodeLanguage
 
 Language = CodeLanguage
 LANGUAGES = CODE_LANGUAGES
-KillReason = Literal["timeout", "memory", "cpu", "processes", "file_size"]
+KillReason = Literal["timeout", "memory", "cpu", "processes", "file_size", "disk"]
 Confinement = Literal["bwrap", "unshare", "unconfined", "remote"]
 
 

@@ -23,12 +23,13 @@ RUNS_CODE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotent
 RUN_CODE_DESCRIPTION = """Run one python or bash block on the desktop's machine, confined: read-only system, private
 /tmp, only the work directory (and configured writable paths) writable, no network or display unless the settings
 allow them, resource limits. Returns exit code, stdout, stderr (capped), duration, and whether a limit killed it
-(timeout, memory, cpu, processes, file_size). Files persist in the work directory between calls."""
+(timeout, memory, cpu, processes, file_size, disk). Files persist in the work directory between calls."""
 MAX_CODER_BUDGET = 50
 
 
 def register(server: MCPServer, executor: CodeExecutor, max_timeout_s: float) -> None:
     """`executor` runs the blocks where the desktop is (this machine, or a remote one behind the same protocol)."""
+
     @server.tool(annotations=RUNS_CODE, description=RUN_CODE_DESCRIPTION)
     @caller_errors
     async def run_code(
