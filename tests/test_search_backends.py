@@ -223,6 +223,15 @@ async def test_an_unreachable_engine_is_unavailable(engine_name: str) -> None:
         await backend.aclose()
 
 
+async def test_an_engine_whose_name_does_not_resolve_is_unreachable_not_refused() -> None:
+    backend = open_backend(SearchSettings(engine="duckduckgo", duckduckgo_url="http://no-such-engine.invalid/html/"))
+    try:
+        with pytest.raises(SearchUnavailableError, match=r"cannot be reached \(.*no-such-engine.*search\.engine to"):
+            await backend.search("freeze rows", 5)
+    finally:
+        await backend.aclose()
+
+
 async def test_an_engine_redirecting_to_a_private_address_reaches_nothing(engine: str) -> None:
     """The engine's own host is trusted (here on loopback); where its redirect leads must pass the policy."""
     private = PrivateListeners()
