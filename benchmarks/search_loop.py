@@ -75,7 +75,9 @@ def searcher_answer(request: ModelRequest) -> str:
     return f"Read on.\n```python\nscroll({direction!r}, 4)\n```"
 
 
-async def measure(display: str, rounds: int, workdir: Path) -> list[dict[str, list[float]]]:
+async def measure(display: str, rounds: int, workdir: Path, source: Path | None = None) -> list[dict[str, list[float]]]:
+    """Per kept round, the step overhead and the loop's per-step overheads; the server runs the package found
+    in `source` when given (a checkout's root), else the installed one."""
     stand_in = StandInModel().start()
     stand_in.script(default=searcher_answer)
     samples: list[dict[str, list[float]]] = []
@@ -91,6 +93,8 @@ async def measure(display: str, rounds: int, workdir: Path) -> list[dict[str, li
                 "SYMPHONY_MEMORY__TRAJECTORY_DIR": str(workdir / "trajectories"),
                 "SYMPHONY_OCR__WARM_UP": "false",
             }
+            if source is not None:
+                params.env["PYTHONPATH"] = str(source)
             async with Client(params) as client:
                 for index in range(rounds + 1):  # the first round warms up and is not kept
                     before = await model_ms(client)

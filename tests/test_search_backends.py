@@ -22,6 +22,7 @@ from symphony_mcp.config import SearchSettings
 from symphony_mcp.search.backends import LocalBackend, open_backend
 from symphony_mcp.search.docs_index import build_index
 from symphony_mcp.search.types import SearchUnavailableError
+from testkit.listeners import PrivateListeners
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +99,10 @@ class="cache_link" rel="noreferrer">cached</a></div><div class="break"></div>
 
 
 class _Engine(BaseHTTPRequestHandler):
-    """DuckDuckGo at /html/ (POST q; q=bot answers its 202 bot check), SearXNG at /sx/ and a closed one at /closed/."""
+    """DuckDuckGo at /html/ (POST q; q=bot answers its 202 bot check), SearXNG at /sx/, a closed one at /closed/ and
+    one at /redirect/ that sends its searches to `redirect_to`."""
+
+    redirect_to = ""
 
     def do_POST(self) -> None:
         form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
@@ -118,6 +122,11 @@ class _Engine(BaseHTTPRequestHandler):
             self._send(200, "application/json", json.dumps(SEARXNG_JSON))
         elif url.path == "/sx/search":
             self._send(200, "text/html", SEARXNG_PAGE)
+        elif url.path == "/redirect/search":
+            self.send_response(302)
+            self.send_header("Location", self.redirect_to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif url.path == "/closed/search" and query.get("format") == ["json"]:
             self._send(403, "text/html", "<h1>403 Forbidden</h1>")
         else:
@@ -208,10 +217,34 @@ async def test_an_unreachable_engine_is_unavailable(engine_name: str) -> None:
     url = f"http://127.0.0.1:{closed_port()}/"
     backend = open_backend(SearchSettings(engine=engine_name, duckduckgo_url=url, searxng_url=url))
     try:
-        with pytest.raises(SearchUnavailableError, match=r"cannot be reached \(ConnectError.*search\.engine to local"):
+        with pytest.raises(SearchUnavailableError, match=r"cannot be reached \(.*Connect.*search\.engine to local"):
             await backend.search("freeze rows", 5)
     finally:
         await backend.aclose()
+
+
+async def test_an_engine_whose_name_does_not_resolve_is_unreachable_not_refused() -> None:
+    backend = open_backend(SearchSettings(engine="duckduckgo", duckduckgo_url="http://no-such-engine.invalid/html/"))
+    try:
+        with pytest.raises(SearchUnavailableError, match=r"cannot be reached \(.*no-such-engine.*search\.engine to"):
+            await backend.search("freeze rows", 5)
+    finally:
+        await backend.aclose()
+
+
+async def test_an_engine_redirecting_to_a_private_address_reaches_nothing(engine: str) -> None:
+    """The engine's own host is trusted (here on loopback); where its redirect leads must pass the policy."""
+    private = PrivateListeners()
+    private.start()
+    _Engine.redirect_to = f"http://127.0.0.1:{private.tcp_port}/admin"
+    backend = open_backend(SearchSettings(engine="searxng", searxng_url=f"{engine}/redirect"))
+    try:
+        with pytest.raises(SearchUnavailableError, match=r"may not be reached: .*127\.0\.0\.1 is a loopback address"):
+            await backend.search("freeze rows", 5)
+    finally:
+        await backend.aclose()
+        private.close()
+    assert (private.connections, private.received) == (0, 0)
 
 
 async def test_template_gives_only_a_start_page() -> None:

@@ -1,7 +1,9 @@
 """Search backends: where a search starts (a results page for the browser) and model-free queries (search_docs).
 
-DuckDuckGo's HTML endpoint and SearXNG (JSON API or HTML page) are read over HTTP; a URL template only gives a start
-page; `local` is the offline docs index behind the docs server. Everything read from an engine is data: titles,
+DuckDuckGo's HTML endpoint and SearXNG (JSON API or HTML page) are read over HTTP, through a policy proxy of their
+own (search/proxy.py, the browser's rule: the engine's host is trusted, any other host a redirect leads to must be
+public, and the address checked is the address connected to); a URL template only gives a start page; `local` is
+the offline docs index behind the docs server. Everything read from an engine is data: titles,
 URLs and snippets, never instructions. `open_backend` picks one from the settings.
 """
 
@@ -19,7 +21,9 @@ from symphony_mcp.config import SearchSettings
 from symphony_mcp.errors import clip
 from symphony_mcp.search.docs_index import DocsIndex
 from symphony_mcp.search.docs_server import DocsServer
-from symphony_mcp.search.types import DocHit, SearchBackend, SearchUnavailableError
+from symphony_mcp.search.proxy import PROXY_ERROR_HEADER, PolicyProxy
+from symphony_mcp.search.types import DocHit, Refusal, SearchBackend, SearchUnavailableError
+from symphony_mcp.search.urls import UrlPolicy
 
 MAX_RESPONSE_BYTES = 5_000_000  # of one results page or JSON answer read
 MAX_HTTP_SECONDS = 30.0  # bound of one engine request, also when the step timeout is longer
@@ -132,24 +136,54 @@ class _HttpEngine:
     name: str
     _label: str  # how errors name the engine
 
-    def __init__(self, base_url: str, timeout: float) -> None:
+    def __init__(self, base_url: str, settings: SearchSettings) -> None:
         self._base = base_url
-        self._timeout = min(timeout, MAX_HTTP_SECONDS)
-        self._client = httpx.AsyncClient(
-            timeout=self._timeout, follow_redirects=True, headers={"User-Agent": USER_AGENT}
-        )
+        self._timeout = min(settings.step_timeout_seconds, MAX_HTTP_SECONDS)
+        self._proxy = PolicyProxy(connect_timeout=self._timeout)
+        self._proxy.policy = UrlPolicy.build(settings, self.trusted_hosts())
+        self._proxy.on_refused = self._on_refused
+        self._refusal: Refusal | None = None
+        self._client: httpx.AsyncClient | None = None
 
     def trusted_hosts(self) -> list[str]:
         return [_host_port(self._base)]
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+            await self._proxy.close()
 
-    async def _fetch(self, request: httpx.Request) -> tuple[int, str]:
+    def _on_refused(self, refusal: Refusal) -> None:
+        self._refusal = refusal
+
+    async def _started(self) -> httpx.AsyncClient:
+        """The client, behind the proxy (started on first use: a server that never searches listens on nothing)."""
+        if self._client is None:
+            await self._proxy.start(None)
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout,
+                follow_redirects=True,
+                headers={"User-Agent": USER_AGENT},
+                proxy=f"http://127.0.0.1:{self._proxy.port}",
+                trust_env=False,  # no HTTP_PROXY from the environment: this proxy is the way out
+            )
+        return self._client
+
+    async def _fetch(
+        self, method: str, url: str, data: dict[str, str] | None = None, params: dict[str, str] | None = None
+    ) -> tuple[int, str]:
         """Status and text of the answer (at most MAX_RESPONSE_BYTES of it)."""
+        self._refusal = None
         try:
             with anyio.fail_after(self._timeout):
-                response = await self._client.send(request, stream=True)
+                client = await self._started()
+                request = client.build_request(method, url, data=data, params=params)
+                response = await client.send(request, stream=True)
+                failure = response.headers.get(PROXY_ERROR_HEADER)
+                if failure is not None:  # the proxy's own answer: no connection was made
+                    await response.aread()
+                    raise self._unreachable(response.text, refused=failure == "refused")
                 try:
                     body = bytearray()
                     async for chunk in response.aiter_bytes():
@@ -163,11 +197,18 @@ class _HttpEngine:
                 f"{self._label} at {self._base} did not answer within {self._timeout:g} s"
             ) from None
         except httpx.HTTPError as exc:
-            raise SearchUnavailableError(
-                f"{self._label} at {self._base} cannot be reached ({type(exc).__name__}: {clip(str(exc))}); "
-                "check the address and the network, or set search.engine to local for the offline docs index"
-            ) from None
+            if self._refusal is not None:
+                raise self._unreachable(self._refusal.reason, refused=True) from None
+            raise self._unreachable(f"{type(exc).__name__}: {clip(str(exc))}", refused=False) from None
         return response.status_code, bytes(body[:MAX_RESPONSE_BYTES]).decode(response.encoding or "utf-8", "replace")
+
+    def _unreachable(self, detail: str, refused: bool) -> SearchUnavailableError:
+        if refused:
+            return SearchUnavailableError(f"{self._label} at {self._base} may not be reached: {detail}")
+        return SearchUnavailableError(
+            f"{self._label} at {self._base} cannot be reached ({detail}); "
+            "check the address and the network, or set search.engine to local for the offline docs index"
+        )
 
     def _refused(self, status: int) -> SearchUnavailableError:
         return SearchUnavailableError(f"{self._label} at {self._base} answered HTTP {status} instead of results")
@@ -183,7 +224,7 @@ class DuckDuckGoBackend(_HttpEngine):
         return _with_query(self._base, query)
 
     async def search(self, query: str, limit: int) -> list[DocHit]:
-        status, page = await self._fetch(self._client.build_request("POST", self._base, data={"q": query}))
+        status, page = await self._fetch("POST", self._base, data={"q": query})
         hits = parse_results(page, self._base, "result__snippet", self.name, limit) if status == 200 else []
         if status == 202 or (not hits and "anomaly" in page):
             raise SearchUnavailableError(
@@ -201,9 +242,9 @@ class SearxngBackend(_HttpEngine):
     name = "searxng"
     _label = "SearXNG"
 
-    def __init__(self, base_url: str, timeout: float, result_format: str) -> None:
-        super().__init__(base_url.rstrip("/"), timeout)
-        self._format = result_format
+    def __init__(self, base_url: str, settings: SearchSettings) -> None:
+        super().__init__(base_url.rstrip("/"), settings)
+        self._format = settings.searxng_format
 
     async def results_page(self, query: str) -> str:
         return _with_query(f"{self._base}/search", query)
@@ -211,7 +252,7 @@ class SearxngBackend(_HttpEngine):
     async def search(self, query: str, limit: int) -> list[DocHit]:
         params = {"q": query, **({"format": "json"} if self._format == "json" else {})}
         url = f"{self._base}/search"
-        status, text = await self._fetch(self._client.build_request("GET", url, params=params))
+        status, text = await self._fetch("GET", url, params=params)
         if status == 403 and self._format == "json":
             raise SearchUnavailableError(
                 f"SearXNG at {self._base} refused format=json (HTTP 403): enable it in the instance's settings.yml "
@@ -295,16 +336,15 @@ class LocalBackend:
 
 def open_backend(settings: SearchSettings) -> SearchBackend:
     """The backend `settings.engine` names; a missing setting it needs is a SearchUnavailableError saying which."""
-    timeout = settings.step_timeout_seconds
     if settings.engine == "duckduckgo":
-        return DuckDuckGoBackend(settings.duckduckgo_url, timeout)
+        return DuckDuckGoBackend(settings.duckduckgo_url, settings)
     if settings.engine == "searxng":
         if not settings.searxng_url:
             raise SearchUnavailableError(
                 "search.engine is searxng but search.searxng_url is not set "
                 "(e.g. SYMPHONY_SEARCH__SEARXNG_URL=http://127.0.0.1:8888)"
             )
-        return SearxngBackend(settings.searxng_url, timeout, settings.searxng_format)
+        return SearxngBackend(settings.searxng_url, settings)
     if settings.engine == "template":
         if not settings.url_template or "{query}" not in settings.url_template:
             raise SearchUnavailableError(

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from symphony_mcp.errors import clip
 from symphony_mcp.search.netns_relay import splice
-from symphony_mcp.search.types import Refusal, UrlRefusedError
+from symphony_mcp.search.types import HostUnresolvedError, Refusal, UrlRefusedError
 from symphony_mcp.search.urls import IPAddress, UrlPolicy
 
 MAX_HEAD_BYTES = 16_384  # request line and headers
@@ -95,6 +95,9 @@ class PolicyProxy:
             return
         try:
             addresses = await self._allowed(target, host, port)
+        except HostUnresolvedError as exc:  # a network failure, not a verdict: told as such
+            await _answer(writer, 502, "Bad Gateway", str(exc), "ENOTFOUND")
+            return
         except UrlRefusedError as exc:
             await _answer(writer, 403, "Forbidden", str(exc), "refused")
             return
@@ -116,6 +119,8 @@ class PolicyProxy:
             if policy is None:
                 raise UrlRefusedError(f"{target} refused: no browsing session is open")
             return await policy.addresses(host, port)
+        except HostUnresolvedError:
+            raise
         except UrlRefusedError as exc:
             if self.on_refused is not None:
                 self.on_refused(Refusal(url=target, reason=str(exc)))

@@ -65,6 +65,11 @@ class Refusal:
     reason: str
 
 
+class HostUnresolvedError(UrlRefusedError):
+    """A host name that does not resolve (or not in time): refused, as no address could be checked, but a
+    network failure rather than the policy's verdict."""
+
+
 class BrowserFailure(SymphonyError):
     """The browser cannot go on: it did not start, or the page crashed again after being reopened once."""
 

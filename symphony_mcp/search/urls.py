@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from symphony_mcp.config import SearchSettings
 from symphony_mcp.errors import clip
-from symphony_mcp.search.types import UrlRefusedError
+from symphony_mcp.search.types import HostUnresolvedError, UrlRefusedError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]  # (host, port) -> addresses; OSError when it fails
@@ -62,8 +62,8 @@ class CheckedUrl:
     port: int | None  # None for about:blank
 
 
-def _refuse(url: str, why: str) -> UrlRefusedError:
-    return UrlRefusedError(f"URL {clip(url)} refused: {why}; nothing was loaded")
+def _refuse(url: str, why: str, kind: type[UrlRefusedError] = UrlRefusedError) -> UrlRefusedError:
+    return kind(f"URL {clip(url)} refused: {why}; nothing was loaded")
 
 
 def parse_ipv4(host: str) -> ipaddress.IPv4Address | None:
@@ -257,7 +257,7 @@ class UrlPolicy:
         if known is None:
             known = self._resolved[host] = await self._lookup(host, port)
         if isinstance(known, str):
-            raise _refuse(url, known)
+            raise _refuse(url, known, HostUnresolvedError)
         return known
 
     async def _lookup(self, host: str, port: int) -> list[IPAddress] | str:
