@@ -6,14 +6,18 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any, get_args
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, get_args
 
 from symphony_mcp import __version__
-from symphony_mcp.config import GroundingFamilyName, Settings, load_settings
 from symphony_mcp.errors import SymphonyError, clip_message
 from symphony_mcp.limits import MAX_ERROR_MESSAGE
+from symphony_mcp.stop_signals import StopRequested, restore_default_signals, stop_before_serving
+
+if TYPE_CHECKING:
+    from symphony_mcp.config import Settings
+
+# Settings and everything heavy are imported inside the functions: until main() has set up the stop
+# signals, a SIGTERM ends the process the default way (exit -15), so that moment comes early.
 
 # flag -> path of the setting (group, [role,] field); a command's parser defines the flags it takes
 _FLAGS: dict[str, tuple[str, ...]] = {
@@ -174,6 +178,8 @@ def _comma_list(value: str) -> list[str]:
 
 
 def _grounder_flags(parser: argparse.ArgumentParser) -> None:
+    from symphony_mcp.config import GroundingFamilyName
+
     parser.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
     parser.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
     parser.add_argument("--grounding-family", choices=list(get_args(GroundingFamilyName)))
@@ -203,6 +209,8 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    from symphony_mcp.config import load_settings
+
     overrides: dict[str, Any] = {}
     for flag, (*groups, field) in _FLAGS.items():
         value = getattr(args, flag, None)
@@ -217,7 +225,20 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_before_serving()
+    try:
+        return _command(argv)
+    except StopRequested as stop:  # before `serve` began serving: nothing to end, nothing left running
+        print(f"symphony-mcp: {stop.name} received while starting; stopped", file=sys.stderr)
+        return 0
+
+
+def _command(argv: list[str] | None) -> int:
+    from pydantic import ValidationError
+
     args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        restore_default_signals()  # the other commands handle Ctrl-C their own way
     if args.command == "report":
         return _report(args.results)
     try:
@@ -387,8 +408,6 @@ def _serve(settings: Settings) -> int:
     except (SymphonyError, ValueError) as exc:
         print(f"symphony-mcp: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # during start-up, before run() handles the signal
-        return 0
     if stopped_by is not None and settings.server.transport == "stdio":
         exit_now(0)  # everything is closed; only the SDK's stdin reader, blocked until stdin closes, remains
     return 0
