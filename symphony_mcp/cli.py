@@ -8,14 +8,18 @@ import sys
 import textwrap
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, get_args
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, get_args
 
 from symphony_mcp import __version__
-from symphony_mcp.config import GroundingFamilyName, SearchSettings, Settings, load_settings
 from symphony_mcp.errors import SettingsError, SymphonyError, clip_message
 from symphony_mcp.limits import MAX_ERROR_MESSAGE
+from symphony_mcp.stop_signals import StopRequested, restore_default_signals, stop_before_serving
+
+if TYPE_CHECKING:
+    from symphony_mcp.config import Settings
+
+# Settings and everything heavy are imported inside the functions: until main() has set up the stop
+# signals, a SIGTERM ends the process the default way (exit -15), so that moment comes early.
 
 # flag -> path of the setting (group, [role,] field); a command's parser defines the flags it takes
 _FLAGS: dict[str, tuple[str, ...]] = {
@@ -90,6 +94,8 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
 
 def exit_code_for(error: BaseException) -> ExitCode:
     """The status of a command that stopped on `error`: settings the user can correct, or a missing part."""
+    from pydantic import ValidationError
+
     return ExitCode.USAGE if isinstance(error, (SettingsError, ValidationError)) else ExitCode.UNAVAILABLE
 
 
@@ -247,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", help="free text, e.g. 'how to freeze rows in Calc'")
     search.add_argument("--limit", type=int, default=10, help="hits at most (default 10)")
+    from symphony_mcp.config import SearchSettings
+
     for command in (index, search):
         command.add_argument("--config", type=Path, help="TOML or JSON settings file")
         command.add_argument(
@@ -295,6 +303,8 @@ def _comma_list(value: str) -> list[str]:
 
 
 def _grounder_flags(parser: argparse.ArgumentParser) -> None:
+    from symphony_mcp.config import GroundingFamilyName
+
     parser.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
     parser.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
     parser.add_argument(
@@ -328,6 +338,8 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    from symphony_mcp.config import load_settings
+
     overrides: dict[str, Any] = {}
     for flag, (*groups, field) in _FLAGS.items():
         value = getattr(args, flag, None)
@@ -342,7 +354,20 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_before_serving()
+    try:
+        return _dispatch(argv)
+    except StopRequested as stop:  # before `serve` began serving: nothing to end, nothing left running
+        print(f"symphony-mcp: {stop.name} received while starting; stopped", file=sys.stderr)
+        return ExitCode.OK
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    from pydantic import ValidationError
+
     args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        restore_default_signals()  # the other commands handle Ctrl-C their own way
     if args.command == "report":
         return _report(args.results)
     try:
@@ -507,8 +532,6 @@ def _serve(settings: Settings) -> int:
             stopped_by = run(build_server(settings), settings)
     except (SymphonyError, ValueError, OSError) as exc:
         return _fail(exc)
-    except KeyboardInterrupt:  # during start-up, before run() handles the signal
-        return ExitCode.OK
     if stopped_by is not None and settings.server.transport == "stdio":
         exit_now(0)  # everything is closed; only the SDK's stdin reader, blocked until stdin closes, remains
     return ExitCode.OK

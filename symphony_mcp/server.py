@@ -246,7 +246,7 @@ def http_server(server: SymphonyServer, settings: ServerSettings, log_level: str
     import uvicorn
 
     class Server(uvicorn.Server):
-        # run() owns SIGTERM/SIGINT: uvicorn's handlers would re-raise the signal after its shutdown,
+        # run() owns the stop signals: uvicorn's handlers would re-raise the signal after its shutdown,
         # which ends the process before the tasks are closed and the display stopped.
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -263,7 +263,7 @@ def http_server(server: SymphonyServer, settings: ServerSettings, log_level: str
 
 
 def run(server: SymphonyServer, settings: Settings) -> str | None:
-    """Serve until the client leaves (stdio: stdin closes) or SIGTERM/SIGINT; then end running tasks
+    """Serve until the client leaves (stdio: stdin closes) or a stop signal (stop_signals.py); then end running tasks
     as abandoned, saying why, and close. Returns the stopping signal's name, if one stopped it."""
 
     async def serve() -> str | None:

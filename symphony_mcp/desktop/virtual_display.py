@@ -85,26 +85,28 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
         stderr=subprocess.PIPE,
     )
     os.close(write_fd)
-    number = _read_display_number(read_fd, xvfb, timeout)
-    name = f":{number}"
-    env = {**os.environ, "DISPLAY": name}
-    window_manager = None
-    if settings.window_manager:
-        if shutil.which(settings.window_manager):
-            window_manager = subprocess.Popen(
-                [*tie, settings.window_manager],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            _wait_for_window_manager(name, timeout)
-        else:
-            log.warning(
-                "window manager %r not found; windows will not be listable or focusable", settings.window_manager
-            )
-    log.info("started virtual display %s (%dx%d)", name, width, height)
-    return VirtualDisplay(name=name, xvfb=xvfb, window_manager=window_manager)
+    display = VirtualDisplay(name="", xvfb=xvfb, window_manager=None)
+    try:  # a failure or a stop signal (stop_signals.StopRequested) part way stops what was started
+        display.name = f":{_read_display_number(read_fd, xvfb, timeout)}"
+        if settings.window_manager:
+            if shutil.which(settings.window_manager):
+                display.window_manager = subprocess.Popen(
+                    [*tie, settings.window_manager],
+                    env={**os.environ, "DISPLAY": display.name},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                _wait_for_window_manager(display.name, timeout)
+            else:
+                log.warning(
+                    "window manager %r not found; windows will not be listable or focusable", settings.window_manager
+                )
+    except BaseException:
+        display.stop()
+        raise
+    log.info("started virtual display %s (%dx%d)", display.name, width, height)
+    return display
 
 
 def tied_to_this_process() -> list[str]:

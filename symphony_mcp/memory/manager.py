@@ -33,7 +33,7 @@ from symphony_mcp.memory.layout import (
 from symphony_mcp.memory.owner import this_process
 from symphony_mcp.memory.results import ReflectOutcome
 from symphony_mcp.memory.task import Task
-from symphony_mcp.memory.trajectory import read_trajectory, write_json_atomically
+from symphony_mcp.memory.trajectory import read_trajectory, settle_after_crash, write_json_atomically
 from symphony_mcp.models.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,8 @@ class TaskManager:
         if not path.exists():
             raise InvalidInputError(
                 f"task {task_id!r} has no screenshot for step {step}: no such step, or the server stopped "
-                "before writing it (a step's line is written first, its screenshot just after)"
+                "before writing it (a step's line is written first, its screenshot just after; such a step "
+                "says screenshot_lost)"
             )
         return path
 
@@ -195,6 +196,11 @@ def _end_if_orphaned(info: TaskInfo, path: Path) -> TaskInfo:
         return info
     lines = path.parent / TRAJECTORY_FILE
     ended = lines.stat().st_mtime if lines.exists() else info.started_at
+    try:
+        lost = settle_after_crash(path.parent)
+    except (OSError, ValueError) as exc:  # an unreadable trajectory stays as it is; the task still ends
+        log.warning("cannot settle the trajectory in %s: %s", path.parent, exc)
+        lost = []
     owner = info.owner
     info = info.model_copy(
         update={
@@ -202,7 +208,8 @@ def _end_if_orphaned(info: TaskInfo, path: Path) -> TaskInfo:
             "ended_at": ended,
             "steps": _steps_on_disk(path.parent, info.steps),
             "note": f"the server recording it (pid {owner.pid} on {owner.host}) stopped without ending it: "
-            "it was killed or crashed; its steps up to then are kept",
+            "it was killed or crashed; its steps up to then are kept"
+            + (f", without the screenshots of steps {', '.join(map(str, lost))} (lost)" if lost else ""),
         }
     )
     write_json_atomically(path, info.model_dump(exclude={"active_here"}))

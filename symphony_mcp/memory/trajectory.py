@@ -7,8 +7,9 @@ against an OS crash or power loss and costs 0.2-1 ms a step here (more on slow d
 fsync'ed once when the task ends. Screenshots follow on one writer thread (PNG encoding takes
 ~40 ms), written to a temporary name and renamed, so a screenshot on disk is whole, but a line can
 name a screenshot that is not there yet, or never will be if the server died first: readers treat
-a missing screenshot as missing, not as an error. An annotation of the latest step rewrites only
-that line; of an older step, the whole file atomically.
+a missing screenshot as missing, not as an error, and the next server to find the task
+(`settle_after_crash`) removes the half-written files and marks such steps' screenshots as lost.
+An annotation of the latest step rewrites only that line; of an older step, the whole file atomically.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,6 +42,9 @@ class TrajectoryStep(BaseModel):
     summary: str
     record: ActionRecord
     screenshot_file: str | None = Field(None, description="the screen after the action, relative to the task")
+    screenshot_lost: bool = Field(
+        False, description="the server recording the step stopped (killed, crashed) before writing its screenshot"
+    )
     thought: str | None = None
     plan: str | None = None
     tool_output: str | None = None
@@ -179,6 +184,34 @@ def read_trajectory(directory: Path) -> list[TrajectoryStep]:
                 break
             raise
     return steps
+
+
+def settle_after_crash(directory: Path) -> list[int]:
+    """Make a task whose server died mid-write honest on disk; returns the steps whose screenshot was lost.
+
+    Removes the files it was writing (`*.tmp`: a screenshot before its rename, a rewrite of the lines or of
+    task.json) and marks each step whose screenshot never reached the disk as lost (`screenshot_lost`, no
+    `screenshot_file`), rewriting the lines atomically; a torn last line (the step in flight) is dropped.
+    Only for a task no live server writes.
+    """
+    for leftover in directory.glob("*.tmp"):
+        leftover.unlink(missing_ok=True)
+    steps = read_trajectory(directory)
+    lost = [s.step_num for s in steps if s.screenshot_file and not (directory / s.screenshot_file).exists()]
+    if lost:
+        marked = [
+            s.model_copy(update={"screenshot_file": None, "screenshot_lost": True}) if s.step_num in lost else s
+            for s in steps
+        ]
+        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f"{TRAJECTORY_FILE}.", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as out:
+                out.writelines(_line(step) for step in marked)
+            os.replace(temporary, directory / TRAJECTORY_FILE)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    return lost
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
