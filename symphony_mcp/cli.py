@@ -284,7 +284,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     note = " (finished earlier; --force runs it again)" if outcome.skipped else ""
     message = f": {outcome.record.message}" if outcome.record.message else ""
     print(f"{outcome.outcome} {outcome.task_id} {outcome.directory}{note}{message}")
-    return {"success": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
+    return {"success": 0, "unverified": 0, "fail": EXIT_FAIL}.get(outcome.outcome, EXIT_ERROR)
 
 
 def _report(results: Path) -> int:

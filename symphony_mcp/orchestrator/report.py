@@ -36,7 +36,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 REPORT_DIR = "report"
 INDEX_FILE = "index.html"
 MAX_TOOL_RESULT_CHARS = 20_000
-OUTCOMES = ("success", "fail", "error", "unfinished")
+OUTCOMES = ("success", "unverified", "fail", "error", "unfinished")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 # An earlier attempt moved aside by symphony_mcp.orchestrator.results.set_aside: listed, never counted.
 _ATTEMPT = re.compile(r"^(?P<task>.+)\.attempt-\d{8}-\d{6}(-\d+)?$")
@@ -438,7 +438,7 @@ def _tool_result(result: dict[str, Any] | None) -> str | None:
 
 def _summarise(tasks: list[TaskView]) -> Summary:
     counts = {outcome: sum(t.outcome == outcome for t in tasks) for outcome in OUTCOMES}
-    finished = counts["success"] + counts["fail"] + counts["error"]
+    finished = len(tasks) - counts["unfinished"]  # an unverified done is finished, never a success
     return Summary(
         total=len(tasks),
         counts=counts,
