@@ -167,6 +167,8 @@ async def run_one(
         else:
             evaluation.score, evaluation.detail = score.value, score.detail
             evaluation.failure = _verdict(score.value, outcome)
+            if evaluation.failure == "scored_zero":  # the agent's done was its own word; the benchmark's reason
+                evaluation.message = score.detail or "the benchmark's metric scored 0"
         evaluation.evaluate_seconds = _since(clock)
     evaluation.ended_at = time.time()
     write_evaluation(task_dir(results, task), evaluation)
