@@ -315,7 +315,7 @@ def settings_for(url: str, results: Path, scenario: Scenario, max_steps: int) ->
 def check_outcome(outcome: TaskOutcome, scenario: Scenario, max_steps: int) -> int:
     """The run did what was scripted; returns how many reflections were not On-track."""
     record = outcome.record
-    if outcome.outcome != "success" or len(record.steps) != max_steps:
+    if outcome.outcome != "unverified" or len(record.steps) != max_steps:  # done() without a checker
         raise RuntimeError(f"{outcome.task_id}: {outcome.outcome} after {len(record.steps)} steps: {record.message}")
     for step in record.steps[:-1]:
         if step.action is None or step.action.name != "move_pointer" or step.tool_error or step.rejected_outputs:

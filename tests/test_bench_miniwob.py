@@ -129,10 +129,10 @@ def test_smoke_policy_on_two_environments_solves_three_tasks_and_a_wrong_click_s
     assert sorted(evaluations) == sorted(ids)
     for name in SOLVED:
         record = evaluations[f"{name}.seed-0"]
-        assert (record["score"], record["outcome"], record["failure"]) == (1.0, "success", None), record
+        assert (record["score"], record["outcome"], record["failure"]) == (1.0, "unverified", None), record
         assert record["detail"].startswith("raw reward 1"), record
     wrong = evaluations[f"{FAILED}.seed-0"]
-    assert (wrong["score"], wrong["outcome"], wrong["failure"]) == (0.0, "success", "scored_zero"), wrong
+    assert (wrong["score"], wrong["outcome"], wrong["failure"]) == (0.0, "unverified", "scored_zero"), wrong
     assert wrong["detail"] == "raw reward -1", wrong
     assert evaluations["enter-text.seed-0"]["steps"] == 4  # tab, type, click Submit, done
     assert evaluations["click-test.seed-0"]["steps"] == 3  # the click on START after the episode left its reward

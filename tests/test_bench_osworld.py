@@ -403,7 +403,7 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     # trash (exact_match on a shell test), the .jpg files copied (check_moved_jpgs on list_directory's tree).
     assert (scored[TRASH].score, scored[PHOTOS].score) == (1.0, 1.0), (scored[TRASH], scored[PHOTOS])
     assert "check_moved_jpgs({'type': 'directory', 'name': 'cpjpg'" in scored[PHOTOS].detail
-    assert (scored[RENAME].score, scored[RENAME].outcome) == (1.0, "success"), scored[RENAME]
+    assert (scored[RENAME].score, scored[RENAME].outcome) == (1.0, "unverified"), scored[RENAME]
     assert "exact_match('Directory exists.\\n') = 1" in scored[RENAME].detail
     assert scored[RENAME].steps == 4 and scored[RENAME].failure is None
     assert (scored[PYTHON3].score, scored[PYTHON3].outcome) == (1.0, "fail")
@@ -426,7 +426,7 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
 
     agent.plans = {RENAME: rename_in_xterm("todo_list_Jan_3")}
     scored = await run(adapter, settings, results, RENAME)
-    assert (scored[RENAME].score, scored[RENAME].outcome, scored[RENAME].failure) == (0.0, "success", "scored_zero")
+    assert (scored[RENAME].score, scored[RENAME].outcome, scored[RENAME].failure) == (0.0, "unverified", "scored_zero")
     assert Path("/home/user/Desktop/todo_list_Jan_3").is_dir()  # the wrong rename did happen
 
     # Runs that end in "fail" without the planner's fail(): no usable action on the last step. An infeasible

@@ -25,6 +25,7 @@ from rich.console import Console
 
 from symphony_mcp.bench.command import BenchRequest, run_bench
 from symphony_mcp.bench.progress import ProgressObserver, progress_view
+from symphony_mcp.bench.report import write_bench_report
 from symphony_mcp.bench.summary import SUMMARY_FILE, BenchSummary
 from symphony_mcp.bench.types import (
     EVALUATION_FILE,
@@ -222,7 +223,7 @@ def test_kill_and_resume_runs_only_unfinished_tasks(stand_in: StandInModel, tmp_
     for task in TASKS:
         record = evaluation(results, task)
         assert record["score"] == 1.0, record
-        assert record["failure"] is None and record["outcome"] == "success"
+        assert record["failure"] is None and record["outcome"] == "unverified"
         assert record["steps"] == 4 and record["tokens"]["orchestrator"] > 0
         folder = finished(results, task).parent  # type: ignore[union-attr]
         assert (folder / SCORE_FILE).read_text().strip() == "1.0"
@@ -413,6 +414,37 @@ def test_ray_backend_gives_the_same_results_layout(
     assert (summary.overall.finished, summary.overall.successes, summary.ran_now) == (4, 3, 4)
     assert [s.task_id for s in summary.skipped] == ["t-online"]
     assert not (home / ".ray").exists(), "Ray left its auth token in HOME"
+
+
+def test_the_benchmark_verdict_is_the_one_shown(
+    stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20: a done() that the benchmark scored 0 showed a green SUCCESS on its task page, and the progress
+    line read `(scored_zero: )`; the benchmark's reason reached neither summary.json nor the report."""
+    results, files = tmp_path / "results", tmp_path / "files"
+    monkeypatch.setenv(FILES_VARIABLE, str(files))
+    monkeypatch.setenv("SYMPHONY_OCR__WARM_UP", "false")
+    stand_in.script(default=lambda request: act("done()"))  # claims the task done without saving anything
+    settings = load_settings(
+        models={"orchestrator": {"base_url": stand_in.url, "model": PLANNER}},
+        orchestrator={"results_dir": str(results), "max_steps": 3, "reflection": False},
+        display={"resolution": "1280x800"},
+    )
+    screen = io.StringIO()
+    request = BenchRequest("tests.test_bench_runner:FileTasks", TaskFilter(task_ids=("t1",)))
+    summary, _ = run_bench(request, settings, Console(file=screen, width=200))
+    reason = "t1.txt holds None"
+    [row] = summary.tasks
+    assert (row.score, row.outcome, row.failure, row.message) == (0.0, "unverified", "scored_zero", reason)
+    assert evaluation(results, "t1")["message"] == reason
+    assert f"score 0 (scored_zero: {reason})" in screen.getvalue()
+
+    page = write_bench_report(results / "files")
+    assert reason in page.read_text(encoding="utf-8")
+    task_page = results / "files" / "notes" / "report" / "t1.html"
+    html = task_page.read_text(encoding="utf-8")
+    assert 'class="outcome outcome-fail" id="outcome">fail</span>' in html
+    assert f"benchmark score 0 (scored_zero): {reason}" in html and "the agent said unverified" in html
 
 
 def test_live_view_shows_progress_per_environment_and_an_eta() -> None:

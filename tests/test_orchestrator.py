@@ -207,6 +207,28 @@ async def test_the_planner_is_offered_only_what_the_server_can_run(
         assert "wait(" in prompt and "type(text" in prompt
 
 
+async def test_done_without_a_checker_is_unverified_and_never_counted_as_a_success(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """Issue 20: without --checker the planner's done() was reported as SUCCESS and counted in the success rate."""
+    stand_in.script(default=Script({1: [act("done()")]}))
+    results = tmp_path / "results"
+    settings = settings_for(stand_in, results, reflection=False)
+    server = build_server(load_settings(memory={"trajectory_dir": str(results)}))
+    try:
+        outcome = await run_task("Finish", settings=settings, task_id="claimed", connection=InMemoryServer(server.mcp))
+    finally:
+        server.close()
+    assert outcome.outcome == "unverified" and not outcome.success
+    assert "no checker verified it" in (outcome.record.message or "")
+    saved = RunRecord.model_validate_json((outcome.directory / "run.json").read_text(encoding="utf-8"))
+    assert saved.outcome == "unverified"
+    assert (outcome.directory / "result.txt").read_text().strip() == "0.0"
+    html = write_report(results).read_text(encoding="utf-8")
+    assert 'data-outcome="unverified"' in html and "0 of 1 finished tasks" in html
+    assert 'outcome-unverified">unverified</span> 1' in html
+
+
 async def test_unreachable_planner_is_an_error(xdisplay: Any, stand_in: StandInModel, tmp_path: Path) -> None:
     settings = load_settings(
         models={"orchestrator": {"base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "x", "max_retries": 0}},
@@ -260,7 +282,7 @@ async def test_cli_run_is_killed_then_resumes_then_skips(xdisplay: Any, stand_in
     stand_in.script(default=Script({**{n: [act("wait(seconds=0)")] for n in range(1, 3)}, 3: [act("done()")]}))
     second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
-    assert second.stdout.startswith("success resumable")
+    assert second.stdout.startswith("unverified resumable")  # done() without --checker
     attempts = [p.name for p in results.iterdir() if p.name.startswith("resumable.attempt-")]
     assert len(attempts) == 1  # the killed attempt was kept aside, not deleted
     assert len(read_trajectory(results / attempts[0])) >= 2
@@ -282,7 +304,7 @@ async def test_remote_server_by_url_and_token_with_the_trajectory_mirrored(
         outcome = await run_task(
             "Wait, then finish", settings=settings, task_id="remote", connection=RemoteServer(url, "t0ken")
         )
-    assert outcome.outcome == "success"
+    assert outcome.outcome == "unverified"  # done() with no checker: never counted as a success
     assert [s.action for s in outcome.trajectory] == ["wait"]
     assert (server_side / "remote" / "traj.jsonl").exists()  # the server wrote its own copy
     for name in ("traj.jsonl", "step_0.png", "step_1.png", "run.json", "result.txt"):
@@ -309,7 +331,7 @@ async def test_native_function_calling(xdisplay: Any, stand_in: StandInModel, tm
         )
     finally:
         server.close()
-    assert outcome.outcome == "success"
+    assert outcome.outcome == "unverified"  # done() with no checker: never counted as a success
     first = script.planner_requests[0].body
     names = [t["function"]["name"] for t in first["tools"]]
     assert {"click", "type", "wait", "done", "fail"} <= set(names) and first["tool_choice"] == "required"

@@ -342,7 +342,7 @@ async def test_the_orchestrator_keeps_a_found_tutorial_for_the_rest_of_its_task_
         )
     finally:
         server.close()
-    assert first.outcome == "success" and second.outcome == "success", first.record.message
+    assert first.outcome == "unverified" and second.outcome == "unverified", first.record.message  # no checker
     freeze = [r for r in planner if _task_lines(r)[-1] == "Task: Freeze the first row"]
     assert len(freeze) == 4
     assert "lack_of_tutorial" in freeze[1].texts()[-2] or "look up how to do this" in freeze[1].texts()[-2]

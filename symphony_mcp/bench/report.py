@@ -13,8 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from symphony_mcp.bench.summary import SUMMARY_FILE, read_summary
-from symphony_mcp.orchestrator.report import INDEX_FILE, REPORT_DIR, now_text, template_environment, write_report_pages
+from symphony_mcp.bench.summary import SUMMARY_FILE, TaskRow, read_summary
+from symphony_mcp.orchestrator.report import (
+    INDEX_FILE,
+    REPORT_DIR,
+    Verdict,
+    now_text,
+    template_environment,
+    write_report_pages,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -40,7 +47,8 @@ def write_bench_report(directory: Path) -> Path:
     links: dict[tuple[str, str], str] = {}
     for domain in sorted({task.domain for task in summary.tasks}):
         if (directory / domain).is_dir():
-            written = write_report_pages(directory / domain)
+            verdicts = {row.task_id: verdict(row) for row in summary.tasks if row.domain == domain}
+            written = write_report_pages(directory / domain, verdicts=verdicts)
             for name, page in written.pages.items():
                 links[(domain, name)] = quote(Path(os.path.relpath(page, output)).as_posix())
     html = (
@@ -51,3 +59,13 @@ def write_bench_report(directory: Path) -> Path:
     index = output / INDEX_FILE
     index.write_text(html, encoding="utf-8")
     return index
+
+
+def verdict(row: TaskRow) -> Verdict:
+    """The benchmark's verdict in the report's words: its score decides what a task page shows, whatever the agent
+    said (a done() that scored 0 is a fail, with the benchmark's reason)."""
+    scored = f"benchmark score {row.score:g}"
+    if row.failure is not None:
+        outcome = "error" if row.failure.endswith("_error") else "fail"
+        return Verdict(outcome, f"{scored} ({row.failure})" + (f": {row.message}" if row.message else ""))
+    return Verdict("success" if row.score >= 1 else "partial", scored)

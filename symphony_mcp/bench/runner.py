@@ -22,6 +22,7 @@ from symphony_mcp.bench.types import Adapter, BenchTask, Environment, FailureRea
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SymphonyError, clip_message
 from symphony_mcp.orchestrator.api import TaskOutcome, run_task
+from symphony_mcp.orchestrator.records import CLAIMED_DONE
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,8 @@ async def run_one(
         else:
             evaluation.score, evaluation.detail = score.value, score.detail
             evaluation.failure = _verdict(score.value, outcome)
+            if evaluation.failure == "scored_zero":  # the agent's done was its own word; the benchmark's reason
+                evaluation.message = score.detail or "the benchmark's metric scored 0"
         evaluation.evaluate_seconds = _since(clock)
     evaluation.ended_at = time.time()
     write_evaluation(task_dir(results, task), evaluation)
@@ -200,7 +203,7 @@ def _verdict(score: float, outcome: TaskOutcome) -> FailureReason | None:
     """Why a task did not score 1 (a partial score is no failure); the benchmark's score decides."""
     if score > 0:
         return None
-    if outcome.outcome == "success":
+    if outcome.outcome in CLAIMED_DONE:
         return "scored_zero"
     return "agent_failed" if outcome.outcome == "fail" else "agent_error"
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
+from symphony_mcp.orchestrator.records import Outcome
 
 SCORE_FILE = "result.txt"  # OSWorld's layout: the task's score as text, in the task's folder
 EVALUATION_FILE = "evaluation.json"  # written last and atomically: a task with it is finished
@@ -84,7 +85,7 @@ class TaskEvaluation(BaseModel):
     instruction: str | None
     score: float
     detail: str = ""
-    outcome: Literal["success", "fail", "error"] | None = None  # the orchestrator's own view
+    outcome: Outcome | None = None  # the orchestrator's own view
     failure: FailureReason | None = None
     message: str = ""
     steps: int = 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, SecretStr
 
@@ -24,7 +24,7 @@ from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.orchestrator.checker import Checker
 from symphony_mcp.orchestrator.connection import ServerConnection, SpawnServer, connect
 from symphony_mcp.orchestrator.loop import EventSink, Orchestrator
-from symphony_mcp.orchestrator.records import RunRecord
+from symphony_mcp.orchestrator.records import Outcome, RunRecord
 from symphony_mcp.orchestrator.results import (
     finished_record,
     mirror_trajectory,
@@ -40,7 +40,7 @@ _SERVER_GROUPS = ("display", "screenshot", "input", "ocr", "models", "grounding"
 @dataclass(frozen=True)
 class TaskOutcome:
     task_id: str
-    outcome: Literal["success", "fail", "error"]
+    outcome: Outcome
     skipped: bool  # finished earlier; nothing was run
     directory: Path
     record: RunRecord

@@ -44,7 +44,7 @@ from symphony_mcp.orchestrator.prompts import (
     retry_feedback,
     system_prompt,
 )
-from symphony_mcp.orchestrator.records import ParsedAction, RunRecord, RunStep, State
+from symphony_mcp.orchestrator.records import CLAIMED_DONE, ParsedAction, RunRecord, RunStep, State
 from symphony_mcp.orchestrator.state import StateMachine
 from symphony_mcp.search.results import TutorialResult
 
@@ -307,8 +307,9 @@ class _Run:
     async def verify(self, current: RunStep, image: ModelImage) -> bool:
         checker = self.owner.checker
         if checker is None:
-            self.go(State.SUCCESS, "the planner says the task is done", current.step)
-            self.record.outcome = "success"
+            self.go(State.SUCCESS, "the planner says the task is done; no checker verified it", current.step)
+            self.record.outcome = "unverified"
+            self.record.message = "the planner says the task is done; no checker verified it (--checker)"
             return True
         self.go(State.VERIFY, "check the task", current.step)
         verdict = await checker.check()
@@ -368,7 +369,7 @@ class _Run:
         record = self.record
         if self.started_task:
             try:
-                status = "success" if record.outcome == "success" else "fail"
+                status = "success" if record.outcome in CLAIMED_DONE else "fail"  # the agent's own view
                 await self.call("end_task", status=status, note=record.message)
                 if self.settings.reset:
                     await self.reset()

@@ -1,8 +1,8 @@
 """What a run leaves in its task directory besides the server's trajectory: `run.json` and `result.txt`.
 
 Task directory layout (OSWorld-compatible): `traj.jsonl` and `step_N.png` (written by the server's
-trajectory recorder), `task.json` (the server's task record), `result.txt` (1.0 on success, else
-0.0; written last, so its presence means the task finished) and `run.json` (this file's models).
+trajectory recorder), `task.json` (the server's task record), `result.txt` (1.0 on a verified success,
+else 0.0; written last, so its presence means the task finished) and `run.json` (this file's models).
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ class State(StrEnum):
     ERROR = "Error"
 
 
-Outcome = Literal["success", "fail", "error"]
+# "unverified": the planner said done and no checker confirmed it; it is never counted as a success.
+Outcome = Literal["success", "unverified", "fail", "error"]
+CLAIMED_DONE: tuple[Outcome, ...] = ("success", "unverified")  # the agent itself says the task is done
 
 
 class Transition(BaseModel):

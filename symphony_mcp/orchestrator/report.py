@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 REPORT_DIR = "report"
 INDEX_FILE = "index.html"
 MAX_TOOL_RESULT_CHARS = 20_000
-OUTCOMES = ("success", "fail", "error", "unfinished")
+OUTCOMES = ("success", "unverified", "fail", "error", "unfinished")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 # An earlier attempt moved aside by symphony_mcp.orchestrator.results.set_aside: listed, never counted.
 _ATTEMPT = re.compile(r"^(?P<task>.+)\.attempt-\d{8}-\d{6}(-\d+)?$")
@@ -110,10 +111,23 @@ class TaskView:
     final_screen: Shot | None = None
     problems: list[str] = field(default_factory=list)
     attempt_of: str | None = None  # set-aside earlier attempt of this task directory
+    claimed: str | None = None  # the run's own outcome, when a Verdict is shown instead
+
+    def judged(self, verdict: Verdict) -> None:
+        self.claimed, self.outcome, self.message = self.outcome, verdict.outcome, verdict.message
 
     @property
     def href(self) -> str:
         return quote(self.page)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Someone else's judgement of a task that the report shows instead of the run's own outcome (a benchmark's
+    score): `outcome` one of OUTCOMES or "partial", `message` why."""
+
+    outcome: str
+    message: str
 
 
 @dataclass
@@ -136,8 +150,11 @@ def write_report(results_dir: Path, output: Path | None = None) -> Path:
     return write_report_pages(results_dir, output).index
 
 
-def write_report_pages(results_dir: Path, output: Path | None = None) -> WrittenReport:
-    """`write_report`, also saying which page shows which task directory (pages that link to them)."""
+def write_report_pages(
+    results_dir: Path, output: Path | None = None, verdicts: Mapping[str, Verdict] | None = None
+) -> WrittenReport:
+    """`write_report`, also saying which page shows which task directory (pages that link to them); `verdicts`
+    (by task directory name) replace the runs' own outcomes where a judge such as a benchmark has the last word."""
     results_dir = results_dir.absolute()
     if not results_dir.is_dir():
         raise FileNotFoundError(f"no results directory {results_dir}")
@@ -149,6 +166,9 @@ def write_report_pages(results_dir: Path, output: Path | None = None) -> Written
     output.mkdir(parents=True, exist_ok=True)
     env = template_environment()
     tasks = _collect(results_dir, output)
+    for task in tasks:
+        if task.attempt_of is None and (verdict := (verdicts or {}).get(task.name)) is not None:
+            task.judged(verdict)
     generated = now_text()
     task_page = env.get_template("task.html")
     for task in tasks:
@@ -437,8 +457,9 @@ def _tool_result(result: dict[str, Any] | None) -> str | None:
 
 
 def _summarise(tasks: list[TaskView]) -> Summary:
-    counts = {outcome: sum(t.outcome == outcome for t in tasks) for outcome in OUTCOMES}
-    finished = counts["success"] + counts["fail"] + counts["error"]
+    shown = [*OUTCOMES, *sorted({t.outcome for t in tasks} - set(OUTCOMES))]  # a judge's own words too (partial)
+    counts = {outcome: sum(t.outcome == outcome for t in tasks) for outcome in shown}
+    finished = len(tasks) - counts["unfinished"]  # an unverified done is finished, never a success
     return Summary(
         total=len(tasks),
         counts=counts,
