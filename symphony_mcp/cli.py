@@ -134,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
     _agent_flags(bench)
 
+    account = commands.add_parser(
+        "osworld-user", help="as root: create or remove the account OSWorld's tasks assume (user `user`)"
+    )
+    account.add_argument("action", choices=["create", "remove", "status"])
+
     report = commands.add_parser("report", help="write the static HTML report of a results directory")
     report.add_argument("results", type=Path, help="results directory")
 
@@ -220,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "report":
         return _report(args.results)
+    if args.command == "osworld-user":
+        return _osworld_user(args.action)
     try:
         settings = settings_from_args(args)
     except (ValidationError, ValueError) as exc:
@@ -237,6 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         return _bench(settings, args)
     return _run(settings, args)
+
+
+def _osworld_user(action: str) -> int:
+    """Run the account script shipped in the package (a wheel install has no scripts/ folder)."""
+    import subprocess
+
+    from symphony_mcp.bench.osworld.account import SCRIPT
+
+    return subprocess.run(["bash", str(SCRIPT), action], check=False).returncode
 
 
 def _clipped(record: logging.LogRecord) -> bool:
