@@ -19,7 +19,7 @@ packages=(
 )
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests
-  packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (scripts/osworld-user.sh)
+  packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (symphony-mcp osworld-user)
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
@@ -35,17 +35,18 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
   echo "symphony-mcp needs Python >= 3.11 (found $(python3 --version))" >&2; exit 1; }
 [[ -x .venv/bin/python ]] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
+# Everything comes from the locks (scripts/lock.sh): exact versions with their hashes, so this machine gets what CI
+# tested. --no-deps: a lock already lists every package, and pyautogui's python3-xlib is left out on purpose
+# (locks/overrides.txt).
+lock() { .venv/bin/python -m pip install -q --no-deps --require-hashes "${@/#/-r}"; }
 if [[ $dev -eq 1 ]]; then
-  # The tests run every OCR engine; torch is pinned to its CPU build (no CUDA download).
-  .venv/bin/python -m pip install -q -e '.[dev,easyocr,osworld]' -c scripts/constraints-cpu.txt
-  # MiniWoB++'s task pages for the benchmark tests, without its Python dependencies (gymnasium, selenium): only the
-  # HTML files are used, and an extra cannot say --no-deps. Same version range as the `miniwob` extra.
-  .venv/bin/python -m pip install -q --no-deps 'miniwob>=1.1,<2'
-  # OSWorld's getters and metrics without its requirements (torch 2.5, easyocr, gymnasium, ... for its VM
-  # providers and every metric module); the osworld extra holds what the metric modules used here import.
-  .venv/bin/python -m pip install -q --no-deps desktop-env==1.0.2
+  # The test and lint tools and every OCR engine; torch is its CPU build (no CUDA download). locks/no-deps.txt: MiniWoB++'s
+  # task pages and OSWorld's getters and metrics, without their own dependencies (see locks/no-deps.in).
+  lock locks/dev.txt locks/no-deps.txt
+  .venv/bin/python -m pip install -q --no-deps -e .
 else
-  .venv/bin/python -m pip install -q .
+  lock locks/server.txt
+  .venv/bin/python -m pip install -q --no-deps .
 fi
 if [[ $dev -eq 1 ]]; then
   # Other MCP clients for the compatibility matrix (tests/test_client_matrix.py): the Python SDK 1.x and

@@ -222,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
     _agent_flags(bench)
 
+    account = _command(
+        commands,
+        "osworld-user",
+        "as root: create or remove the account OSWorld's tasks assume (user `user`)",
+        "As root: create, remove or check the local account OSWorld's tasks assume (user `user`), which the "
+        "OSWorld adapter runs each task's setup and apps as.",
+    )
+    account.add_argument("action", choices=["create", "remove", "status"])
+
     report = _command(
         commands,
         "report",
@@ -370,6 +379,8 @@ def _dispatch(argv: list[str] | None) -> int:
         restore_default_signals()  # the other commands handle Ctrl-C their own way
     if args.command == "report":
         return _report(args.results)
+    if args.command == "osworld-user":
+        return _osworld_user(args.action)
     try:
         settings = settings_from_args(args)
     except (ValidationError, ValueError) as exc:
@@ -387,6 +398,15 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "bench":
         return _bench(settings, args)
     return _run(settings, args)
+
+
+def _osworld_user(action: str) -> int:
+    """Run the account script shipped in the package (a wheel install has no scripts/ folder)."""
+    import subprocess
+
+    from symphony_mcp.bench.osworld.account import SCRIPT
+
+    return subprocess.run(["bash", str(SCRIPT), action], check=False).returncode
 
 
 def _clipped(record: logging.LogRecord) -> bool:

@@ -3,7 +3,7 @@ task user, run by the real orchestrator loop (a stand-in planner over real HTTP,
 the environment's display, a real xterm the planner opens and types into) through the benchmark runner, and
 scored by OSWorld's own metric functions from desktop-env.
 
-The task user `user` is made by scripts/osworld-user.sh for the session and removed after it (when this
+The task user `user` is made by `symphony-mcp osworld-user` for the session and removed after it (when this
 process is root and it did not exist); without root or desktop-env the tests that need them are skipped.
 """
 
@@ -46,7 +46,7 @@ from tests.test_orchestrator import PLANNER, act
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tests" / "data" / "osworld"
-SCRIPT = ROOT / "scripts" / "osworld-user.sh"
+ACCOUNT_COMMAND = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
 RENAME = "e0df059f-28a6-4169-924f-b9623e7184cc"  # rename ~/Desktop/todo_list_Jan_1 (made by sudo) to ..._Jan_2
 PYTHON3 = "c288e301-e626-4b98-a1ab-159dcb162af5"  # infeasible: no setup
 HIERARCHY = "4783cc41-c03c-4e1b-89b4-50658f642bd5"  # infeasible: mkdir setup, pyautogui clicks, activate_window
@@ -63,15 +63,15 @@ def task_user() -> Iterator[str]:
     """The account OSWorld's tasks assume, made by the project's script and removed after (when we made it)."""
     if os.geteuid() != 0:
         pytest.skip("the OSWorld tasks run as the account 'user', which only root can create and act as")
-    created = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True).stdout
+    created = subprocess.run([*ACCOUNT_COMMAND, "status"], capture_output=True, text=True).stdout
     made_here = "does not exist" in created
     if made_here:
-        subprocess.run([str(SCRIPT), "create"], check=True, capture_output=True)
+        subprocess.run([*ACCOUNT_COMMAND, "create"], check=True, capture_output=True)
     elif "created by this script" not in created:
-        pytest.skip(f"an account 'user' exists that scripts/osworld-user.sh did not create: {created.strip()}")
+        pytest.skip(f"an account 'user' exists that `symphony-mcp osworld-user` did not create: {created.strip()}")
     yield "user"
     if made_here:
-        done = subprocess.run([str(SCRIPT), "remove"], capture_output=True, text=True)
+        done = subprocess.run([*ACCOUNT_COMMAND, "remove"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert not RECORD.exists() and not Path("/home/user").exists()
 

@@ -57,8 +57,9 @@ def choose(settings: CodeSettings) -> Confinement:
     wanted = "bubblewrap (`bwrap`) or `unshare`" if settings.backend == "auto" else f"`{settings.backend}`"
     raise PolicyError(
         f"code cannot run: {wanted} is not available or does not work here, and unconfined runs are not allowed. "
-        "Install bubblewrap on the server's PATH (scripts/install.sh does), set SYMPHONY_CODE__BACKEND=auto, or "
-        "accept running code with the server user's full rights with SYMPHONY_CODE__ALLOW_UNCONFINED=true"
+        "Install bubblewrap on the server's PATH (Debian/Ubuntu: apt-get install bubblewrap), set "
+        "SYMPHONY_CODE__BACKEND=auto, or accept running code with the server user's full rights with "
+        "SYMPHONY_CODE__ALLOW_UNCONFINED=true"
     )
 
 

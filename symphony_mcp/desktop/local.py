@@ -1,7 +1,5 @@
-"""The local backend: mss for capture, pyautogui for input, Xlib for Unicode text and windows on X11.
-
-pyautogui is imported lazily: importing it without a display raises KeyError('DISPLAY').
-"""
+"""The local backend: mss for capture; on X11 XTest (python-xlib) for pointer and keys, Xlib for Unicode text and
+windows; pyautogui for pointer and keys on Windows and macOS."""
 
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ from PIL import Image
 
 from symphony_mcp.config import InputSettings
 from symphony_mcp.desktop.capture import ScreenCapturer
+from symphony_mcp.desktop.input_device import InputDevice
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.launcher import launch, plan_launch
 from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
@@ -25,23 +24,17 @@ from symphony_mcp.policy.programs import ProgramAllowList
 
 _IS_X11 = sys.platform.startswith("linux") or "bsd" in sys.platform
 _HOVER_SETTLE_SECONDS = 0.05
+_MOTION_STEP_SECONDS = 0.02  # one motion event per step of a timed move or drag
 
 
-def _import_pyautogui() -> Any:
-    if _IS_X11 and not os.environ.get("DISPLAY"):
-        raise DisplayUnavailableError(
-            "no display: DISPLAY is not set. Start the server with a virtual display "
-            "(`symphony-mcp serve --virtual-display always`) or pass DISPLAY to it"
-        )
-    try:
-        import pyautogui
-    except Exception as exc:  # Xlib raises DisplayConnectionError and friends
-        raise DisplayUnavailableError(f"cannot connect to the display for input: {exc}") from exc
-    # A pointer parked in a corner must not make every later call raise FailSafeException.
-    pyautogui.FAILSAFE = False
-    # We pace actions ourselves (settle after each action), not with a fixed pause per call.
-    pyautogui.PAUSE = 0
-    return pyautogui
+def _open_input() -> InputDevice:
+    if _IS_X11:
+        from symphony_mcp.desktop.x11_input import X11Input
+
+        return X11Input()
+    from symphony_mcp.desktop.pyautogui_input import PyAutoGuiInput
+
+    return PyAutoGuiInput()
 
 
 class LocalDesktop:
@@ -53,12 +46,11 @@ class LocalDesktop:
         layout: Sequence[Rect] = (),
         programs: ProgramAllowList | None = None,
     ) -> None:
-        self._gui = _import_pyautogui()
+        self._input = _open_input()
         self._capturer = ScreenCapturer(layout)
         pacing = pacing or InputSettings()
         self._type_interval = pacing.type_interval
         self._click_interval = pacing.click_interval
-        self._known_keys = list(self._gui.KEYBOARD_KEYS)
         self._programs = programs or ProgramAllowList()
         self._typer: Any = None
         self._window_manager: Any = None
@@ -71,51 +63,57 @@ class LocalDesktop:
         return self._capturer.grab(area)
 
     def cursor(self) -> Point:
-        x, y = self._gui.position()
-        return Point(x=int(x), y=int(y))
+        x, y = self._input.position()
+        return Point(x=x, y=y)
 
     # --- pointer ------------------------------------------------------------------------------
     def move(self, to: Point, duration: float = 0.0) -> None:
-        self._gui.moveTo(to.x, to.y, duration=duration)
+        if duration <= 0:
+            self._input.move_to(to.x, to.y)
+            return
+        self._glide(self.cursor(), to, duration)
+
+    def _glide(self, start: Point, end: Point, duration: float) -> None:
+        """Intermediate motion events from start to end over `duration`: many apps ignore a pointer that jumps
+        (a drag straight to its end is not a drag to them)."""
+        steps = max(2, int(duration / _MOTION_STEP_SECONDS))
+        for step in range(1, steps + 1):
+            self._input.move_to(
+                round(start.x + (end.x - start.x) * step / steps),
+                round(start.y + (end.y - start.y) * step / steps),
+            )
+            time.sleep(duration / steps)
 
     def click(self, at: Point, button: MouseButton, count: int, hold_keys: Sequence[str]) -> None:
         with self._held(hold_keys):
+            self._input.move_to(at.x, at.y)
             for clicked in range(count):
                 if clicked:
                     time.sleep(self._click_interval)
-                self._gui.click(at.x, at.y, button=button)
+                self._input.button(button, down=True)
+                self._input.button(button, down=False)
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
         with self._held(hold_keys):
-            self._gui.moveTo(start.x, start.y)
-            self._gui.mouseDown(button=button)
+            self._input.move_to(start.x, start.y)
+            self._input.button(button, down=True)
             try:
-                # Intermediate motion events: many apps ignore a drag that jumps straight to the end.
-                steps = max(2, int(duration / 0.02))
-                for step in range(1, steps + 1):
-                    self._gui.moveTo(
-                        round(start.x + (end.x - start.x) * step / steps),
-                        round(start.y + (end.y - start.y) * step / steps),
-                    )
-                    time.sleep(duration / steps)
+                self._glide(start, end, duration)
             finally:
-                self._gui.mouseUp(button=button)
+                self._input.button(button, down=False)
 
     def scroll(self, at: Point, vertical: int, horizontal: int, hold_keys: Sequence[str]) -> None:
         if self.cursor() != at:
-            self._gui.moveTo(at.x, at.y)
+            self._input.move_to(at.x, at.y)
             # Apps route wheel events by the last motion they processed; wheel clicks sent right
             # after the pointer warps in were seen dropped by Chromium.
             time.sleep(_HOVER_SETTLE_SECONDS)
         with self._held(hold_keys):
-            if vertical:
-                self._gui.scroll(vertical)
-            if horizontal:
-                self._gui.hscroll(horizontal)
+            self._input.wheel(vertical, horizontal)
 
     # --- keyboard -----------------------------------------------------------------------------
     def normalize_keys(self, keys: Sequence[str]) -> list[str]:
-        return normalize_keys(keys, self._known_keys)
+        return normalize_keys(keys, self._input.key_names)
 
     def type_text(self, text: str) -> None:
         if _IS_X11:
@@ -127,7 +125,9 @@ class LocalDesktop:
             return
         for is_ascii, run in _ascii_runs(text):
             if is_ascii:
-                self._gui.write(run, interval=self._type_interval)
+                for char in run:
+                    self.press([char])
+                    time.sleep(self._type_interval)
             else:
                 self._paste(run)
 
@@ -137,35 +137,37 @@ class LocalDesktop:
 
         previous = pyperclip.paste()
         pyperclip.copy(text)
-        self._gui.hotkey("command" if sys.platform == "darwin" else "ctrl", "v")
+        self.press(["command" if sys.platform == "darwin" else "ctrl", "v"])
         time.sleep(0.05)
         pyperclip.copy(previous)
 
     def press(self, keys: Sequence[str]) -> None:
-        self._gui.hotkey(*keys)
+        """A chord: every key down in order, then up in reverse."""
+        with self._held(keys):
+            pass
 
     def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None:
         with self._held(hold_keys):
             for key in press_keys:
-                self._gui.press(key)
+                self.press([key])
 
     def key_down(self, key: str) -> None:
-        self._gui.keyDown(key)
+        self._input.key(key, down=True)
 
     def key_up(self, key: str) -> None:
-        self._gui.keyUp(key)
+        self._input.key(key, down=False)
 
     @contextlib.contextmanager
     def _held(self, keys: Sequence[str]) -> Iterator[None]:
         pressed: list[str] = []
         try:
             for key in keys:
-                self._gui.keyDown(key)
+                self._input.key(key, down=True)
                 pressed.append(key)
             yield
         finally:
             for key in reversed(pressed):
-                self._gui.keyUp(key)
+                self._input.key(key, down=False)
 
     # --- windows and apps ---------------------------------------------------------------------
     def _windows(self) -> Any:
@@ -206,7 +208,7 @@ class LocalDesktop:
 
     def close(self) -> None:
         self._capturer.close()
-        for resource in (self._typer, self._window_manager):
+        for resource in (self._input, self._typer, self._window_manager):
             if resource is not None:
                 resource.close()
 

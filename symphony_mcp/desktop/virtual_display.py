@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from symphony_mcp.config import DisplaySettings
+from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError
 
 log = logging.getLogger(__name__)
@@ -144,10 +145,15 @@ def _read_display_number(read_fd: int, xvfb: subprocess.Popen[bytes], timeout: f
 
 def _wait_for_window_manager(display_name: str, timeout: float) -> None:
     """EWMH managers announce themselves with _NET_SUPPORTING_WM_CHECK on the root window."""
-    from Xlib import X, display
+    from Xlib import X
 
     deadline = time.monotonic() + timeout
-    conn = display.Display(display_name)
+    try:
+        conn = open_display("waiting for the window manager", display_name)
+    except DisplayUnavailableError as exc:
+        # The server still starts: every tool that needs the display then answers with this reason.
+        log.warning("%s", exc)
+        return
     try:
         atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
         while time.monotonic() < deadline:

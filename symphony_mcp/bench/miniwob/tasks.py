@@ -16,7 +16,7 @@ from symphony_mcp.bench.types import BenchTask, TaskFilter
 from symphony_mcp.errors import InvalidInputError, SymphonyError
 
 BENCHMARK = "miniwob"
-INSTALL_HINT = "pip install --no-deps miniwob  (or scripts/install.sh --dev)"
+INSTALL_HINT = "pip install --no-deps 'miniwob>=1.1,<2'"
 # Tasks a screen-based agent can do with clicks and typing on what it sees, each checked to load and to be solved
 # through the server's tools (one episode per task and seed).
 DEFAULT_SUBSET = (

@@ -1,7 +1,7 @@
 """The task user OSWorld's tasks assume (`user`, password `password`, a home with Desktop, Documents, ...).
 
-The account is made by `scripts/osworld-user.sh create` (run as root), which records what it created in
-RECORD. Task commands run as that user (the server and the agent keep running as the invoking user), so `~`
+The account is made by `symphony-mcp osworld-user create` (run as root; it runs SCRIPT), which records what it
+created in RECORD. Task commands run as that user (the server and the agent keep running as the invoking user), so `~`
 is /home/user as in OSWorld's VM. Before each task the home is put back to what the script created, as
 OSWorld reverts its VM snapshot, and only for an account the script created: a real person's `user` is never
 wiped.
@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 RECORD = Path(os.environ.get("OSWORLD_USER_RECORD", "/var/lib/symphony-mcp/osworld-user.created"))
-CREATE_HINT = "create it as root with scripts/osworld-user.sh create (undo: scripts/osworld-user.sh remove)"
-# The folders scripts/osworld-user.sh makes (OSWorld's Ubuntu image has them).
+# Shipped in the package (symphony-mcp osworld-user runs it), so the hint below works outside this repository.
+SCRIPT = Path(__file__).with_name("osworld-user.sh")
+CREATE_HINT = "create it as root with `symphony-mcp osworld-user create` (undo: `symphony-mcp osworld-user remove`)"
+# The folders the script makes (OSWorld's Ubuntu image has them).
 HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates", "Videos")
 SKELETON = Path("/etc/skel")
 
@@ -91,8 +93,8 @@ def find_task_user(name: str, password: str) -> TaskUser | str:
         return f"task commands run as '{name}': run the benchmark as root (or as '{name}')"
     if not _created_by_script(name, entry.pw_dir):
         return (
-            f"the account '{name}' was not created by scripts/osworld-user.sh; its home is reset before every "
-            f"task (as OSWorld reverts its VM), so only an account that script created is used"
+            f"the account '{name}' was not created by `symphony-mcp osworld-user create`; its home is reset before "
+            f"every task (as OSWorld reverts its VM), so only an account that script created is used"
         )
     groups = tuple(g.gr_gid for g in grp.getgrall() if name in g.gr_mem)
     return TaskUser(name, password, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), (entry.pw_gid, *groups))

@@ -182,8 +182,8 @@ def skip_reason(task: dict[str, Any], host: Host) -> str | None:
         return host.user_problem
     if not infeasible and not host.sudo and any(re.search(r"\bsudo\b", _text(c)) for c in commands):
         return (
-            "runs sudo as the task user: install sudo and create the account with scripts/osworld-user.sh "
-            "(it puts the user in group sudo)"
+            "runs sudo as the task user: install sudo and create the account with "
+            "`symphony-mcp osworld-user create` (it puts the user in group sudo)"
         )
     return None
 

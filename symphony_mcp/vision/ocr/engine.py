@@ -8,6 +8,7 @@ from typing import Protocol
 
 from PIL import Image
 
+from symphony_mcp.errors import SymphonyError
 from symphony_mcp.vision.ocr.types import RecognizedWord
 
 
@@ -29,3 +30,16 @@ class EngineSpec:
     name: str
     factory: Callable[[], OcrEngine]
     workers: int
+
+
+class OcrEngineError(SymphonyError, RuntimeError):
+    """An engine failed while loading or reading; the message names the engine and what to do."""
+
+    def __init__(self, engine: str, cause: Exception) -> None:
+        super().__init__(
+            f"the {engine} OCR engine failed ({type(cause).__name__}: {cause}). The libraries it runs on are most "
+            "likely not the releases symphony-mcp was tested with: install it from its lock (README, section "
+            "'Installing from the lock'), or choose another engine with the setting ocr.engine "
+            "(SYMPHONY_OCR__ENGINE=tesseract)"
+        )
+        self.engine = engine

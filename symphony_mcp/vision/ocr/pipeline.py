@@ -20,8 +20,9 @@ from typing import Generic, TypeVar
 import numpy as np
 from PIL import Image
 
+from symphony_mcp.errors import SymphonyError
 from symphony_mcp.imaging.geometry import Rect, union
-from symphony_mcp.vision.ocr.engine import EngineSpec, OcrEngine
+from symphony_mcp.vision.ocr.engine import EngineSpec, OcrEngine, OcrEngineError
 from symphony_mcp.vision.ocr.layout import Block, CutRules, split_blocks
 from symphony_mcp.vision.ocr.types import OcrLine, OcrResult, OcrWord, RecognizedWord
 
@@ -74,6 +75,16 @@ class OcrPipeline:
         self._blocks: LruCache[bytes, tuple[RecognizedWord, ...]] = LruCache(block_cache_size)
         self._frames: LruCache[bytes, OcrResult] = LruCache(frame_cache_size)
 
+    def _recognize(self, image: Image.Image) -> tuple[RecognizedWord, ...]:
+        """This thread's engine on `image`. Whatever the engine (or a library under it) raises becomes an error that
+        names the engine and the way out, rather than a bare third-party exception."""
+        try:
+            return tuple(self._engine().recognize(image))
+        except SymphonyError:
+            raise
+        except Exception as exc:
+            raise OcrEngineError(self.spec.name, exc) from exc
+
     def _engine(self) -> OcrEngine:
         engine: OcrEngine | None = getattr(self._local, "engine", None)
         if engine is None:
@@ -86,7 +97,7 @@ class OcrPipeline:
     def warm_up(self) -> None:
         """Load one engine per worker now (model loading can take seconds)."""
         blank = Image.new("RGB", (64, 32), "white")
-        futures = [self._executor.submit(lambda: self._engine().recognize(blank)) for _ in range(self.spec.workers)]
+        futures = [self._executor.submit(self._recognize, blank) for _ in range(self.spec.workers)]
         for future in futures:
             future.result()
 
@@ -117,7 +128,7 @@ class OcrPipeline:
         misses = [i for i, words in enumerate(cached) if words is None]
         # Largest first: the workers then finish close together instead of one waiting on a big block at the end.
         by_size = sorted(misses, key=lambda i: -crops[i][0].width * crops[i][0].height)
-        futures = {i: self._executor.submit(self._recognize_block, crops[i][0]) for i in by_size}
+        futures = {i: self._executor.submit(self._recognize, crops[i][0]) for i in by_size}
         results: list[tuple[RecognizedWord, ...]] = []
         for i, ((_, (dx, dy)), key) in enumerate(zip(crops, keys, strict=True)):
             words = cached[i]
@@ -126,9 +137,6 @@ class OcrPipeline:
                 self._blocks.put(key, words)
             results.append(tuple(word.shifted(dx, dy) for word in words))
         return _FrameWords(blocks=tuple(results), recognized=len(misses))
-
-    def _recognize_block(self, crop: Image.Image) -> tuple[RecognizedWord, ...]:
-        return tuple(self._engine().recognize(crop))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

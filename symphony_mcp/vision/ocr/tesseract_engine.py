@@ -45,7 +45,7 @@ class TesseractEngine:
             from tesserocr import OEM, PSM, PyTessBaseAPI
         except ImportError as exc:
             raise SymphonyError(
-                "the Tesseract engine needs tesserocr: run scripts/install.sh, or pip install tesserocr and "
+                "the Tesseract engine needs tesserocr: pip install tesserocr (a dependency of symphony-mcp) and "
                 "apt-get install tesseract-ocr-eng"
             ) from exc
         # LSTM only: deterministic for identical pixels (no adaptive legacy classifier state).

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The account OSWorld's tasks assume: user `user`, password `password`, a home with the usual folders
 # (Desktop, Documents, Downloads, ...), in group `sudo` when that group exists (the tasks' setup runs
-# `echo password | sudo -S ...`). Run as root:
-#   scripts/osworld-user.sh create   create it and record what was created
-#   scripts/osworld-user.sh remove   undo exactly what `create` recorded (the account, its home, the record)
-#   scripts/osworld-user.sh status   say whether it exists and whether this script created it
+# `echo password | sudo -S ...`). Shipped in the package; run as root through the console script:
+#   symphony-mcp osworld-user create   create it and record what was created
+#   symphony-mcp osworld-user remove   undo exactly what `create` recorded (the account, its home, the record)
+#   symphony-mcp osworld-user status   say whether it exists and whether this script created it
 # Only for disposable machines, CI and test VMs: the password is public and, with sudo installed, the
 # account can become root. An existing `user` that this script did not create is never changed or removed.
 set -euo pipefail
@@ -13,7 +13,7 @@ password=${OSWORLD_PASSWORD:-password}
 record=${OSWORLD_USER_RECORD:-/var/lib/symphony-mcp/osworld-user.created}
 folders=(Desktop Documents Downloads Music Pictures Public Templates Videos)
 
-need_root() { [[ $(id -u) -eq 0 ]] || { echo "run as root (e.g. sudo $0 $1)" >&2; exit 1; }; }
+need_root() { [[ $(id -u) -eq 0 ]] || { echo "run as root (e.g. sudo symphony-mcp osworld-user $1)" >&2; exit 1; }; }
 
 case "${1:-}" in
   create)
