@@ -16,7 +16,8 @@ from mcp import Client, StdioServerParameters
 from symphony_mcp.cli import EXIT_MEANINGS
 from symphony_mcp.config import ModelEndpoint, ModelsSettings, ServerSettings, Settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.test_transports import EXPECTED_TOOLS, base_env, serve_command
+from tests.conftest import wait_for
+from tests.test_transports import EXPECTED_TOOLS, base_env, free_port, port_open, serve_command
 
 REPO = Path(__file__).parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -42,7 +43,7 @@ def host_servers() -> dict[str, dict[str, Any]]:
     for file in sorted(HOSTS.glob("*.json")):
         config = json.loads(file.read_text(encoding="utf-8"))
         for name, entry in {**config.get("mcpServers", {}), **config.get("servers", {})}.items():
-            entries[f"{file.name}:{name}"] = entry
+            entries[f"{file.name}:{name}"] = bridged(entry) if "mcp-remote" in str(entry.get("args")) else entry
     codex = tomllib.loads((HOSTS / "codex.toml").read_text(encoding="utf-8"))
     entries |= {f"codex.toml:{name}": entry for name, entry in codex["mcp_servers"].items()}
     for line in (HOSTS / "claude-code.sh").read_text(encoding="utf-8").splitlines():
@@ -64,6 +65,16 @@ def claude_mcp_add(words: list[str]) -> dict[str, Any]:
     return {"url": positional[-1], "headers": dict(h.split(": ", 1) for h in headers)}
 
 
+def bridged(entry: dict[str, Any]) -> dict[str, Any]:
+    """mcp-remote's stdio-to-HTTP bridge as the HTTP entry it stands for (its ${VAR} headers expanded)."""
+    args = entry["args"]
+    url = next(arg for arg in args if arg.startswith("http"))
+    name, value = args[args.index("--header") + 1].split(":", 1)
+    for variable, text in entry.get("env", {}).items():
+        value = value.replace(f"${{{variable}}}", text)
+    return {"url": url, "headers": {name: value}, "bridge": entry}
+
+
 def stdio_entries() -> dict[str, dict[str, Any]]:
     """The stdio servers; ssh's is the command it runs on the other machine, which runs here as well."""
     found = {}
@@ -80,7 +91,7 @@ def test_hosts_cover_stdio_and_http() -> None:
     entries = host_servers()
     assert len(stdio_entries()) >= 5
     http = [entry for entry in entries.values() if "url" in entry]
-    assert len(http) >= 3
+    assert len(http) >= 4
     default = ServerSettings()
     for entry in http:  # the server's defaults, and a bearer token however the host spells it
         assert entry["url"] == f"http://{default.host}:{default.port}{default.path}"
@@ -97,6 +108,30 @@ async def test_host_stdio_snippet_starts_a_working_server(key: str, xdisplay: Vi
     async with Client(StdioServerParameters(command=command, args=[*prefix, *entry["args"]], env=env)) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == EXPECTED_TOOLS
         assert not (await client.call_tool("screenshot", {})).is_error
+
+
+@pytest.mark.anyio
+@pytest.mark.inspector
+async def test_claude_desktop_http_bridge_reaches_a_token_server(xdisplay: VirtualDisplay) -> None:
+    """The Claude Desktop HTTP snippet: mcp-remote from npm, the token in its env, against a real HTTP server."""
+    (bridge,) = [entry["bridge"] for entry in host_servers().values() if "bridge" in entry]
+    port = free_port()
+    server = subprocess.Popen(
+        [*serve_command(), "serve", "--transport", "http", "--port", str(port), "--token", "sekrit"],
+        env=base_env(DISPLAY=xdisplay.name),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        args = [arg.replace(":8765/", f":{port}/") for arg in bridge["args"]]
+        env = {**base_env(), **bridge["env"], "SYMPHONY_AUTH": "Bearer sekrit"}
+        wait_for(lambda: port_open(port) or server.poll() is not None, timeout=30)
+        async with Client(StdioServerParameters(command=bridge["command"], args=args, env=env)) as client:
+            assert {tool.name for tool in (await client.list_tools()).tools} == EXPECTED_TOOLS
+            assert not (await client.call_tool("screen_info", {})).is_error
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def test_quick_start_runs_as_shown() -> None:
