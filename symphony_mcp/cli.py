@@ -83,11 +83,12 @@ class ExitCode(IntEnum):
 EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "done: the server stopped cleanly, the task succeeded, the command did what it was asked",
     ExitCode.FAILED: "the work ran and came out negative: the task failed (run), no hits (docs search)",
-    ExitCode.USAGE: "the command line or a setting is wrong: an unknown flag or name (the closest one is "
-    "suggested), a bad value, a refused combination; nothing was done",
+    ExitCode.USAGE: "the command line or a setting is wrong: an unknown flag, a name that matches no tool, "
+    "group, benchmark or adapter option (the message lists the known ones, for tools and groups the closest), "
+    "a bad value, a refused combination; nothing was done",
     ExitCode.UNAVAILABLE: "the settings are valid but something they need is missing or failed: a model "
-    "endpoint, the display, a dependency, the docs index, a benchmark or its tasks, the port; or the task "
-    "ended in Error",
+    "endpoint, the display, a dependency or benchmark package, the docs index, the port; a benchmark's "
+    "tasks that could not run; or the task ended in Error",
     ExitCode.INTERRUPTED: "stopped by Ctrl-C during a benchmark (unfinished tasks run again next time)",
 }
 

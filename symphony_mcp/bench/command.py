@@ -23,6 +23,7 @@ from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, r
 from symphony_mcp.bench.summary import BenchSummary, summarise, write_summary
 from symphony_mcp.bench.types import Adapter, TaskFilter
 from symphony_mcp.config import Settings
+from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
 
 Backend = Literal["local", "ray"]
@@ -43,9 +44,9 @@ class BenchRequest:
 
     def __post_init__(self) -> None:
         if self.parallel < 1:
-            raise ValueError(f"--parallel must be at least 1 (environments at once), got {self.parallel}")
+            raise SettingsError(f"--parallel must be at least 1 (environments at once), got {self.parallel}")
         if self.ray_address and self.backend != "ray":
-            raise ValueError("--ray-address needs --backend ray")
+            raise SettingsError("--ray-address needs --backend ray")
 
 
 def results_root(settings: Settings) -> Path:

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import cast
 
 from symphony_mcp.bench.types import Adapter
-from symphony_mcp.errors import SymphonyError
+from symphony_mcp.errors import SettingsError, SymphonyError
 
 
 class BenchmarkUnavailable(SymphonyError):
-    """An unknown benchmark, or one whose optional dependencies are not installed."""
+    """A benchmark whose module or optional dependencies are not installed (a misspelt name or option is a
+    SettingsError)."""
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,11 @@ def adapter_spec(benchmark: str | None, custom: str | None) -> str:
     """The factory spec of a named benchmark, or the custom one; what Ray actors re-create adapters from."""
     if custom:
         if ":" not in custom:
-            raise BenchmarkUnavailable(f"--adapter must look like package.module:Factory, got {custom!r}")
+            raise SettingsError(f"--adapter must look like package.module:Factory, got {custom!r}")
         return custom
     if benchmark not in BENCHMARKS:
         known = ", ".join(sorted(BENCHMARKS))
-        raise BenchmarkUnavailable(f"unknown benchmark {benchmark!r}: known are {known}, or give --adapter MODULE:NAME")
+        raise SettingsError(f"unknown benchmark {benchmark!r}: known are {known}, or give --adapter MODULE:NAME")
     return BENCHMARKS[benchmark].factory
 
 
@@ -58,7 +59,7 @@ def parse_option(text: str) -> tuple[str, object]:
     """KEY=VALUE from the command line; VALUE as JSON (3, 2.5, true, [..]) when it parses, else as text."""
     key, equals, value = text.partition("=")
     if not equals or not key.isidentifier():
-        raise BenchmarkUnavailable(f"an adapter option must look like KEY=VALUE (e.g. seeds=3), got {text!r}")
+        raise SettingsError(f"an adapter option must look like KEY=VALUE (e.g. seeds=3), got {text!r}")
     try:
         return key, json.loads(value)
     except ValueError:
@@ -79,9 +80,9 @@ def load_adapter(spec: str, options: AdapterOptions = ()) -> Adapter:
         raise BenchmarkUnavailable(f"cannot import {module_name} ({missing} is missing){how}") from exc
     factory = getattr(module, attribute, None)
     if not callable(factory):
-        raise BenchmarkUnavailable(f"{module_name} has no callable {attribute!r} (from {spec!r})")
+        raise SettingsError(f"{module_name} has no callable {attribute!r} (from {spec!r})")
     try:
         return cast(Adapter, cast(Callable[..., object], factory)(**dict(options)))
     except TypeError as exc:
         accepted = ", ".join(inspect.signature(factory).parameters) or "no options"
-        raise BenchmarkUnavailable(f"{spec} does not take these options ({exc}); it takes: {accepted}") from exc
+        raise SettingsError(f"{spec} does not take these options ({exc}); it takes: {accepted}") from exc
