@@ -221,11 +221,13 @@ class UrlPolicy:
     async def addresses(self, host: str, port: int) -> list[IPAddress]:
         """The only addresses a connection to host:port may use, each checked (all of them, a name resolved once
         for the session); UrlRefusedError when the host is not valid or any address is refused. No patterns: a
-        connection carries no URL (the browser's route checks those per request)."""
+        connection carries no URL, so the patterns apply by their host part (`_check_site_patterns`); the browser's
+        route checks whole URLs per request."""
         try:
             name = normalise_host(host)
         except ValueError as exc:
             raise _refuse(f"{host}:{port}", f"its host is not valid ({exc})") from None
+        self._check_site_patterns(f"{host}:{port}", name, port)
         return await self._checked_addresses(f"{host}:{port}", name, port)
 
     async def _checked_addresses(self, target: str, host: str, port: int) -> list[IPAddress]:
@@ -249,6 +251,25 @@ class UrlPolicy:
             raise _refuse(url, f"it matches the deny pattern {denied!r} (settings search.deny_urls)")
         if self.allow and not self.is_trusted(host, port) and not any(fnmatchcase(normal, p) for p in self.allow):
             raise _refuse(url, f"it matches none of the allow patterns {list(self.allow)} (settings search.allow_urls)")
+
+    def _check_site_patterns(self, target: str, host: str, port: int) -> None:
+        """The patterns as far as a connection to host:port can tell: a deny pattern for a whole site
+        (`scheme://HOST/*`) refuses it; with allow patterns, a host that no pattern's host part admits is refused
+        (a pattern whose host is not spelled out, e.g. `*docs*`, admits any)."""
+        names = (host, f"{host}:{port}")
+        for pattern in self.deny:
+            site = _site_glob(pattern)
+            if site is not None and site[1] in ("", "/", "/*", "*") and any(fnmatchcase(n, site[0]) for n in names):
+                raise _refuse(target, f"it matches the deny pattern {pattern!r} (settings search.deny_urls)")
+        if not self.allow or self.is_trusted(host, port):
+            return
+        for pattern in self.allow:
+            site = _site_glob(pattern)
+            if site is None or any(fnmatchcase(n, site[0]) for n in names):
+                return
+        raise _refuse(
+            target, f"its host matches none of the allow patterns {list(self.allow)} (settings search.allow_urls)"
+        )
 
     async def _resolve(self, url: str, host: str, port: int) -> list[IPAddress]:
         """The host's addresses; a failure is remembered too, so a page's many requests to a dead name do not
@@ -274,6 +295,15 @@ class UrlPolicy:
 async def _system_resolver(host: str, port: int) -> list[IPAddress]:
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos))
+
+
+def _site_glob(pattern: str) -> tuple[str, str] | None:
+    """(host glob, the rest) of a pattern written `scheme://host/...`; None when its host is not spelled out."""
+    scheme, separator, rest = pattern.partition("://")
+    host, slash, path = rest.partition("/")
+    if not separator or not all(c.isalnum() or c in "*+.-" for c in scheme) or host in ("", "*"):
+        return None
+    return host.lower(), slash + path
 
 
 def _has_port(netloc: str) -> bool:
