@@ -162,7 +162,8 @@ class UrlPolicy:
     trusted: frozenset[tuple[str, int | None]] = frozenset()
     resolve_timeout: float = RESOLVE_TIMEOUT_SECONDS
     resolver: Resolver | None = None  # None: the system's (getaddrinfo)
-    _resolved: dict[str, list[IPAddress] | str] = field(default_factory=dict, repr=False)  # addresses or why not
+    # One lookup per name, shared by concurrent askers: its addresses, or why there are none.
+    _resolved: dict[str, asyncio.Task[list[IPAddress] | str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, settings: SearchSettings, trusted_hosts: Iterable[str] = ()) -> UrlPolicy:
@@ -272,11 +273,13 @@ class UrlPolicy:
         )
 
     async def _resolve(self, url: str, host: str, port: int) -> list[IPAddress]:
-        """The host's addresses; a failure is remembered too, so a page's many requests to a dead name do not
-        each wait for the resolver again."""
-        known = self._resolved.get(host)
-        if known is None:
-            known = self._resolved[host] = await self._lookup(host, port)
+        """The host's addresses, looked up once per session even when asked for concurrently (so every check and
+        connection sees the same answer); a failure is remembered too, so a page's many requests to a dead name do
+        not each wait for the resolver again."""
+        lookup = self._resolved.get(host)
+        if lookup is None:
+            lookup = self._resolved[host] = asyncio.ensure_future(self._lookup(host, port))
+        known = await asyncio.shield(lookup)  # one asker cancelled does not cancel the others' lookup
         if isinstance(known, str):
             raise _refuse(url, known, HostUnresolvedError)
         return known
