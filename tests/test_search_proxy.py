@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +20,7 @@ from symphony_mcp.config import SearchSettings
 from symphony_mcp.search.browser import ChromiumBrowser
 from symphony_mcp.search.chromium import launch_chromium
 from symphony_mcp.search.proxy import MAX_HEAD_BYTES, PROXY_ERROR_HEADER, PolicyProxy
-from symphony_mcp.search.types import BrowserFailure, Refusal
+from symphony_mcp.search.types import BrowserFailure, Refusal, UrlRefusedError
 from symphony_mcp.search.urls import IPAddress, UrlPolicy
 from testkit.listeners import PrivateListeners
 
@@ -135,8 +136,9 @@ async def test_a_name_is_resolved_once_and_pinned() -> None:
         return answers[min(len(asked), 2) - 1]
 
     policy = UrlPolicy(resolver=rebinding)
-    first = await policy.addresses("Rebind.Example.", 443)
-    assert first == await policy.addresses("rebind.example", 80) == [ipaddress.ip_address("93.184.216.34")]
+    together = await asyncio.gather(*(policy.addresses(name, 443) for name in ("Rebind.Example.", "rebind.example")))
+    assert together == [[ipaddress.ip_address("93.184.216.34")]] * 2  # asked at once: one lookup, one answer
+    assert await policy.addresses("rebind.example", 80) == [ipaddress.ip_address("93.184.216.34")]
     assert asked == ["rebind.example"]
 
 
@@ -159,3 +161,32 @@ async def test_without_namespaces_the_browser_is_refused_unless_allowed(
         await browser.close()
         private.close()
     assert private.connections == 0
+
+
+async def test_connections_meet_the_patterns_by_their_host(proxy: tuple[PolicyProxy, list[Refusal]]) -> None:
+    """With allow patterns, a connection (a worker's socket, a preconnect) to a host none of them names is refused;
+    a deny pattern for a whole site refuses its connections. Patterns that name no host leave it to the route."""
+
+    async def public(host: str, port: int) -> list[IPAddress]:
+        return [ipaddress.ip_address("93.184.216.34")]
+
+    settings = SearchSettings(
+        allow_urls=["https://*.example.org/*", "http*://docs.example.net:8080/help/*"],
+        deny_urls=["https://bad.example.org/*", "*/private/*"],
+    )
+    policy = UrlPolicy.build(settings)
+    policy.resolver = public
+    assert await policy.addresses("docs.example.org", 443) == [ipaddress.ip_address("93.184.216.34")]
+    assert await policy.addresses("docs.example.net", 8080)
+    for host, port, why in (
+        ("evil.example.com", 443, "matches none of the allow patterns"),
+        ("docs.example.net", 443, "matches none of the allow patterns"),
+        ("bad.example.org", 443, "deny pattern 'https://bad.example.org/*'"),
+    ):
+        with pytest.raises(UrlRefusedError, match=re.escape(why)):
+            await policy.addresses(host, port)
+    running, refusals = proxy
+    running.policy = policy
+    answer = await exchange(running.port, b"CONNECT evil.example.com:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 403") and b"allow patterns" in answer
+    assert refusals[-1].url == "evil.example.com:443"

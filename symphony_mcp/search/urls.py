@@ -162,7 +162,8 @@ class UrlPolicy:
     trusted: frozenset[tuple[str, int | None]] = frozenset()
     resolve_timeout: float = RESOLVE_TIMEOUT_SECONDS
     resolver: Resolver | None = None  # None: the system's (getaddrinfo)
-    _resolved: dict[str, list[IPAddress] | str] = field(default_factory=dict, repr=False)  # addresses or why not
+    # One lookup per name, shared by concurrent askers: its addresses, or why there are none.
+    _resolved: dict[str, asyncio.Task[list[IPAddress] | str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, settings: SearchSettings, trusted_hosts: Iterable[str] = ()) -> UrlPolicy:
@@ -221,11 +222,13 @@ class UrlPolicy:
     async def addresses(self, host: str, port: int) -> list[IPAddress]:
         """The only addresses a connection to host:port may use, each checked (all of them, a name resolved once
         for the session); UrlRefusedError when the host is not valid or any address is refused. No patterns: a
-        connection carries no URL (the browser's route checks those per request)."""
+        connection carries no URL, so the patterns apply by their host part (`_check_site_patterns`); the browser's
+        route checks whole URLs per request."""
         try:
             name = normalise_host(host)
         except ValueError as exc:
             raise _refuse(f"{host}:{port}", f"its host is not valid ({exc})") from None
+        self._check_site_patterns(f"{host}:{port}", name, port)
         return await self._checked_addresses(f"{host}:{port}", name, port)
 
     async def _checked_addresses(self, target: str, host: str, port: int) -> list[IPAddress]:
@@ -250,12 +253,33 @@ class UrlPolicy:
         if self.allow and not self.is_trusted(host, port) and not any(fnmatchcase(normal, p) for p in self.allow):
             raise _refuse(url, f"it matches none of the allow patterns {list(self.allow)} (settings search.allow_urls)")
 
+    def _check_site_patterns(self, target: str, host: str, port: int) -> None:
+        """The patterns as far as a connection to host:port can tell: a deny pattern for a whole site
+        (`scheme://HOST/*`) refuses it; with allow patterns, a host that no pattern's host part admits is refused
+        (a pattern whose host is not spelled out, e.g. `*docs*`, admits any)."""
+        names = (host, f"{host}:{port}")
+        for pattern in self.deny:
+            site = _site_glob(pattern)
+            if site is not None and site[1] in ("", "/", "/*", "*") and any(fnmatchcase(n, site[0]) for n in names):
+                raise _refuse(target, f"it matches the deny pattern {pattern!r} (settings search.deny_urls)")
+        if not self.allow or self.is_trusted(host, port):
+            return
+        for pattern in self.allow:
+            site = _site_glob(pattern)
+            if site is None or any(fnmatchcase(n, site[0]) for n in names):
+                return
+        raise _refuse(
+            target, f"its host matches none of the allow patterns {list(self.allow)} (settings search.allow_urls)"
+        )
+
     async def _resolve(self, url: str, host: str, port: int) -> list[IPAddress]:
-        """The host's addresses; a failure is remembered too, so a page's many requests to a dead name do not
-        each wait for the resolver again."""
-        known = self._resolved.get(host)
-        if known is None:
-            known = self._resolved[host] = await self._lookup(host, port)
+        """The host's addresses, looked up once per session even when asked for concurrently (so every check and
+        connection sees the same answer); a failure is remembered too, so a page's many requests to a dead name do
+        not each wait for the resolver again."""
+        lookup = self._resolved.get(host)
+        if lookup is None:
+            lookup = self._resolved[host] = asyncio.ensure_future(self._lookup(host, port))
+        known = await asyncio.shield(lookup)  # one asker cancelled does not cancel the others' lookup
         if isinstance(known, str):
             raise _refuse(url, known, HostUnresolvedError)
         return known
@@ -274,6 +298,15 @@ class UrlPolicy:
 async def _system_resolver(host: str, port: int) -> list[IPAddress]:
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos))
+
+
+def _site_glob(pattern: str) -> tuple[str, str] | None:
+    """(host glob, the rest) of a pattern written `scheme://host/...`; None when its host is not spelled out."""
+    scheme, separator, rest = pattern.partition("://")
+    host, slash, path = rest.partition("/")
+    if not separator or not all(c.isalnum() or c in "*+.-" for c in scheme) or host in ("", "*"):
+        return None
+    return host.lower(), slash + path
 
 
 def _has_port(netloc: str) -> bool:
