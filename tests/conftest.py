@@ -240,3 +240,25 @@ def web_site() -> Iterator[WebSite]:
     """The local search engine and help centre (testkit/web_site.py) over real HTTP on 127.0.0.1."""
     with running_site() as site:
         yield site
+
+
+@pytest.fixture
+def mime_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's XDG configuration and data in tmp_path, read by xdg-mime as a real session's would be."""
+    for variable in ("XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "KDE_FULL_SESSION", "GNOME_DESKTOP_SESSION_ID"):
+        monkeypatch.delenv(variable, raising=False)  # xdg-mime's generic rules: mimeapps.list, then the system's
+    monkeypatch.delenv("TERMINAL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    applications = tmp_path / "data" / "applications"
+    applications.mkdir(parents=True)
+    (applications / "xmessage-file.desktop").write_text(
+        "[Desktop Entry]\nType=Application\nName=Message file\nExec=xmessage -title OpenedByDefault -file %f\n"
+        "NoDisplay=true\n"
+    )
+    return tmp_path
+
+
+def set_default(home: Path, mime_type: str, entry_id: str) -> None:
+    (home / "config").mkdir(exist_ok=True)
+    (home / "config" / "mimeapps.list").write_text(f"[Default Applications]\n{mime_type}={entry_id}\n")

@@ -9,9 +9,7 @@ import pytest
 
 from symphony_mcp.desktop.launcher import plan_launch
 from symphony_mcp.errors import InvalidInputError
-from tests.test_policy import mime_home, set_default
-
-__all__ = ["mime_home"]  # the fixture, used by name below
+from tests.conftest import set_default
 
 
 def test_launch_plans_resolve_programs_once(mime_home: Path) -> None:

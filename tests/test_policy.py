@@ -18,7 +18,7 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.errors import PolicyError
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.server import SymphonyServer, build_server
-from tests.conftest import call_error, call_ok, wait_for
+from tests.conftest import call_error, call_ok, set_default, wait_for
 from tests.test_transports import http_server
 
 pytestmark = pytest.mark.anyio
@@ -170,28 +170,6 @@ def processes_naming(path: Path) -> list[str]:
         if any(str(path).encode() in w for w in words):
             found.append(" ".join(w.decode(errors="replace") for w in words))
     return found
-
-
-@pytest.fixture
-def mime_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user's XDG configuration and data in tmp_path, read by xdg-mime as a real session's would be."""
-    for variable in ("XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "KDE_FULL_SESSION", "GNOME_DESKTOP_SESSION_ID"):
-        monkeypatch.delenv(variable, raising=False)  # xdg-mime's generic rules: mimeapps.list, then the system's
-    monkeypatch.delenv("TERMINAL", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    applications = tmp_path / "data" / "applications"
-    applications.mkdir(parents=True)
-    (applications / "xmessage-file.desktop").write_text(
-        "[Desktop Entry]\nType=Application\nName=Message file\nExec=xmessage -title OpenedByDefault -file %f\n"
-        "NoDisplay=true\n"
-    )
-    return tmp_path
-
-
-def set_default(home: Path, mime_type: str, entry_id: str) -> None:
-    (home / "config").mkdir(exist_ok=True)
-    (home / "config" / "mimeapps.list").write_text(f"[Default Applications]\n{mime_type}={entry_id}\n")
 
 
 async def test_an_allowed_directory_opens_files_only_with_allowed_programs(
