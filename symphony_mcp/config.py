@@ -393,8 +393,9 @@ class CodeSettings(BaseModel):
         4096,
         ge=1,
         le=1_048_576,
-        description="most the default work directory may hold, all runs' files together; a run that grows it past "
-        "this is killed (watched every 0.1 s, so a run can add what it writes in that time)",
+        description="most the default work directory may hold, all runs' files together, and most one run may write "
+        "to the writable paths; a run past either is killed (watched every 0.1 s: it can add what it writes in that "
+        "time)",
     )
     processes: int = Field(
         256,

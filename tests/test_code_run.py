@@ -337,3 +337,19 @@ async def test_a_run_that_fills_the_work_directory_past_its_bound_is_killed(home
         assert not cleaned["killed"] and int(cleaned["stdout"]) < 64, cleaned  # deleting is always possible
         again = await run(client, "bash", "head -c 20000000 /dev/zero > small; echo written")
         assert again["stdout"] == "written\n" and not again["killed"], again
+
+
+async def test_a_run_that_writes_too_much_to_a_writable_path_is_killed(home: Path, tree: Path) -> None:
+    """Issue 25 item 6: the writable paths (the user's folders) take at most disk_mb per run; what was there
+    before the run does not count."""
+    documents = home / "Documents"
+    documents.mkdir()
+    (documents / "before.bin").write_bytes(bytes(100 << 20))  # more than the bound already, written by the user
+    fill = (
+        f"cd {documents}; for i in $(seq 1 20); do head -c 20000000 /dev/urandom > fill$i; sleep 0.5; done; echo done"
+    )
+    async with serving(tree, disk_mb=64, writable_paths=[str(documents)]) as client:
+        small = await run(client, "bash", f"head -c 20000000 /dev/urandom > {documents}/small; echo written")
+        assert small["stdout"] == "written\n" and not small["killed"], small
+        big = await run(client, "bash", fill, timeout_s=60)
+        assert big["killed"] and big["kill_reason"] == "disk" and "done" not in big["stdout"], big

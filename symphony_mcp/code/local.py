@@ -100,14 +100,15 @@ class LocalExecutor:
             writable = await asyncio.to_thread(self._open_writable, stack)
             block = stack.enter_context(_in_memory(code))
             plan = confine.plan(self.settings, confinement, language, block, directory, writable)
-            disk = await asyncio.to_thread(self._watch_disk, stack)
+            disk = await asyncio.to_thread(self._watch_disk, stack, writable)
             return await self._run(language, confinement, plan, directory, disk, timeout_s)
 
-    def _watch_disk(self, stack: contextlib.ExitStack) -> DiskWatch:
-        """The watch on the default work directory (all runs' files), SYMPHONY_CODE__DISK_MB its bound."""
+    def _watch_disk(self, stack: contextlib.ExitStack, writable: list[OpenDirectory]) -> DiskWatch:
+        """The run's disk watch (disk.py): SYMPHONY_CODE__DISK_MB for the default work directory and per run for
+        the writable paths."""
         root = open_directory(self.default_workdir, self.default_workdir, create=True)
         stack.callback(root.close)
-        return DiskWatch(root, self.settings.disk_mb * MB)
+        return DiskWatch(root, writable, self.settings.disk_mb * MB)
 
     async def _run(
         self,
