@@ -20,6 +20,7 @@ packages=(
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests
   packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (symphony-mcp osworld-user)
+  packages+=(vim)  # a terminal application (vim.desktop, Terminal=true): the open_app allow-list test's default for text
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
