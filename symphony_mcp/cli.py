@@ -61,8 +61,10 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "policy_audit": ("policy", "audit"),
     "policy_audit_file": ("policy", "audit_file"),
     "docs_index": ("search", "docs_index"),
+    "view": ("view", "enabled"),
 }
 EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 1, 2, 3
+_VIEW_HELP = "watch the display in a browser (view-only; the URL is logged; README: Watch the display)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--resolution", help="virtual display size, e.g. 1920x1080")
     serve.add_argument("--window-manager", help="window manager for the virtual display ('' for none)")
     serve.add_argument("--monitor", type=int, help="default monitor for screenshots (0 = all)")
+    serve.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP)
     serve.add_argument("--image-format", choices=["jpeg", "png", "webp"])
     serve.add_argument("--quality", type=int)
     serve.add_argument("--max-width", type=int)
@@ -132,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--ray-address", help="an existing Ray cluster, e.g. auto or ray://host:10001")
     bench.add_argument("--resolution", help="each environment's display size (default 1920x1080)")
     bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
+    bench.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP + ", one per environment")
     _agent_flags(bench)
 
     report = commands.add_parser("report", help="write the static HTML report of a results directory")
@@ -374,6 +378,7 @@ def _docs(index: Path, args: argparse.Namespace) -> int:
 
 
 def _serve(settings: Settings) -> int:
+    from symphony_mcp.desktop.live_view import live_view_for
     from symphony_mcp.desktop.virtual_display import display_for
     from symphony_mcp.server import build_server, check_http_security, run
     from symphony_mcp.stop_signals import exit_now
@@ -381,7 +386,7 @@ def _serve(settings: Settings) -> int:
     try:
         if settings.server.transport == "http":
             check_http_security(settings.server)
-        with display_for(settings.display) as display:
+        with display_for(settings.display) as display, live_view_for(display, settings.view):
             logging.getLogger(__name__).info("serving on display %s over %s", display, settings.server.transport)
             stopped_by = run(build_server(settings), settings)
     except (SymphonyError, ValueError) as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 from symphony_mcp import __version__
 from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
-from symphony_mcp.config import PolicySettings, ServerSettings, Settings, parse_geometry
+from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
@@ -199,15 +198,6 @@ async def session_scope(ctx: ServerRequestContext[Any, Any], call_next: CallNext
     session_id = headers.get("mcp-session-id") if headers is not None else None
     current_session.set(f"http-{session_id}" if session_id else DEFAULT_SESSION)
     return await call_next(ctx)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_http_security(settings: ServerSettings) -> None:
