@@ -138,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP + ", one per environment")
     _agent_flags(bench)
 
+    doctor = commands.add_parser("doctor", help="what this machine has and lacks for each capability, with fixes")
+    doctor.add_argument("--config", type=Path, help="TOML or JSON settings file (the server's)")
+    doctor.add_argument("--json", action="store_true", help="the findings as JSON, for machines")
+
     report = commands.add_parser("report", help="write the static HTML report of a results directory")
     report.add_argument("results", type=Path, help="results directory")
 
@@ -236,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         handler.addFilter(_clipped)
     if args.command == "serve":
         return _serve(settings)
+    if args.command == "doctor":
+        from symphony_mcp.doctor import diagnose, report
+
+        text, status = report(diagnose(settings), args.json)
+        print(text)
+        return status
     if args.command == "docs":
         return _docs(settings.search.docs_index, args)
     if args.command == "bench":

@@ -28,6 +28,10 @@ from symphony_mcp.config import DisplaySettings
 from symphony_mcp.errors import DisplayUnavailableError
 
 log = logging.getLogger(__name__)
+XVFB_FIX = "apt-get install -y xvfb"
+WINDOW_MANAGER_FIX = (
+    "apt-get install -y openbox (the virtual display's window manager, settings display.window_manager)"
+)
 
 
 @dataclass
@@ -58,9 +62,7 @@ def needs_virtual_display(settings: DisplaySettings) -> bool:
 def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> VirtualDisplay:
     """Start Xvfb on a free display number (Xvfb picks it via -displayfd) and a window manager."""
     if shutil.which("Xvfb") is None:
-        raise DisplayUnavailableError(
-            "no display and Xvfb is not installed: `apt-get install xvfb` (and openbox), or set DISPLAY"
-        )
+        raise DisplayUnavailableError(f"no display and Xvfb is not installed: {XVFB_FIX} (and openbox), or set DISPLAY")
     width, height = settings.size
     read_fd, write_fd = os.pipe()
     tie = tied_to_this_process()
@@ -101,7 +103,9 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
             _wait_for_window_manager(name, timeout)
         else:
             log.warning(
-                "window manager %r not found; windows will not be listable or focusable", settings.window_manager
+                "window manager %r not found; windows will not be listable or focusable (MiniWoB++ cannot run): %s",
+                settings.window_manager,
+                WINDOW_MANAGER_FIX,
             )
     log.info("started virtual display %s (%dx%d)", name, width, height)
     return VirtualDisplay(name=name, xvfb=xvfb, window_manager=window_manager)
@@ -141,18 +145,27 @@ def _read_display_number(read_fd: int, xvfb: subprocess.Popen[bytes], timeout: f
 
 
 def _wait_for_window_manager(display_name: str, timeout: float) -> None:
-    """EWMH managers announce themselves with _NET_SUPPORTING_WM_CHECK on the root window."""
-    from Xlib import X, display
-
     deadline = time.monotonic() + timeout
-    conn = display.Display(display_name)
+    while not has_window_manager(display_name):
+        if time.monotonic() > deadline:
+            log.warning("window manager did not announce itself within %g s", timeout)
+            return
+        time.sleep(0.05)
+
+
+def has_window_manager(display_name: str) -> bool:
+    """Whether an EWMH window manager runs on the display: it announces itself with _NET_SUPPORTING_WM_CHECK on the
+    root window. Raises DisplayUnavailableError when the display cannot be opened."""
+    from Xlib import X, display
+    from Xlib.error import DisplayError
+
+    try:
+        conn = display.Display(display_name)
+    except (DisplayError, OSError) as exc:
+        raise DisplayUnavailableError(f"cannot open display {display_name}: {exc}") from None
     try:
         atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
-        while time.monotonic() < deadline:
-            if conn.screen().root.get_full_property(atom, X.AnyPropertyType) is not None:
-                return
-            time.sleep(0.05)
-        log.warning("window manager did not announce itself within %g s", timeout)
+        return conn.screen().root.get_full_property(atom, X.AnyPropertyType) is not None
     finally:
         conn.close()
 
