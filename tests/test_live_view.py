@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -24,6 +25,7 @@ from symphony_mcp.config import DisplaySettings, Settings, ViewSettings
 from symphony_mcp.desktop.live_view import LiveView, missing_parts, start_live_view
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
 from testkit.chromium import QUIET_ARGS, chromium_executable
+from testkit.server_process import children, names, wait_gone
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.skipif(bool(missing_parts()), reason=f"live view parts missing: {missing_parts()}")
@@ -184,6 +186,26 @@ def test_serve_view_starts_and_stops_with_the_server(tmp_path: Path) -> None:
     server.wait(timeout=30)
     with pytest.raises(URLError):
         urllib.request.urlopen(found[1], timeout=5)
+
+
+def test_a_killed_server_leaves_no_view_behind(tmp_path: Path) -> None:
+    """x11vnc and websockify are tied to the server like its display: SIGKILL, and they go too."""
+    env = {**os.environ, "SYMPHONY_MEMORY__TRAJECTORY_DIR": str(tmp_path), "SYMPHONY_POLICY__AUDIT": "false"}
+    command = [sys.executable, "-m", "symphony_mcp", "serve", "--view", "--virtual-display", "always"]
+    server = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert server.stderr is not None
+    for raw in server.stderr:
+        if b"live view of display" in raw or server.poll() is not None:
+            break
+    started = children(server.pid)
+    assert {"websockify", "x11vnc"} <= set(names(started))
+    folder = next(Path(f"/proc/{pid}/cmdline").read_bytes() for pid in started if names({pid}) == ["websockify"])
+    tokens = Path(folder.split(b"\0")[-2].decode())  # --token-source FOLDER/tokens, the last argument
+    assert sorted(p.name for p in tokens.parent.iterdir()) == ["tokens", "vnc.sock"]  # the password file is gone
+    server.kill()
+    server.wait()
+    assert wait_gone(started) == set()
+    shutil.rmtree(tokens.parent)  # what a SIGKILL cannot clean: the view's folder (no secret but the dead token)
 
 
 def test_each_bench_environment_has_its_own_view(tmp_path: Path) -> None:

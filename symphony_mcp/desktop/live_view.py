@@ -114,7 +114,8 @@ def _private_file(path: Path, text: str) -> Path:
 
 def _start_x11vnc(display: str, settings: ViewSettings, vnc_socket: Path, passwords: Path) -> subprocess.Popen[bytes]:
     command = [*tied_to_this_process(), "x11vnc", "-display", display, "-unixsock", str(vnc_socket)]
-    command += ["-rfbport", "0", "-rfbportv6", "0", "-noipv6", "-passwdfile", str(passwords)]  # no TCP port at all
+    command += ["-rfbport", "0", "-rfbportv6", "0", "-noipv6"]  # no TCP port at all
+    command += ["-passwdfile", f"rm:{passwords}"]  # x11vnc deletes it once read: the password is not left on disk
     command += ["-shared", "-forever", "-quiet", "-noxdamage"]
     if not settings.interactive:
         command.append("-viewonly")
