@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +110,35 @@ def test_each_missing_dependency_gives_its_fix(case: str, clean_env: dict[str, s
     assert fix in found[capability]["fix"]
     others = [f for name, f in found.items() if name not in (capability, "OSWorld account")]
     assert all(f["status"] == "ok" for f in others if case not in ("models", "display")), result.stdout
+
+
+class _RefusingModels(BaseHTTPRequestHandler):
+    """A model server that refuses every key, as OpenAI does a wrong one."""
+
+    def do_GET(self) -> None:
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"error": {"message": "Incorrect API key provided"}}')
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_refused_api_key_names_the_key_setting(clean_env: dict[str, str]) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RefusingModels)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        result = doctor({**clean_env, "SYMPHONY_MODELS__SEARCHER__BASE_URL": url}, "--json")
+    finally:
+        server.shutdown()
+        thread.join()
+    searcher = findings(result)["models (searcher)"]
+    assert (searcher["status"], result.returncode) == ("fail", 1)
+    assert "refused the API key (HTTP 401)" in searcher["detail"]
+    assert searcher["fix"] == "set SYMPHONY_MODELS__SEARCHER__API_KEY (or SYMPHONY_MODELS__SEARCHER__API_KEY_ENV)"
 
 
 def test_text_output_is_one_line_per_finding_with_its_fix(clean_env: dict[str, str], tmp_path: Path) -> None:
