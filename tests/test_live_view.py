@@ -215,6 +215,9 @@ def test_each_bench_environment_has_its_own_view(tmp_path: Path) -> None:
     with started_environments(2, settings, tmp_path) as environments:
         urls = [environment.view_url for environment in environments]
         assert all(urls) and len(set(urls)) == 2
+        # A task's server on the environment's display must not start a second view (SYMPHONY_VIEW__ENABLED=true in
+        # the environment, or a config file, reaches it too).
+        assert all(environment.server.env["SYMPHONY_VIEW__ENABLED"] == "false" for environment in environments)
         for url in urls:
             assert url is not None
             with urllib.request.urlopen(url.split("?")[0], timeout=10) as page:

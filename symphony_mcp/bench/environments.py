@@ -23,12 +23,15 @@ from symphony_mcp.orchestrator.connection import SpawnServer
 
 
 def environment_server(settings: Settings, display: str, *server_args: str) -> SpawnServer:
-    """`symphony-mcp serve` on `display` with the client's settings (its trajectory dir set per task)."""
+    """`symphony-mcp serve` on `display` with the client's settings (its trajectory dir set per task). The environment
+    owns the display and its live view: a task's server starts neither, whatever the environment or config file say."""
     base = spawned_server(settings, *server_args)
-    return SpawnServer(
-        base.args,
-        {**base.env, "DISPLAY": display, "SYMPHONY_DISPLAY__DISPLAY": display, "SYMPHONY_DISPLAY__VIRTUAL": "never"},
-    )
+    own = {
+        "SYMPHONY_DISPLAY__DISPLAY": display,
+        "SYMPHONY_DISPLAY__VIRTUAL": "never",
+        "SYMPHONY_VIEW__ENABLED": "false",
+    }
+    return SpawnServer(base.args, {**base.env, "DISPLAY": display, **own})
 
 
 def server_for_task(environment: Environment, trajectory_dir: Path) -> SpawnServer:
