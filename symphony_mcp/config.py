@@ -103,7 +103,7 @@ class ViewSettings(BaseModel):
 
     @model_validator(mode="after")
     def _password_beyond_loopback(self) -> ViewSettings:
-        if not is_loopback(self.host) and self.password is None:
+        if self.enabled and not is_loopback(self.host) and self.password is None:
             raise ValueError(
                 f"the live view binds to {self.host}, beyond loopback, only with a password of your choice: set "
                 "SYMPHONY_VIEW__PASSWORD (6-8 characters), or keep view.host on 127.0.0.1 and tunnel to it"

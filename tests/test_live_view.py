@@ -166,6 +166,7 @@ def test_beyond_loopback_needs_a_chosen_password() -> None:
     with pytest.raises(ValidationError, match="6 to 8 characters"):
         ViewSettings(enabled=True, password=SecretStr("much-too-long-for-vnc"))
     assert ViewSettings(enabled=True, host="0.0.0.0", password=SecretStr("s3cret!x")).host == "0.0.0.0"
+    assert not ViewSettings(host="0.0.0.0").enabled  # off (e.g. a bench task's server): nothing to guard
 
 
 def test_serve_view_starts_and_stops_with_the_server(tmp_path: Path) -> None:
