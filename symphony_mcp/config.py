@@ -94,13 +94,6 @@ class ViewSettings(BaseModel):
     )
     interactive: bool = Field(False, description="let the viewer's mouse and keyboard act (default: view-only)")
 
-    @field_validator("password")
-    @classmethod
-    def _check_password(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not 6 <= len(value.get_secret_value()) <= 8:
-            raise ValueError("the view password must be 6 to 8 characters: VNC authentication uses 8 at most")
-        return value
-
     @model_validator(mode="after")
     def _password_beyond_loopback(self) -> ViewSettings:
         if self.enabled and not is_loopback(self.host) and self.password is None:

@@ -24,6 +24,7 @@ from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.config import DisplaySettings, Settings, ViewSettings
 from symphony_mcp.desktop.live_view import LiveView, missing_parts, start_live_view
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
+from symphony_mcp.errors import DisplayUnavailableError
 from testkit.chromium import QUIET_ARGS, chromium_executable
 from testkit.server_process import children, names, wait_gone
 from tests.conftest import wait_for
@@ -163,8 +164,9 @@ def test_only_websockify_listens_and_only_on_loopback(view: LiveView) -> None:
 def test_beyond_loopback_needs_a_chosen_password() -> None:
     with pytest.raises(ValidationError, match="beyond loopback, only with a password"):
         ViewSettings(enabled=True, host="0.0.0.0")
-    with pytest.raises(ValidationError, match="6 to 8 characters"):
-        ViewSettings(enabled=True, password=SecretStr("much-too-long-for-vnc"))
+    with pytest.raises(DisplayUnavailableError, match="6 to 8 characters") as failure:
+        start_live_view(":0", ViewSettings(enabled=True, password=SecretStr("much-too-long-for-vnc")))
+    assert "much-too-long" not in str(failure.value)  # the error does not repeat the password
     assert ViewSettings(enabled=True, host="0.0.0.0", password=SecretStr("s3cret!x")).host == "0.0.0.0"
     assert not ViewSettings(host="0.0.0.0").enabled  # off (e.g. a bench task's server): nothing to guard
 

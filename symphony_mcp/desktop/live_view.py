@@ -68,6 +68,9 @@ def start_live_view(display: str, settings: ViewSettings, port: int | None = Non
     """Serve `display` to a browser on settings.host and `port` (default settings.port; 0 picks a free one)."""
     if missing := missing_parts():
         raise DisplayUnavailableError(f"the live view needs {', '.join(missing)}: {VIEW_FIX}")
+    if settings.password is not None and not 6 <= len(settings.password.get_secret_value()) <= 8:
+        # Checked here, not by pydantic, whose errors would repeat the password.
+        raise DisplayUnavailableError("SYMPHONY_VIEW__PASSWORD must be 6 to 8 characters: VNC authentication uses 8")
     folder = Path(tempfile.mkdtemp(prefix="symphony-view-"))  # mode 0700: the socket and secrets are ours alone
     view = LiveView(url="", folder=folder)
     try:
