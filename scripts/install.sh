@@ -16,6 +16,7 @@ packages=(
   python3-tk python3-venv python3-pip                      # Tk for the tests' probe window; venv support
   tesseract-ocr-eng                                        # English data for the Tesseract OCR engine
   bubblewrap                                               # confinement of the code tools (run_code)
+  x11vnc novnc websockify                                  # the display's live view in a browser (serve --view)
 )
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests

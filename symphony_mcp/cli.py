@@ -67,6 +67,7 @@ _FLAGS: dict[str, tuple[str, ...]] = {
     "policy_audit": ("policy", "audit"),
     "policy_audit_file": ("policy", "audit_file"),
     "docs_index": ("search", "docs_index"),
+    "view": ("view", "enabled"),
 }
 
 
@@ -121,6 +122,7 @@ def _command(commands: Any, name: str, summary: str, description: str, **options
         formatter_class=argparse.RawDescriptionHelpFormatter,
         **options,
     )
+_VIEW_HELP = "watch the display in a browser (view-only; the URL is logged; README: Watch the display)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--resolution", help="virtual display size, e.g. 1920x1080")
     serve.add_argument("--window-manager", help="window manager for the virtual display ('' for none)")
     serve.add_argument("--monitor", type=int, help="default monitor for screenshots (0 = all)")
+    serve.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP)
     serve.add_argument("--image-format", choices=["jpeg", "png", "webp"], help="screenshot format (default jpeg)")
     serve.add_argument("--quality", type=int, help="JPEG/WebP quality 1..100 (default 80)")
     serve.add_argument("--max-width", type=int, help="downscale screenshots to at most this width (default 1280)")
@@ -221,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--ray-address", help="an existing Ray cluster, e.g. auto or ray://host:10001")
     bench.add_argument("--resolution", help="each environment's display size (default 1920x1080)")
     bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
+    bench.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP + ", one per environment")
     _agent_flags(bench)
 
     account = _command(
@@ -231,6 +235,17 @@ def build_parser() -> argparse.ArgumentParser:
         "OSWorld adapter runs each task's setup and apps as.",
     )
     account.add_argument("action", choices=["create", "remove", "status"])
+
+    doctor = _command(
+        commands,
+        "doctor",
+        "what this machine has and lacks for each capability, with fixes",
+        "Check what this machine has and lacks for each capability (display, window manager, OCR data, code "
+        "confinement, Chromium, model endpoints, the live view, OSWorld's account): one line each, with the "
+        "exact command or setting that fixes it.",
+    )
+    doctor.add_argument("--config", type=Path, help="TOML or JSON settings file (the server's)")
+    doctor.add_argument("--json", action="store_true", help="the findings as JSON, for machines")
 
     report = _command(
         commands,
@@ -394,6 +409,12 @@ def _dispatch(argv: list[str] | None) -> int:
         handler.addFilter(_clipped)
     if args.command == "serve":
         return _serve(settings)
+    if args.command == "doctor":
+        from symphony_mcp.doctor import diagnose, report
+
+        text, missing = report(diagnose(settings), args.json)
+        print(text)
+        return ExitCode.UNAVAILABLE if missing else ExitCode.OK
     if args.command == "docs":
         return _docs(settings.search.docs_index, args)
     if args.command == "bench":
@@ -543,6 +564,7 @@ def _docs(index: Path, args: argparse.Namespace) -> int:
 
 
 def _serve(settings: Settings) -> int:
+    from symphony_mcp.desktop.live_view import live_view_for
     from symphony_mcp.desktop.virtual_display import display_for
     from symphony_mcp.server import build_server, check_http_security, run
     from symphony_mcp.stop_signals import exit_now
@@ -550,7 +572,7 @@ def _serve(settings: Settings) -> int:
     try:
         if settings.server.transport == "http":
             check_http_security(settings.server)
-        with display_for(settings.display) as display:
+        with display_for(settings.display) as display, live_view_for(display, settings.view):
             logging.getLogger(__name__).info("serving on display %s over %s", display, settings.server.transport)
             stopped_by = run(build_server(settings), settings)
     except (SymphonyError, ValueError, OSError) as exc:

@@ -5,13 +5,14 @@ Nested groups use a double underscore in the environment, e.g. SYMPHONY_SCREENSH
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -80,6 +81,37 @@ class DisplaySettings(BaseModel):
     def size(self) -> tuple[int, int]:
         width, height = self.resolution.split("x")
         return int(width), int(height)
+
+
+class ViewSettings(BaseModel):
+    """A live view of the server's display in a browser (x11vnc + noVNC): off unless asked, loopback unless told."""
+
+    enabled: bool = Field(False, description="serve the display to a browser viewer (serve --view, bench --view)")
+    host: str = Field("127.0.0.1", description="the viewer's bind address; anything but loopback needs a password")
+    port: int = Field(0, ge=0, le=65535, description="the viewer's port; 0: any free one (bench: port + environment)")
+    password: SecretStr | None = Field(
+        None, description="the VNC password (6-8 characters, VNC's limit); default: a new random one at each start"
+    )
+    interactive: bool = Field(False, description="let the viewer's mouse and keyboard act (default: view-only)")
+
+    @model_validator(mode="after")
+    def _password_beyond_loopback(self) -> ViewSettings:
+        if self.enabled and not is_loopback(self.host) and self.password is None:
+            raise ValueError(
+                f"the live view binds to {self.host}, beyond loopback, only with a password of your choice: set "
+                "SYMPHONY_VIEW__PASSWORD (6-8 characters), or keep view.host on 127.0.0.1 and tunnel to it"
+            )
+        return self
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_geometry(geometry: str) -> tuple[int, int, int, int]:
@@ -514,6 +546,7 @@ class Settings(BaseSettings):
     policy: PolicySettings = Field(default_factory=PolicySettings)
     code: CodeSettings = Field(default_factory=CodeSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    view: ViewSettings = Field(default_factory=ViewSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -24,8 +23,9 @@ if TYPE_CHECKING:
 
 from symphony_mcp import __version__
 from symphony_mcp.code.coder import CoderService
+from symphony_mcp.code.confine import BWRAP_FIX, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
-from symphony_mcp.config import PolicySettings, ServerSettings, Settings, parse_geometry
+from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
@@ -50,6 +50,7 @@ from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
+CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
@@ -146,6 +147,9 @@ def build_server(settings: Settings) -> SymphonyServer:
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        offered = any(server.policy.refusal(name) is None for name in CODE_TOOLS)
+        if offered and (weaker := await anyio.to_thread.run_sync(weaker_than_bwrap, settings.code)):
+            log.warning("%s: %s; for bubblewrap: %s", " and ".join(CODE_TOOLS), weaker, BWRAP_FIX)
         if settings.ocr.warm_up:
             await text_grounder.warm_up()
         try:
@@ -201,15 +205,6 @@ async def session_scope(ctx: ServerRequestContext[Any, Any], call_next: CallNext
     session_id = headers.get("mcp-session-id") if headers is not None else None
     current_session.set(f"http-{session_id}" if session_id else DEFAULT_SESSION)
     return await call_next(ctx)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_http_security(settings: ServerSettings) -> None:

@@ -22,9 +22,10 @@ from symphony_mcp.bench.command import BenchRequest, run_bench
 from symphony_mcp.bench.miniwob import DEFAULT_SUBSET, MiniWobAdapter
 from symphony_mcp.bench.miniwob.adapter import PROFILE_DIR
 from symphony_mcp.bench.miniwob.tasks import html_directory
-from symphony_mcp.bench.miniwob.window import fitted_zoom, processes_of
+from symphony_mcp.bench.miniwob.window import TaskWindowError, fitted_zoom, processes_of
 from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
-from symphony_mcp.config import load_settings
+from symphony_mcp.config import DisplaySettings, load_settings
+from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
 from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
 from testkit.model_server import StandInModel
@@ -101,6 +102,23 @@ async def test_seeded_episodes_unfinished_and_closed_windows_score_zero(xdisplay
         await adapter.teardown(environment)
         await adapter.close()
     assert processes_of(profile) == []
+
+
+@pytest.mark.anyio
+async def test_a_display_without_window_manager_fails_at_once_naming_it(tmp_path: Path) -> None:
+    """Before, the kiosk window's full-screen wait ran 30 s into a Playwright timeout that never named the manager."""
+    display = start_virtual_display(DisplaySettings(resolution="1280x800", window_manager=""))
+    adapter = MiniWobAdapter()
+    environment = Environment("env-test", display.name, tmp_path, SpawnServer())
+    try:
+        with pytest.raises(TaskWindowError, match=f"display {display.name} has no window manager") as failure:
+            await adapter.setup(environment)
+        assert "apt-get install -y openbox" in str(failure.value)
+        assert processes_of(tmp_path / PROFILE_DIR) == []  # nothing was started
+    finally:
+        await adapter.teardown(environment)
+        await adapter.close()
+        display.stop()
 
 
 def test_smoke_policy_on_two_environments_solves_three_tasks_and_a_wrong_click_scores_zero(

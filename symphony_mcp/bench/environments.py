@@ -16,18 +16,22 @@ from pathlib import Path
 
 from symphony_mcp.bench.types import Environment
 from symphony_mcp.config import Settings
+from symphony_mcp.desktop.live_view import live_view_for
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
 from symphony_mcp.orchestrator.api import spawned_server
 from symphony_mcp.orchestrator.connection import SpawnServer
 
 
 def environment_server(settings: Settings, display: str, *server_args: str) -> SpawnServer:
-    """`symphony-mcp serve` on `display` with the client's settings (its trajectory dir set per task)."""
+    """`symphony-mcp serve` on `display` with the client's settings (its trajectory dir set per task). The environment
+    owns the display and its live view: a task's server starts neither, whatever the environment or config file say."""
     base = spawned_server(settings, *server_args)
-    return SpawnServer(
-        base.args,
-        {**base.env, "DISPLAY": display, "SYMPHONY_DISPLAY__DISPLAY": display, "SYMPHONY_DISPLAY__VIRTUAL": "never"},
-    )
+    own = {
+        "SYMPHONY_DISPLAY__DISPLAY": display,
+        "SYMPHONY_DISPLAY__VIRTUAL": "never",
+        "SYMPHONY_VIEW__ENABLED": "false",
+    }
+    return SpawnServer(base.args, {**base.env, "DISPLAY": display, **own})
 
 
 def server_for_task(environment: Environment, trajectory_dir: Path) -> SpawnServer:
@@ -38,13 +42,16 @@ def server_for_task(environment: Environment, trajectory_dir: Path) -> SpawnServ
 
 @contextmanager
 def started_environment(
-    name: str, settings: Settings, workdir: Path, server_args: tuple[str, ...] = ()
+    name: str, settings: Settings, workdir: Path, server_args: tuple[str, ...] = (), view_port: int | None = None
 ) -> Iterator[Environment]:
-    """One environment: a display of the configured resolution, stopped on the way out."""
+    """One environment: a display of the configured resolution, and its live view when settings.view asks for one
+    (on `view_port`, default settings.view.port), stopped on the way out."""
     display: VirtualDisplay = start_virtual_display(settings.display)
     try:
-        workdir.mkdir(parents=True, exist_ok=True)
-        yield Environment(name, display.name, workdir, environment_server(settings, display.name, *server_args))
+        with live_view_for(display.name, settings.view, view_port) as view:
+            workdir.mkdir(parents=True, exist_ok=True)
+            server = environment_server(settings, display.name, *server_args)
+            yield Environment(name, display.name, workdir, server, view.url if view else None)
     finally:
         display.stop()
 
@@ -61,6 +68,13 @@ def started_environments(
             root = Path(tempfile.mkdtemp(prefix="symphony-bench-"))
             stack.callback(shutil.rmtree, root, True)
         yield [
-            stack.enter_context(started_environment(f"env-{i}", settings, root / f"env-{i}", server_args))
+            stack.enter_context(
+                started_environment(f"env-{i}", settings, root / f"env-{i}", server_args, _view_port(settings, i))
+            )
             for i in range(count)
         ]
+
+
+def _view_port(settings: Settings, index: int) -> int:
+    """Environment `index`'s live view port: settings.view.port + index, or any free port when that is 0."""
+    return settings.view.port + index if settings.view.port else 0

@@ -54,6 +54,7 @@ class Environment:
     display: str  # e.g. ":42"
     workdir: Path
     server: SpawnServer  # `symphony-mcp serve` on this display (run_task spawns it per task)
+    view_url: str | None = None  # the display's live view in a browser (settings.view), when on
 
     def env(self) -> dict[str, str]:
         """Environment variables for programs an adapter starts on this environment's display."""

@@ -63,6 +63,24 @@ def choose(settings: CodeSettings) -> Confinement:
     )
 
 
+BWRAP_FIX = "apt-get install -y bubblewrap"
+
+
+def weaker_than_bwrap(settings: CodeSettings) -> str | None:
+    """What code would run under here instead of bubblewrap (or why it would not run), or None when bubblewrap
+    confines it: the server logs it at start and `doctor` prints it, both with BWRAP_FIX."""
+    try:
+        confinement = choose(settings)
+    except PolicyError as exc:
+        return str(exc)
+    if confinement == "bwrap":
+        return None
+    why = "settings code.backend=unshare" if settings.backend == "unshare" else "bubblewrap is missing or fails here"
+    if confinement == "unshare":
+        return f"code runs in `unshare` namespaces, which hide listed home secrets but not the file system ({why})"
+    return f"code runs unconfined, with the server user's full rights ({why})"
+
+
 def _bwrap_probe() -> list[str]:
     return ["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--"]
 

@@ -29,6 +29,10 @@ from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError
 
 log = logging.getLogger(__name__)
+XVFB_FIX = "apt-get install -y xvfb"
+WINDOW_MANAGER_FIX = (
+    "apt-get install -y openbox (the virtual display's window manager, settings display.window_manager)"
+)
 
 
 @dataclass
@@ -59,9 +63,7 @@ def needs_virtual_display(settings: DisplaySettings) -> bool:
 def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> VirtualDisplay:
     """Start Xvfb on a free display number (Xvfb picks it via -displayfd) and a window manager."""
     if shutil.which("Xvfb") is None:
-        raise DisplayUnavailableError(
-            "no display and Xvfb is not installed: `apt-get install xvfb` (and openbox), or set DISPLAY"
-        )
+        raise DisplayUnavailableError(f"no display and Xvfb is not installed: {XVFB_FIX} (and openbox), or set DISPLAY")
     width, height = settings.size
     read_fd, write_fd = os.pipe()
     tie = tied_to_this_process()
@@ -101,7 +103,9 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
                 _wait_for_window_manager(display.name, timeout)
             else:
                 log.warning(
-                    "window manager %r not found; windows will not be listable or focusable", settings.window_manager
+                    "window manager %r not found; windows will not be listable or focusable (MiniWoB++ cannot run): %s",
+                    settings.window_manager,
+                    WINDOW_MANAGER_FIX,
                 )
     except BaseException:
         display.stop()
@@ -144,23 +148,28 @@ def _read_display_number(read_fd: int, xvfb: subprocess.Popen[bytes], timeout: f
 
 
 def _wait_for_window_manager(display_name: str, timeout: float) -> None:
-    """EWMH managers announce themselves with _NET_SUPPORTING_WM_CHECK on the root window."""
-    from Xlib import X
-
+    """Wait until the window manager announces itself; the server starts anyway (with a warning) if it does not."""
     deadline = time.monotonic() + timeout
     try:
-        conn = open_display("waiting for the window manager", display_name)
+        while not has_window_manager(display_name):
+            if time.monotonic() > deadline:
+                log.warning("window manager did not announce itself within %g s", timeout)
+                return
+            time.sleep(0.05)
     except DisplayUnavailableError as exc:
         # The server still starts: every tool that needs the display then answers with this reason.
         log.warning("%s", exc)
-        return
+
+
+def has_window_manager(display_name: str) -> bool:
+    """Whether an EWMH window manager runs on the display: it announces itself with _NET_SUPPORTING_WM_CHECK on the
+    root window. Raises DisplayUnavailableError when the display cannot be opened."""
+    from Xlib import X
+
+    conn = open_display("checking for a window manager", display_name)
     try:
         atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
-        while time.monotonic() < deadline:
-            if conn.screen().root.get_full_property(atom, X.AnyPropertyType) is not None:
-                return
-            time.sleep(0.05)
-        log.warning("window manager did not announce itself within %g s", timeout)
+        return conn.screen().root.get_full_property(atom, X.AnyPropertyType) is not None
     finally:
         conn.close()
 

@@ -26,7 +26,7 @@ from playwright.async_api import Error as PlaywrightError
 from Xlib.display import Display
 from Xlib.error import DisplayError as XError
 
-from symphony_mcp.desktop.virtual_display import tied_to_this_process
+from symphony_mcp.desktop.virtual_display import WINDOW_MANAGER_FIX, has_window_manager, tied_to_this_process
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.search.chromium import LAUNCH_ARGS
 
@@ -110,6 +110,11 @@ class TaskWindow:
         )
 
     async def start(self, playwright: Playwright) -> None:
+        if not await asyncio.to_thread(has_window_manager, self.display):  # else the full-screen wait times out
+            raise TaskWindowError(
+                f"display {self.display} has no window manager, and the kiosk window fills the screen only under "
+                f"one: {WINDOW_MANAGER_FIX}"
+            )
         self.profile.mkdir(parents=True, exist_ok=True)
         port_file = self.profile / "DevToolsActivePort"
         port_file.unlink(missing_ok=True)

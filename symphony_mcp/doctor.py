@@ -1,0 +1,254 @@
+"""`symphony-mcp doctor`: what this machine has and lacks for each capability, each with the command that fixes it.
+
+One check per capability (CHECKS), each a bounded probe; they run in parallel, so the whole takes about as long as
+the slowest. A check fails when the default server (or something the settings turn on) cannot work without it, and
+warns when a capability is weaker or absent but the server still runs; `doctor` exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import httpx
+
+from symphony_mcp.bench.osworld.account import find_task_user
+from symphony_mcp.code.confine import BWRAP_FIX, choose, weaker_than_bwrap
+from symphony_mcp.config import MODEL_ROLES, ModelRole, Settings
+from symphony_mcp.desktop.live_view import VIEW_FIX, missing_parts
+from symphony_mcp.desktop.virtual_display import (
+    WINDOW_MANAGER_FIX,
+    XVFB_FIX,
+    has_window_manager,
+    needs_virtual_display,
+)
+from symphony_mcp.errors import PolicyError, SymphonyError
+from symphony_mcp.models.endpoints import ResolvedEndpoint, is_configured, resolve_endpoint, setting_name
+
+Status = Literal["ok", "warn", "fail"]
+MODEL_PROBE_SECONDS = 3.0  # one GET of /models per endpoint: an endpoint slower than this is as good as down here
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    detail: str
+    fix: str = ""  # the exact command or setting; empty when nothing is to be done
+    subject: str = ""  # which one, when a check judges several (the model roles)
+
+
+@dataclass(frozen=True)
+class Finding:
+    capability: str
+    status: Status
+    detail: str
+    fix: str
+
+    def line(self) -> str:
+        fix = f" -> fix: {self.fix}" if self.fix else ""
+        return f"{self.status.upper():<4}  {self.capability}: {self.detail}{fix}"
+
+
+@dataclass(frozen=True)
+class Check:
+    capability: str
+    probe: Callable[[Settings], Verdict | list[Verdict]]
+
+
+def _display(settings: Settings) -> Verdict:
+    if needs_virtual_display(settings.display):
+        if xvfb := shutil.which("Xvfb"):
+            return Verdict("ok", f"no display given: the server starts its own Xvfb ({xvfb})")
+        return Verdict("fail", "no display given and Xvfb is not on PATH", f"{XVFB_FIX}, or set DISPLAY")
+    name = settings.display.display or os.environ.get("DISPLAY")
+    if name is None:
+        return Verdict("fail", "no DISPLAY and display.virtual=never", "SYMPHONY_DISPLAY__VIRTUAL=auto")
+    try:
+        has_window_manager(name)
+    except SymphonyError as exc:
+        return Verdict("fail", str(exc), f"start the X server of {name}, or unset DISPLAY so the server starts Xvfb")
+    return Verdict("ok", f"using display {name}")
+
+
+def _window_manager(settings: Settings) -> Verdict:
+    if needs_virtual_display(settings.display):
+        manager = settings.display.window_manager
+        if not manager:
+            return Verdict(
+                "warn", "none on the virtual display: windows cannot be listed or focused", WINDOW_MANAGER_FIX
+            )
+        if shutil.which(manager) is None:
+            return Verdict(
+                "fail",
+                f"{manager} is not on PATH: windows cannot be listed or focused, MiniWoB++ cannot run",
+                WINDOW_MANAGER_FIX if manager == "openbox" else f"install {manager}, or {WINDOW_MANAGER_FIX}",
+            )
+        return Verdict("ok", f"{manager} (started on the virtual display)")
+    name = settings.display.display or os.environ.get("DISPLAY")
+    if name is None:
+        return Verdict("warn", "cannot tell: no display (see display)")
+    try:
+        present = has_window_manager(name)
+    except SymphonyError:
+        return Verdict("warn", "cannot tell: the display cannot be opened (see display)")
+    if present:
+        return Verdict("ok", f"one runs on {name}")
+    return Verdict(
+        "warn",
+        f"none runs on {name}: windows cannot be listed or focused",
+        f"DISPLAY={name} openbox & ({WINDOW_MANAGER_FIX})",
+    )
+
+
+def _ocr(settings: Settings) -> Verdict:
+    if settings.ocr.engine == "easyocr":
+        if importlib.util.find_spec("easyocr") is None:
+            return Verdict(
+                "fail", "ocr.engine is easyocr but easyocr is not installed",
+                ".venv/bin/python -m pip install '.[easyocr]' -c scripts/constraints-cpu.txt",
+            )  # fmt: skip
+        return Verdict("ok", "EasyOCR is installed")
+    from symphony_mcp.vision.ocr.tesseract_engine import find_tessdata
+
+    if importlib.util.find_spec("tesserocr") is None:
+        return Verdict("fail", "tesserocr is not installed", "pip install tesserocr (a dependency of symphony-mcp)")
+    language = settings.ocr.language
+    try:
+        folder = find_tessdata(language)
+    except SymphonyError:
+        return Verdict(
+            "fail",
+            f"no Tesseract data for ocr.language={language!r}: find_text and ocr cannot read the screen",
+            f"apt-get install -y tesseract-ocr-{language}",
+        )
+    return Verdict("ok", f"Tesseract with {language!r} data in {folder}")
+
+
+def _code(settings: Settings) -> Verdict:
+    weaker = weaker_than_bwrap(settings.code)
+    if weaker is None:
+        return Verdict("ok", "run_code is confined by bubblewrap")
+    try:
+        choose(settings.code)
+    except PolicyError:
+        return Verdict("fail", f"run_code refuses to run: {weaker}", BWRAP_FIX)
+    return Verdict("warn", weaker, f"{BWRAP_FIX} (and SYMPHONY_CODE__BACKEND=auto)")
+
+
+def _chromium(settings: Settings) -> Verdict:
+    from symphony_mcp.search.chromium import chromium_executable  # with Playwright: only for this probe
+
+    try:
+        return Verdict("ok", chromium_executable(settings.search))
+    except SymphonyError as exc:
+        fix = "apt-get install -y chromium"
+        if settings.search.browser is not None:
+            fix = f"point SYMPHONY_SEARCH__BROWSER at a Chromium, or unset it after {fix}"
+        return Verdict("warn", f"{exc} (search_tutorial and MiniWoB++ need it)", fix)
+
+
+def _models(settings: Settings) -> list[Verdict]:
+    configured = [role for role in MODEL_ROLES if is_configured(settings.models, role)]
+    missing = [role for role in MODEL_ROLES if role not in configured]
+    verdicts = []
+    if missing:
+        example = "DEFAULT" if not configured else missing[0].upper()
+        verdicts.append(
+            Verdict(
+                "warn",
+                f"not configured for {', '.join(missing)}: the tools that need them say so when called",
+                f"SYMPHONY_MODELS__{example}__BASE_URL=http://HOST:PORT/v1 SYMPHONY_MODELS__{example}__MODEL=NAME",
+                "unconfigured",
+            )
+        )
+    with ThreadPoolExecutor(max_workers=max(1, len(configured))) as pool:
+        verdicts += pool.map(lambda role: _model(settings, role), configured)
+    return verdicts
+
+
+def _model(settings: Settings, role: ModelRole) -> Verdict:
+    try:
+        endpoint = resolve_endpoint(settings.models, role)
+    except SymphonyError as exc:
+        return Verdict("fail", str(exc), setting_name(role, "api_key"), role)
+    return _reachable(endpoint)
+
+
+def _reachable(endpoint: ResolvedEndpoint) -> Verdict:
+    """GET /models, bounded: reachable, the key accepted, and the model listed when the endpoint lists models."""
+    url = endpoint.base_url.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    role, where = endpoint.role, endpoint.describe()
+    try:
+        answer = httpx.get(url, headers=headers, timeout=MODEL_PROBE_SECONDS)
+    except httpx.HTTPError as exc:
+        fix = f"start the model server, or set {setting_name(role, 'base_url')}"
+        return Verdict("fail", f"{where} is unreachable: {type(exc).__name__} {exc}".strip(), fix, role)
+    if answer.status_code in (401, 403):
+        fix = f"set {setting_name(role, 'api_key')} (or {setting_name(role, 'api_key_env')})"
+        return Verdict("fail", f"{where} refused the API key (HTTP {answer.status_code})", fix, role)
+    if answer.status_code >= 400:
+        return Verdict("warn", f"{where} answers, but GET /models gave HTTP {answer.status_code}", "", role)
+    try:
+        listed = {str(model.get("id")) for model in answer.json().get("data", [])}
+    except (ValueError, AttributeError):
+        listed = set()
+    if listed and endpoint.model not in listed:
+        some = ", ".join(sorted(listed)[:5])
+        return Verdict("warn", f"{where} does not list {endpoint.model!r} (it lists {some})",
+                       f"set {setting_name(role, 'model')} to one it serves", role)  # fmt: skip
+    return Verdict("ok", f"{where} answers", "", role)
+
+
+def _live_view(settings: Settings) -> Verdict:
+    if missing := missing_parts():
+        status: Status = "fail" if settings.view.enabled else "warn"
+        return Verdict(status, f"serve --view needs {', '.join(missing)}", VIEW_FIX)
+    return Verdict("ok", "x11vnc, websockify and noVNC are installed (serve --view)")
+
+
+def _osworld_account(settings: Settings) -> Verdict:
+    found = find_task_user("user", "password")
+    if isinstance(found, str):
+        return Verdict(
+            "warn", f"bench osworld cannot run its tasks: {found}", "symphony-mcp osworld-user create (as root)"
+        )
+    return Verdict("ok", f"the task account 'user' ({found.home}) is ready")
+
+
+CHECKS = (
+    Check("display", _display),
+    Check("window manager", _window_manager),
+    Check("OCR", _ocr),
+    Check("code confinement", _code),
+    Check("Chromium", _chromium),
+    Check("models", _models),
+    Check("live view", _live_view),
+    Check("OSWorld account", _osworld_account),
+)
+
+
+def diagnose(settings: Settings, checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
+    """Every check's findings, in the checks' order; the probes run at once."""
+    with ThreadPoolExecutor(max_workers=len(checks)) as pool:
+        results = list(pool.map(lambda check: check.probe(settings), checks))
+    findings = []
+    for check, result in zip(checks, results, strict=True):
+        for verdict in result if isinstance(result, list) else [result]:
+            capability = f"{check.capability} ({verdict.subject})" if verdict.subject else check.capability
+            findings.append(Finding(capability, verdict.status, verdict.detail, verdict.fix))
+    return findings
+
+
+def report(findings: list[Finding], as_json: bool) -> tuple[str, bool]:
+    """The text to print, and whether anything failed (the command then exits with its 'unavailable' status)."""
+    failed = any(finding.status == "fail" for finding in findings)
+    if as_json:
+        return json.dumps({"ok": not failed, "findings": [asdict(f) for f in findings]}, indent=2), failed
+    return "\n".join(finding.line() for finding in findings), failed
