@@ -409,7 +409,7 @@ def _serve(settings: Settings) -> int:
         print(f"symphony-mcp: {exc}", file=sys.stderr)
         return 1
     if stopped_by is not None and settings.server.transport == "stdio":
-        exit_now(0)  # everything is closed; only the SDK's stdin reader, blocked until stdin closes, remains
+        exit_now(0)  # everything is closed; only the stdin reader, blocked until stdin closes, remains
     return 0
 
 
