@@ -578,7 +578,7 @@ def _serve(settings: Settings) -> int:
     except (SymphonyError, ValueError, OSError) as exc:
         return _fail(exc)
     if stopped_by is not None and settings.server.transport == "stdio":
-        exit_now(0)  # everything is closed; only the SDK's stdin reader, blocked until stdin closes, remains
+        exit_now(0)  # everything is closed; only the stdin reader, blocked until stdin closes, remains
     return ExitCode.OK
 
 

@@ -18,8 +18,18 @@ from collections.abc import Iterator
 import pytest
 
 from testkit.fuzz.harness import Harness
-from testkit.fuzz.runner import Session, connected, fuzz_each_tool, fuzz_resources, fuzz_sequences, tool_names
+from testkit.fuzz.runner import (
+    Session,
+    connected,
+    fuzz_each_tool,
+    fuzz_invalid_ids,
+    fuzz_resources,
+    fuzz_sequences,
+    fuzz_values_of,
+    tool_names,
+)
 from testkit.fuzz.sandbox import Sandbox, make_sandbox
+from testkit.fuzz.values import ODD_WORKDIRS
 from testkit.model_server import StandInModel
 
 # Draws per tool and per resource template, random sequences of tools: 43 s for both tests here at load
@@ -64,10 +74,25 @@ def test_every_listed_tool_survives_fuzzed_calls(sandbox: Sandbox) -> None:
     assert_no_stray_files(sandbox, session.harness)
 
 
-def test_raw_nan_infinity_and_lone_surrogates_get_answers(sandbox: Sandbox) -> None:
-    """What the MCP client cannot send (it writes NaN and Infinity as null, refuses lone surrogates), as raw
-    JSON-RPC lines to every listed tool."""
+@pytest.mark.xfail(
+    strict=True,
+    reason="run_code answers each of these with an internal error (FileExistsError, ENAMETOOLONG, RecursionError) "
+    "until the run_code branch's workdir checks are merged; remove this mark then (strict: it fails once they pass)",
+)
+def test_odd_work_directories_get_clear_answers(sandbox: Sandbox) -> None:
+    """Each odd work directory (an existing file, a fifo, a symlink to a file, a 300-character name, "d/" * 1500)
+    given to every tool that takes a workdir, the other arguments valid: a result or a clear error, never a hang."""
+    with connected(sandbox) as session:
+        fuzz_values_of(session, "workdir", ODD_WORKDIRS)
+        assert {"run_code"} <= set(session.harness.stats.by_tool)
+    assert_no_stray_files(sandbox, session.harness)
+
+
+def test_raw_nan_infinity_lone_surrogates_deep_nesting_and_invalid_ids_get_answers(sandbox: Sandbox) -> None:
+    """What the MCP client cannot send (it writes NaN and Infinity as null, refuses lone surrogates, cannot write
+    arrays nested 1,000 deep, numbers its requests itself), as raw JSON-RPC lines to every listed tool."""
     with connected(sandbox, raw=True) as session:
         fuzz_each_tool(session, RAW_EXAMPLES_PER_TOOL)
+        fuzz_invalid_ids(session)
         assert_every_tool_called(session)
     assert_no_stray_files(sandbox, session.harness)

@@ -23,7 +23,7 @@ from testkit.fuzz.desktop_state import DesktopState
 from testkit.fuzz.harness import Harness
 from testkit.fuzz.raw_stdio import RawStdioClient
 from testkit.fuzz.sandbox import Sandbox
-from testkit.fuzz.values import TRAVERSAL, arguments, uri_variables
+from testkit.fuzz.values import INVALID_IDS, TRAVERSAL, arguments, uri_variables
 
 
 @dataclass
@@ -145,6 +145,46 @@ def fuzz_template(session: Session, pattern: str, examples: int) -> None:
         session.portal.call(session.harness.read_resource, uri)
 
     _run(session, read)
+
+
+def fuzz_values_of(session: Session, argument: str, values: tuple[Any, ...]) -> None:
+    """Each of `values` as `argument` of every listed tool that takes it, its other arguments a valid draw: the
+    hostile draws reach a given value only by chance, these reach each one."""
+    for tool in session.tools:
+        if argument in tool.input_schema.get("properties", {}):
+            for value in values:
+                _run(session, _call_with(session, tool, {argument: value}))
+
+
+def _call_with(session: Session, tool: Tool, fixed: dict[str, Any]) -> Callable[[], None]:
+    """A one-draw hypothesis test: `tool` called with valid arguments, `fixed` put over them."""
+
+    @_settings(1)
+    @given(data=st.data())
+    def one_call(data: st.DataObject) -> None:
+        args = data.draw(arguments(tool.input_schema, valid=True), label=f"{tool.name} arguments")
+        session.portal.call(session.harness.call_tool, tool.name, {**args, **fixed})
+        session.portal.call(session.harness.end_sequence)
+
+    return one_call
+
+
+def fuzz_invalid_ids(session: Session) -> None:
+    """Every listed tool called with each request id JSON-RPC does not allow: each gets an error answer (id null),
+    and the server stays alive (raw sessions only: the MCP client numbers its requests itself)."""
+    client = session.harness.client
+    assert isinstance(client, RawStdioClient), "invalid ids need the raw client"
+    for tool in session.tools:
+        for request_id in INVALID_IDS:
+
+            async def call(tool: str = tool.name, request_id: Any = request_id) -> tuple[str, str]:
+                await client.call_with_invalid_id(request_id, tool, {})
+                return "ok", ""
+
+            outcome = session.portal.call(
+                session.harness.checked, tool.name, f"{tool.name} with id {request_id!r}", call
+            )
+            assert outcome == "jsonrpc_error -32600", (tool.name, request_id, outcome)
 
 
 def tool_names(session: Session) -> list[str]:

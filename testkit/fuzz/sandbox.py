@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mcp import StdioServerParameters
 
+from symphony_mcp.code.local import CODE_WORKDIR
 from symphony_mcp.search.docs_index import build_index
 
 # Programs the server needs on PATH to start its own display (Xvfb, openbox) and to confine run_code's python
@@ -81,7 +82,17 @@ class Sandbox:
                 raise RuntimeError(f"{program} is not installed; the fuzz sandbox needs it")
             (self.bin / program).symlink_to(found)
         self._index_docs()
+        self._odd_workdirs()
         return self
+
+    def _odd_workdirs(self) -> None:
+        """What values.ODD_WORKDIRS names in the code work directory (where relative workdirs resolve): a file,
+        a fifo and a symlink to the file, none of them a directory to run in."""
+        work = self.trajectories / CODE_WORKDIR
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "odd-file").write_text("not a directory\n")
+        os.mkfifo(work / "odd-fifo")
+        (work / "odd-link").symlink_to(work / "odd-file")
 
     def _index_docs(self) -> None:
         """A small offline docs index, so search_docs answers from real pages (engine=local, no network)."""
@@ -113,6 +124,8 @@ class Sandbox:
             "PATH": str(self.bin),
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",  # the venv's caches are not the server's doing
+            # The code under test: a checkout other than the venv's editable install is put first on the path.
+            **{name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ},
             # Waits are bounded by the server's setting: a short one keeps the run's calls short, and not below
             # open_app's default wait for a window (4 s), which would fail every open_app that omits it.
             "SYMPHONY_INPUT__MAX_WAIT_SECONDS": "5",

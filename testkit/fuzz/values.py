@@ -4,13 +4,15 @@ Nothing here names a tool. Valid draws come from hypothesis-jsonschema, with a f
 argument's name (key names, coordinates on the screen, short text) so that valid calls reach real actions
 instead of failing the first check. Hostile draws take a valid draw and replace, add or drop arguments:
 wrong types, huge, negative and non-finite numbers, empty and 1 MB strings, control characters, traversal
-strings for anything that names a path, file, id or URI, and shell metacharacters.
+strings for anything that names a path, file, id or URI, odd directories for a work directory, and shell
+metacharacters; over the raw client also arrays nested up to 100,000 deep and invalid request ids.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -92,8 +94,38 @@ NUMBERS = (
     -1e308,
     5e-324,
 )
-# What only a raw JSON-RPC client can send: the MCP client writes NaN and Infinity as null and refuses surrogates.
-RAW_ONLY = (math.nan, math.inf, -math.inf, "\ud800", "a\udfffb", "\udc00\ud800")
+
+
+@dataclass(frozen=True)
+class Nested:
+    """Arrays nested `depth` deep: written by the raw client as brackets (Python's json cannot write ~1,000)."""
+
+    depth: int
+
+    @property
+    def token(self) -> str:
+        """What stands for it in the JSON text until the raw client puts the brackets in."""
+        return f"\u2063nested-{self.depth}\u2063"
+
+
+# Around the server's parser's limit (201 levels, counting the message's own) and far past it.
+NESTING_DEPTHS = (150, 198, 199, 1_000, 100_000)
+# What only a raw JSON-RPC client can send: the MCP client writes NaN and Infinity as null, refuses surrogates and
+# cannot encode deep nesting.
+RAW_ONLY = (
+    math.nan,
+    math.inf,
+    -math.inf,
+    "\ud800",
+    "a\udfffb",
+    "\udc00\ud800",
+    *(Nested(depth) for depth in NESTING_DEPTHS),
+)
+# Request ids JSON-RPC does not allow (a string or an integer): each must be answered, with id null.
+INVALID_IDS: tuple[Any, ...] = ({}, 1.5, True, None, [1], -0.5, 1e3)
+# Work directories that are not directories, or not ones a path can name: created in the code work directory by
+# the sandbox (file, fifo, symlink to the file), a name past NAME_MAX, a path of 1,500 levels.
+ODD_WORKDIRS = ("odd-file", "odd-fifo", "odd-link", "n" * 300, "d/" * 1500)
 WRONG_TYPES: tuple[Any, ...] = (None, True, False, [], {}, [1, 2], {"a": 1}, [None], "1", "x", [[[]]])
 # Names of keys on any keyboard, for arguments that name keys.
 KEYS = ("a", "z", "1", "shift", "ctrl", "alt", "enter", "tab", "esc", "space", "backspace", "f1", "left", "super", "é")
@@ -107,12 +139,15 @@ _COORD = re.compile(r"(^|_)(x|y)$")
 _SECONDS = re.compile(r"seconds|duration")
 _ID = re.compile(r"(^|_)id$")
 _COMMAND = re.compile(r"^(target|command)$")
+_WORKDIR = re.compile(r"workdir")
 
 
 def hostile_strings(name: str) -> st.SearchStrategy[str]:
     pool = [*SHELL, *CONTROL, *STRINGS]
     if _PATHISH.search(name):
         pool = [*TRAVERSAL, *(quote(t, safe="") for t in TRAVERSAL[:4]), *pool]
+    if _WORKDIR.search(name):
+        pool = [*ODD_WORKDIRS, *pool]
     return st.just(HUGE) | st.sampled_from(pool) | st.text(max_size=40)
 
 
