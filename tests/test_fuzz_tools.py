@@ -74,11 +74,6 @@ def test_every_listed_tool_survives_fuzzed_calls(sandbox: Sandbox) -> None:
     assert_no_stray_files(sandbox, session.harness)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run_code answers each of these with an internal error (FileExistsError, ENAMETOOLONG, RecursionError) "
-    "until the run_code branch's workdir checks are merged; remove this mark then (strict: it fails once they pass)",
-)
 def test_odd_work_directories_get_clear_answers(sandbox: Sandbox) -> None:
     """Each odd work directory (an existing file, a fifo, a symlink to a file, a 300-character name, "d/" * 1500)
     given to every tool that takes a workdir, the other arguments valid: a result or a clear error, never a hang."""
