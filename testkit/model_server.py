@@ -35,6 +35,7 @@ class Reply:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None  # sent as is instead of a completion when given
+    fields: dict[str, Any] = field(default_factory=dict)  # more fields of the answer message, e.g. reasoning_content
 
 
 @dataclass
@@ -153,7 +154,12 @@ class StandInModel:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": reply.text, **_tool_calls(reply, str(completion))},
+                        "message": {
+                            "role": "assistant",
+                            "content": reply.text,
+                            **_tool_calls(reply, str(completion)),
+                            **reply.fields,
+                        },
                         "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                     }
                 ],

@@ -283,3 +283,24 @@ async def test_files_outside_the_sandbox_are_not_described_to_the_model(
         f"File named in the task: {files}/notes.txt -> {files}/notes.txt (5 bytes)",
         f"File named in the task: {files}/shadow.txt -> {files}/shadow.txt (a symbolic link, not followed)",
     ], facts
+
+
+async def test_numbers_in_the_task_are_not_taken_for_files(
+    xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """Issue 26 item 5: "File named in the task: 12.50 -> not found" reached the Coder's prompt. A word of digits
+    and dots is a number or a version; names with letters, even with a numeric extension (app.log.1), are files."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "prices.csv").write_text("item,price\n")
+    (files / "app.log.1").write_text("old\n")
+    stand_in.script("Nothing to run.\n**DONE**", "Nothing was done.")
+    task = "Set the price to 12.50 (not 3.14 or -0.5) in prices.csv with version 1.2.3 of the tool; read app.log.1"
+    async with coder_server(xdisplay, stand_in, tmp_path, files) as client:
+        called = await client.call_tool("code_agent", {"task": task, "budget": 2})
+        assert not called.is_error, called.content
+    facts = [line.lstrip("- ") for line in stand_in.requests[0].texts()[1].splitlines() if "File named in" in line]
+    assert facts == [
+        f"File named in the task: prices.csv -> {files}/prices.csv (11 bytes)",
+        f"File named in the task: app.log.1 -> {files}/app.log.1 (4 bytes)",
+    ], facts

@@ -143,7 +143,8 @@ async def test_editor_task_completes_through_format_retry_reflection_and_checker
     steps = read_trajectory(outcome.directory)
     assert [s.action for s in steps] == ["open", "hotkey", "type", "hotkey"]
     assert [r.trajectory_step for r in record.steps] == [1, 2, None, 3, 4, None]
-    assert steps[2].plan == "Do the next thing." and steps[0].thought and "(Grounded action)" in steps[0].thought
+    assert steps[2].plan == "Do the next thing." and steps[0].thought and "(Screenshot analysis)" in steps[0].thought
+    assert "(Grounded action)" not in steps[0].thought and "```" not in steps[0].thought  # the action is recorded
     assert (outcome.directory / "result.txt").read_text().strip() == "1.0"
     saved = RunRecord.model_validate_json((outcome.directory / "run.json").read_text())
     assert saved.outcome == "success" and saved.usage["orchestrator"].calls == 7

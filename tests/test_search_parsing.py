@@ -17,6 +17,21 @@ def answer(call: str, thought: str = "Reasoning.") -> str:
 
 
 @pytest.mark.parametrize(
+    "written",
+    [
+        'The page lists:\n```json\n{"menu": "View"}\n```\nI look for the menu.\n```python\nclick(3)\n```',
+        "I look for the menu.\n```bash\nnot an action\n```\n```python\nclick(3)\n```\nIt should open.",
+        "I look for the menu.\n```python\nclick(3)",  # cut at a stop sequence before the closing fence
+    ],
+)
+def test_the_action_is_the_last_python_block_among_others(written: str) -> None:
+    """Issue 26 item 5: fences were paired by a regular expression, so a json or bash block before the action made
+    the text between two blocks the "code" (the action was lost), and an unclosed last fence was no action."""
+    action = parse_action(written, final=False)
+    assert action.code == "click(3)" and action.element == 3 and "I look for the menu." in action.thought
+
+
+@pytest.mark.parametrize(
     ("call", "expected"),
     [
         ("click(3)", {"name": "click", "element": 3}),

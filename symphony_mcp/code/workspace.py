@@ -24,6 +24,8 @@ MAX_LISTED = 50  # changed files reported
 _PATHS_IN_TASK = re.compile(
     r"(?:~/|\.{0,2}/)?[\w.@+-]+(?:/[\w.@+-]+)*\.[A-Za-z0-9]{1,8}\b|(?:~/|/)[\w.@+-]+(?:/[\w.@+-]+)+"
 )
+# A word of digits and dots (12.50, 3.14, 1.2.3, 2024.01.05) is a number or a version, not a file name.
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)+")
 
 Snapshot = dict[str, tuple[int, int]]
 
@@ -45,8 +47,9 @@ def environment_facts(workdir: Path, writable: list[Path], task: str, python_ver
 
 
 def named_files(task: str) -> list[str]:
-    """Path-like words of the task (file.ext, ~/dir/file, /abs/path), in order, once each."""
-    return list(dict.fromkeys(match.group(0) for match in _PATHS_IN_TASK.finditer(task)))[:20]
+    """Path-like words of the task (file.ext, ~/dir/file, /abs/path), in order, once each; numbers are not."""
+    words = (match.group(0) for match in _PATHS_IN_TASK.finditer(task))
+    return list(dict.fromkeys(word for word in words if not _NUMBER.fullmatch(word)))[:20]
 
 
 def snapshot(roots: Iterable[Path]) -> Snapshot:

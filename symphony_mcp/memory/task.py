@@ -155,7 +155,7 @@ class Task:
                     ],
                     latest_step=latest.step_num,
                     latest_action=latest.summary,
-                    latest_intent=latest.thought or latest.plan,
+                    latest_intent=latest.intent,
                     latest_screen=await self._model_image(latest.step_num, memoryer.endpoint),
                     hints=hints,
                 ),
@@ -211,7 +211,7 @@ class Task:
             area=self._areas[number],
             points=step.record.screen_points,
             action=step.summary,
-            intent=step.thought or step.plan,
+            intent=step.intent,
         )
 
     async def _model_image(self, number: int, endpoint: ResolvedEndpoint) -> ModelImage:

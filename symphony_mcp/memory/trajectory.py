@@ -54,6 +54,12 @@ class TrajectoryStep(BaseModel):
     milestone: bool = False
     loop: bool = Field(False, description="a loop was detected at this step")
 
+    @property
+    def intent(self) -> str | None:
+        """What the step meant to achieve, for the memoryer: the plan (record_step's intent) before the thought,
+        which holds all the reasoning (a planner's analysis sections with their headers)."""
+        return self.plan or self.thought
+
 
 class TrajectoryWriter:
     """Writes one task directory; the only writer of that directory.

@@ -5,23 +5,57 @@ arguments as literals only, never evaluated. The planner and the searcher both a
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+from markdown_it import MarkdownIt
+
+_MARKDOWN = MarkdownIt("commonmark")
+# Fences that can hold the action: Python's, or none. Other languages (a json or bash block in the reasoning) never do.
+_ACTION_LANGUAGES = frozenset({"", "python", "python3", "py"})
 
 
 class CallError(ValueError):
     """The answer's call cannot be used; the message is feedback for the model."""
 
 
-def last_code_block(answer: str) -> str:
-    """The code of the answer's action: its last fenced block (the answer's final section)."""
-    blocks = _CODE_BLOCK.findall(answer)
-    if not blocks:
+@dataclass(frozen=True)
+class ActionBlock:
+    """The answer's action block and the prose around it (its reasoning, when the model gave any)."""
+
+    code: str
+    before: str
+    after: str
+
+
+def action_block(answer: str) -> ActionBlock:
+    """The answer's last Python (or untagged) fenced block, read as CommonMark reads it: fences pair up whatever
+    their language, a block may stand alone or among prose and other blocks, and an unclosed fence (an answer cut
+    at its stop sequence) runs to the end."""
+    fences = [
+        token
+        for token in _MARKDOWN.parse(answer)
+        if token.type == "fence" and token.map is not None and _language(token.info) in _ACTION_LANGUAGES
+    ]
+    if not fences:
         raise CallError("no action found: end the answer with the action in a ```python code block")
-    return str(blocks[-1]).strip()
+    last = fences[-1]
+    assert last.map is not None
+    start, end = last.map
+    lines = answer.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # CommonMark's line ends only
+    return ActionBlock(
+        code=last.content.strip(), before="\n".join(lines[:start]).strip(), after="\n".join(lines[end:]).strip()
+    )
+
+
+def last_code_block(answer: str) -> str:
+    """The code of the answer's action: its last Python fenced block (the answer's final section)."""
+    return action_block(answer).code
+
+
+def _language(info: str) -> str:
+    return info.strip().split(maxsplit=1)[0].lower() if info.strip() else ""
 
 
 def single_call(code: str) -> ast.Call:

@@ -54,6 +54,7 @@ class Completion:
     elapsed_ms: float
     attempts: int
     tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: str = ""  # the thinking a reasoning model sends beside its answer (reasoning_content or reasoning)
 
 
 class _Transient(Exception):
@@ -183,8 +184,7 @@ class ChatClient:
                 )
                 for c in message.get("tool_calls") or ()
             )
-            content = message.get("content")
-            text = "" if content is None and calls else _content_text(content)
+            text = _content_text(message.get("content"))
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ModelError(
                 f"{self.endpoint.describe()}: the response has no answer message: {str(payload)[:300]}"
@@ -203,6 +203,7 @@ class ChatClient:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
             attempts=attempts,
             tool_calls=calls,
+            reasoning=_reasoning(message),
         )
 
     def _account(self, tokens: TokenUsage | None, attempts: int, started: float, ok: bool) -> None:
@@ -258,9 +259,22 @@ def _server_message(response: httpx.Response) -> str:
 
 
 def _content_text(content: Any) -> str:
-    """Message content as text: a string, or the text parts of a content list."""
+    """Message content as text: a string, or the text parts of a content list; none (`null`: the answer is all
+    tool calls, or all reasoning) is empty, for the caller to judge like any answer without what it needs."""
+    if content is None:
+        return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     raise TypeError(f"unexpected content {content!r}")
+
+
+def _reasoning(message: dict[str, Any]) -> str:
+    """The reasoning beside the answer, under the names OpenAI-compatible servers use (vLLM and DeepSeek:
+    reasoning_content; OpenRouter, Ollama and newer vLLM: reasoning)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""

@@ -34,8 +34,9 @@ from symphony_mcp.models.client import ChatClient, Completion
 from symphony_mcp.models.messages import ModelImage, assistant, user
 from symphony_mcp.models.registry import ModelStatus
 from symphony_mcp.models.usage import UsageLedger
-from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace, section
+from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace
 from symphony_mcp.orchestrator.checker import Checker
+from symphony_mcp.orchestrator.notes import step_notes
 from symphony_mcp.orchestrator.prompts import (
     StepContext,
     Turn,
@@ -256,7 +257,6 @@ class _Run:
                 messages, tools=tools, tool_choice="required" if calling else None
             )
             current.timings.model_ms += completion.elapsed_ms
-            answer = completion.text
             try:
                 action = self._action(completion, context.final)
             except ActionError as exc:
@@ -267,7 +267,9 @@ class _Run:
                 current.model_output = answer
                 continue
             current.model_output, current.action = _written(completion), action
-            current.plan = section(answer, "Next action")
+            current.reasoning = completion.reasoning or None
+            notes = step_notes(completion, calling)
+            current.thought, current.plan = notes.thought, notes.plan
             return action
         return None
 
@@ -356,8 +358,9 @@ class _Run:
         if not steps:
             return
         self.trajectory_steps = current.trajectory_step = max(steps)
-        thought = current.model_output.split("```")[0].strip() or None
-        await self.call("record_step", step=current.trajectory_step, thought=thought, plan=current.plan)
+        if current.thought is None and current.plan is None:  # the answer was its action alone: nothing to add
+            return
+        await self.call("record_step", step=current.trajectory_step, thought=current.thought, plan=current.plan)
 
     async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = await self.client.call_tool(tool, arguments)
@@ -394,7 +397,8 @@ class _Run:
 def _written(completion: Completion) -> str:
     """The answer as text; native calls are appended as code, so histories and reports read the same."""
     calls = "\n".join(f"{c.name}({c.arguments})" for c in completion.tool_calls)
-    return f"{completion.text}\n```python\n{calls}\n```" if calls else completion.text
+    written = f"```python\n{calls}\n```" if calls else ""
+    return "\n".join(part for part in (completion.text, written) if part)
 
 
 def _images(content: list[Any]) -> list[ModelImage]:

@@ -71,8 +71,10 @@ class RunStep(BaseModel):
     screenshot_size: tuple[int, int] | None = None
     reflection: Reflection | None = None
     model_output: str = Field("", description="the planner's final answer for this step")
+    reasoning: str | None = Field(None, description="the thinking the model sent beside that answer, if any")
     rejected_outputs: list[str] = Field(default_factory=list, description="answers re-asked (format, schema)")
-    plan: str | None = None
+    thought: str | None = Field(None, description="the answer's prose without its action, else its reasoning")
+    plan: str | None = Field(None, description="the answer's (Next action) section")
     action: ParsedAction | None = None
     tool_result: dict[str, Any] | None = Field(None, description="the tool's structured result")
     tool_error: str | None = None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from symphony_mcp.limits import MAX_DESCRIPTION, MAX_NOTE, MAX_TUTORIAL, MAX_TYPED_TEXT, MAX_URL
-from symphony_mcp.models.calls import CallError, bind_arguments, call_name, last_code_block, single_call
+from symphony_mcp.models.calls import CallError, action_block, bind_arguments, call_name, single_call
 
 ActionName = Literal["click", "type", "scroll", "go_back", "open_url", "save_note", "done", "fail"]
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -56,7 +56,8 @@ class SearchAction:
 
 def parse_action(answer: str, final: bool) -> SearchAction:
     """The answer's one action; CallError says what was wrong and what is allowed."""
-    code = last_code_block(answer)
+    block = action_block(answer)
+    code = block.code
     call = single_call(code)
     name = call_name(call)
     if name not in PARAMETERS:
@@ -67,8 +68,7 @@ def parse_action(answer: str, final: bool) -> SearchAction:
     missing = [p for p in REQUIRED.get(name, ()) if arguments.get(p) is None]
     if missing:
         raise CallError(f"{name}() needs {', '.join(missing)}; its parameters: {', '.join(PARAMETERS[name])}")
-    thought = answer[: answer.rfind("```", 0, answer.rfind("```"))].strip()
-    return SearchAction(name=name, code=code, thought=thought, **_checked(name, arguments))  # type: ignore[arg-type]
+    return SearchAction(name=name, code=code, thought=block.before, **_checked(name, arguments))  # type: ignore[arg-type]
 
 
 def _checked(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
