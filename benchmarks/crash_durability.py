@@ -13,7 +13,9 @@ SIGKILL. Then it compares what the client was answered with what is on disk:
 
 All rounds share one trajectory directory, so each new server also ends the previous round's task
 (left "running" by the kill); a last server lists the tasks and counts any still "running" (must
-be 0). Latencies: the client's round trip per answered action, and the `record_ms` each step line
+be 0). After it, every task folder must hold no half-written file (`*.tmp`) and no step line naming a
+screenshot that is not there without saying it was lost (`screenshot_lost`): the restarted servers settle
+what each kill left. Latencies: the client's round trip per answered action, and the `record_ms` each step line
 carries (screen print and loop check inside `Task.record`; the line's write itself is
 microseconds).
 
@@ -42,7 +44,7 @@ from mcp import Client
 
 from benchmarks.common import REPO, interpreter, log, machine_facts, publish_report, table, verdict
 from symphony_mcp.memory.layout import TRAJECTORY_FILE, step_screenshot
-from symphony_mcp.memory.trajectory import TrajectoryStep
+from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from testkit.server_process import ServerProcess, wait_gone
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "crash_durability.md"
@@ -146,17 +148,35 @@ def read_disk(directory: Path, result: Round) -> None:
             result.missing_screenshots += 1
 
 
-async def still_running(runs: Path) -> list[str]:
-    """What a fresh server lists as running after all the kills (it ends orphaned tasks when it starts)."""
+@dataclass
+class Settled:
+    """What the task folders hold once a fresh server has found every killed server's task."""
+
+    running: list[str]  # tasks a fresh server still lists as running
+    leftovers: int  # half-written files (*.tmp) left in task folders
+    unmarked: int  # step lines naming a screenshot that is not there, without screenshot_lost
+
+
+async def after_restart(runs: Path) -> Settled:
+    """A fresh server lists the tasks (it ends and settles orphaned ones when it starts); then the folders."""
     async with Client(
         ServerProcess("--virtual-display", "always", "--trajectory-dir", str(runs), stderr=subprocess.DEVNULL)
     ) as client:
         listed = await client.call_tool("list_tasks", {})
     assert listed.structured_content is not None
-    return [t["task_id"] for t in listed.structured_content["result"] if t["status"] == "running"]
+    tasks = [task for task in runs.iterdir() if task.is_dir()]
+    return Settled(
+        running=[t["task_id"] for t in listed.structured_content["result"] if t["status"] == "running"],
+        leftovers=sum(len(list(task.glob("*.tmp"))) for task in tasks),
+        unmarked=sum(
+            not step.screenshot_lost and not (task / step_screenshot(step.step_num)).exists()
+            for task in tasks
+            for step in read_trajectory(task)
+        ),
+    )
 
 
-async def run_benchmark(kills: int, seed: int, max_delay: float) -> tuple[list[Round], list[str]]:
+async def run_benchmark(kills: int, seed: int, max_delay: float) -> tuple[list[Round], Settled]:
     rng = random.Random(seed)
     rounds = []
     with tempfile.TemporaryDirectory(prefix="symphony-crash-bench-") as tmp:
@@ -169,8 +189,8 @@ async def run_benchmark(kills: int, seed: int, max_delay: float) -> tuple[list[R
                 f"on disk {len(result.on_disk)}, lost {len(result.lost)}, torn {result.torn + result.torn_last}, "
                 f"orphans {result.orphans}"
             )
-        running = await still_running(runs)
-    return rounds, running
+        settled = await after_restart(runs)
+    return rounds, settled
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -178,7 +198,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def render_report(rounds: list[Round], running: list[str], command: str, facts: list[str], seed: int) -> str:
+def render_report(rounds: list[Round], settled: Settled, command: str, facts: list[str], seed: int) -> str:
     def total(count: Callable[[Round], int]) -> int:
         return sum(count(r) for r in rounds)
 
@@ -190,7 +210,13 @@ def render_report(rounds: list[Round], running: list[str], command: str, facts: 
         ["answered steps lost (answer received, line not on disk)", str(lost), verdict(lost == 0)],
         ["torn lines before the last one", str(torn), verdict(torn == 0)],
         ["Xvfb / openbox left alive 10 s after a kill", str(orphans), verdict(orphans == 0)],
-        ["tasks a restarted server lists as running", str(len(running)), verdict(not running)],
+        ["tasks a restarted server lists as running", str(len(settled.running)), verdict(not settled.running)],
+        ["half-written files (*.tmp) left after the restarts", str(settled.leftovers), verdict(not settled.leftovers)],
+        [
+            "step lines naming a missing screenshot, not marked lost, after the restarts",
+            str(settled.unmarked),
+            verdict(not settled.unmarked),
+        ],
     ]
     figures = [
         ["kills", str(len(rounds))],
@@ -247,11 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = shlex.join([interpreter(), "-m", "benchmarks.crash_durability", *sys.argv[1:]])
     facts = machine_facts()
-    rounds, running = anyio.run(run_benchmark, args.kills, args.seed, args.max_delay)
-    publish_report(render_report(rounds, running, command, facts, args.seed), args.output)
+    rounds, settled = anyio.run(run_benchmark, args.kills, args.seed, args.max_delay)
+    publish_report(render_report(rounds, settled, command, facts, args.seed), args.output)
     lost = sum(len(r.lost) for r in rounds)
     orphans = sum(r.orphans for r in rounds)
-    return 0 if lost == 0 and orphans == 0 and not running else 1
+    honest = not (settled.running or settled.leftovers or settled.unmarked)
+    return 0 if lost == 0 and orphans == 0 and honest else 1
 
 
 if __name__ == "__main__":

@@ -56,6 +56,22 @@ def parse_line(line: bytes | LineTooLong) -> JSONRPCMessage | JSONRPCError:
             "(setting server.max_message_bytes); send less in one call",
         )
     try:
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)  # refuses bytes that are not UTF-8
+    except ValidationError as exc:
+        return _not_utf8(line) or _unreadable(line, exc)
+    if isinstance(message, JSONRPCNotification) and (bad_id := _invalid_id(line)) is not None:
+        return _error(
+            None,
+            INVALID_REQUEST,
+            f"Invalid request: the id must be a string or an integer, not {bad_id} (a notification has no id)",
+        )
+    return message
+
+
+def _not_utf8(line: bytes) -> JSONRPCError | None:
+    """The error naming the first byte that is not UTF-8, if there is one (only for a line already refused: the
+    parser checks UTF-8 itself, but its message calls such a byte an 'invalid unicode code point')."""
+    try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return _error(
@@ -64,17 +80,7 @@ def parse_line(line: bytes | LineTooLong) -> JSONRPCMessage | JSONRPCError:
             f"Parse error: byte 0x{line[exc.start]:02X} at offset {exc.start} is not UTF-8 ({exc.reason}); "
             "JSON-RPC messages are UTF-8 text",
         )
-    try:
-        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValidationError as exc:
-        return _unreadable(line, exc)
-    if isinstance(message, JSONRPCNotification) and (bad_id := _invalid_id(line)) is not None:
-        return _error(
-            None,
-            INVALID_REQUEST,
-            f"Invalid request: the id must be a string or an integer, not {bad_id} (a notification has no id)",
-        )
-    return message
+    return None
 
 
 def _unreadable(line: bytes, error: ValidationError) -> JSONRPCError:

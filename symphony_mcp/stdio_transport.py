@@ -38,14 +38,13 @@ class LineReader:
         self._limit = limit
 
     def read(self) -> bytes | LineTooLong | None:
-        """The next line without its newline, LineTooLong for one past the cap, None at the end of the stream."""
+        """The next line (with its newline, which JSON reads as white space: no copy to cut it), LineTooLong for
+        one past the cap, None at the end of the stream."""
         line = self._wire.readline(self._limit + 1)
         if not line:
             return None
-        if line.endswith(b"\n"):
-            return line[:-1]
-        if len(line) <= self._limit:
-            return line  # the last line, without a newline
+        if line.endswith(b"\n") or len(line) <= self._limit:
+            return line  # the last line may have no newline
         prefix = line[:MAX_ID_PREFIX]
         del line
         while (rest := self._wire.readline(SKIP_CHUNK)) and not rest.endswith(b"\n"):

@@ -5,8 +5,8 @@ schema allows should be a call the server accepts. So strings carry maxLength, l
 numbers a range and no NaN/Infinity (`allow_inf_nan=False`: pydantic refuses them with a
 validation error instead of an OverflowError deep in a core), and combinations a tool refuses
 (e.g. `click` with neither a description nor x and y) are stated with `refuse_combinations`.
-Numbers and booleans are strict in every tool (`strict_scalars`, applied when a tool registers): JSON
-`true` is not the number 1, nor "5" the number 5.
+Booleans and numbers are kept apart in every tool (`booleans_apart`, applied when a tool registers): JSON
+`true` is not the number 1, nor 1 `true`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, Field
 
 from symphony_mcp.imaging.geometry import CoordinateSpace, Region
 from symphony_mcp.limits import (
@@ -76,32 +76,47 @@ AreaRegion = Annotated[
 ]
 
 
-def strict_scalars(annotation: Any) -> Any:
-    """`annotation` with every int, float and bool in it strict, nested models too.
+def booleans_apart(annotation: Any) -> Any:
+    """`annotation`, where a boolean given for a number, or a number for a boolean, is refused (nested models and
+    lists too).
 
-    pydantic's lax mode reads JSON `true` as 1 (`click(x=true)` clicked at x=1), 1 as True and "5" as 5,
-    though the schema says "number" or "boolean". The schema stays as it is; validation now agrees with it.
-    A whole number is still a valid float.
+    pydantic's lax mode reads JSON `true` as 1 (`click(x=true)` clicked at x=1) and 1 as True, though the
+    schema says "number" or "boolean". The check runs before pydantic's own validation and after the type's
+    bounds are declared, so the schema stays as it is. Numbers written as strings stay accepted: hosts that take
+    arguments on a command line send them so (the MCP Inspector CLI's `--tool-arg max_width=640`).
     """
-    if annotation in (int, float, bool):
-        return Annotated[annotation, Strict()]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return _strict_model(annotation)
-    origin, arguments = get_origin(annotation), get_args(annotation)
+    return Annotated[annotation, BeforeValidator(functools.partial(_kept_apart, annotation))]
+
+
+def _kept_apart(annotation: Any, value: Any, where: str = "") -> Any:
+    kinds = _scalar_kinds(annotation)
+    if isinstance(value, bool) and bool not in kinds and kinds & {int, float}:
+        raise ValueError(f"{where}{str(value).lower()} is a boolean, not a number")
+    if isinstance(value, int | float) and not isinstance(value, bool) and kinds == {bool}:
+        raise ValueError(f"{where}{value} is a number, not a boolean (true or false)")
+    for member in _members(annotation):
+        if isinstance(member, type) and issubclass(member, BaseModel) and isinstance(value, dict):
+            for name, field in member.model_fields.items():
+                if name in value:
+                    _kept_apart(field.annotation, value[name], f"{where}{name}: ")
+        elif get_origin(member) in (list, tuple) and isinstance(value, list) and get_args(member):
+            for index, item in enumerate(value):
+                _kept_apart(get_args(member)[0], item, f"{where}item {index}: ")
+    return value
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The types a value of `annotation` may have, through Annotated and unions."""
+    origin = get_origin(annotation)
     if origin is Annotated:
-        return Annotated[(strict_scalars(arguments[0]), *annotation.__metadata__)]
+        return _members(get_args(annotation)[0])
     if origin in (Union, types.UnionType):
-        return Union[tuple(strict_scalars(argument) for argument in arguments)]  # noqa: UP007 (built from a tuple)
-    if origin in (list, tuple, dict):
-        return origin[tuple(strict_scalars(argument) for argument in arguments)]
-    return annotation
+        return [member for argument in get_args(annotation) for member in _members(argument)]
+    return [annotation]
 
 
-@functools.cache
-def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
-    """`model` validating strictly: the same name, fields, docstring and schema."""
-    namespace = {"model_config": ConfigDict(**{**model.model_config, "strict": True}), "__doc__": model.__doc__}
-    return type(model.__name__, (model,), {**namespace, "__module__": model.__module__})
+def _scalar_kinds(annotation: Any) -> set[Any]:
+    return {member for member in _members(annotation) if member in (int, float, bool)}
 
 
 _GIVEN = {"not": {"type": "null"}}

@@ -40,7 +40,7 @@ from symphony_mcp.config import PolicySettings
 from symphony_mcp.memory.manager import current_session
 from symphony_mcp.policy.audit import AuditLog, Outcome, capped
 from symphony_mcp.policy.tools import ToolFacts, ToolPolicy, setting_name
-from symphony_mcp.tools.arguments import strict_scalars
+from symphony_mcp.tools.arguments import booleans_apart
 from symphony_mcp.tools.common import compact_text
 
 CONFIRMATION_PARAMETER = "policy_confirmation"
@@ -182,9 +182,9 @@ def _outcome_of(result: HandlerResult, verdict: _PolicyVerdict) -> tuple[Outcome
 def _guarded(fn: Callable[..., Any], facts: ToolFacts, policy: ToolPolicy) -> Callable[..., Any]:
     """`fn` under its time bound, after the user's confirmation when the policy asks for one.
 
-    The wrapper declares `fn`'s own signature (evaluated, its numbers and booleans strict: arguments.py),
-    plus the confirmation parameter when needed, so the SDK builds the same schemas and injects the same
-    context as for `fn` itself.
+    The wrapper declares `fn`'s own signature (evaluated; its numbers refuse booleans and its booleans
+    numbers: arguments.py), plus the confirmation parameter when needed, so the SDK builds the same schemas
+    and injects the same context as for `fn` itself.
     """
     confirm = policy.needs_confirmation(facts)
 
@@ -207,7 +207,7 @@ def _guarded(fn: Callable[..., Any], facts: ToolFacts, policy: ToolPolicy) -> Ca
         raise AssertionError("unreachable: the bounded call neither returned nor was cancelled")
 
     signature = inspect.signature(fn, eval_str=True)
-    parameters = [p.replace(annotation=strict_scalars(p.annotation)) for p in signature.parameters.values()]
+    parameters = [p.replace(annotation=booleans_apart(p.annotation)) for p in signature.parameters.values()]
     if confirm:
         parameters.append(
             inspect.Parameter(
