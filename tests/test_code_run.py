@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -337,6 +338,27 @@ async def test_a_run_that_fills_the_work_directory_past_its_bound_is_killed(home
         assert not cleaned["killed"] and int(cleaned["stdout"]) < 64, cleaned  # deleting is always possible
         again = await run(client, "bash", "head -c 20000000 /dev/zero > small; echo written")
         assert again["stdout"] == "written\n" and not again["killed"], again
+
+
+async def test_the_disk_bound_holds_while_another_process_frees_space_beside_the_run(home: Path, tree: Path) -> None:
+    """The watch estimates growth from the file system's free space; another process deleting a large file on
+    the same file system while the run writes must not hide the run's writes from it."""
+    ballast = tree / "ballast.bin"
+    with ballast.open("wb") as file:
+        file.truncate(0)
+        for _ in range(60):
+            file.write(bytes(10 << 20))  # 600 MB of real blocks, more than the run writes in all
+    fill = "for i in $(seq 1 20); do head -c 20000000 /dev/zero > fill$i; sleep 0.5; done; echo done"
+    async with serving(tree, disk_mb=64) as client:
+
+        async def free_space_beside() -> None:
+            await anyio.sleep(0.3)
+            ballast.unlink()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(free_space_beside)
+            filled = await run(client, "bash", fill, timeout_s=60)
+    assert filled["killed"] and filled["kill_reason"] == "disk" and "done" not in filled["stdout"], filled
 
 
 async def test_a_run_that_writes_too_much_to_a_writable_path_is_killed(home: Path, tree: Path) -> None:
