@@ -234,7 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
         "As root: create, remove or check the local account OSWorld's tasks assume (user `user`), which the "
         "OSWorld adapter runs each task's setup and apps as.",
     )
-    account.add_argument("action", choices=["create", "remove", "status"])
+    account.add_argument(
+        "action", choices=["create", "remove", "status"], help="make the account, delete it, or say whether it is ready"
+    )
 
     doctor = _command(
         commands,

@@ -76,7 +76,7 @@ HIDDEN = {
     "bwrap and unshare": (("bwrap", "unshare"), {}, "code confinement", "fail", "apt-get install -y bubblewrap", 3),
     "x11vnc": (("x11vnc",), {}, "live view", "warn", "apt-get install -y x11vnc novnc websockify", 0),
     "x11vnc, view on": (
-        ("websockify",), {"SYMPHONY_VIEW__ENABLED": "true"}, "live view", "fail", "apt-get install -y x11vnc", 1
+        ("websockify",), {"SYMPHONY_VIEW__ENABLED": "true"}, "live view", "fail", "apt-get install -y x11vnc", 3
     ),
     "tesseract data": ((), {"SYMPHONY_OCR__LANGUAGE": "xyz"}, "OCR", "fail", "apt-get install -y tesseract-ocr-xyz", 3),
     "chromium": (
