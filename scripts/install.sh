@@ -53,12 +53,12 @@ fi
 if [[ $dev -eq 1 ]]; then
   # Other MCP clients for the compatibility matrix (tests/test_client_matrix.py): the Python SDK 1.x and
   # pydantic-ai in their own venv (this project runs on mcp 2.x), the TypeScript SDK from npm. Each is
-  # installed again only when its pinned list changes (a stamp beside it holds the list's checksum).
+  # installed again only when its lock changes (a stamp beside it holds the lock's checksum).
   clients=tests/clients
-  stamp=$(cat "$clients/requirements.txt" "$clients/constraints.txt" | sha256sum | cut -d' ' -f1)
+  stamp=$(sha256sum "$clients/requirements.lock" | cut -d' ' -f1)
   if [[ "$(cat .venv-clients/.installed 2>/dev/null)" != "$stamp" ]]; then
     [[ -x .venv-clients/bin/python ]] || python3 -m venv .venv-clients
-    .venv-clients/bin/python -m pip install -q -r "$clients/requirements.txt" -c "$clients/constraints.txt"
+    .venv-clients/bin/python -m pip install -q --no-deps --require-hashes -r "$clients/requirements.lock"
     echo "$stamp" > .venv-clients/.installed
   fi
   stamp=$(sha256sum "$clients/ts/package-lock.json" | cut -d' ' -f1)

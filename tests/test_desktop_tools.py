@@ -147,6 +147,15 @@ async def test_hotkey_and_hold_and_press(client: Client, tk_probe: TkProbe) -> N
     tk_probe.wait(lambda s: s["entry"] == "ABCXy")
 
 
+async def test_single_keys_by_name_and_shifted_characters(client: Client, tk_probe: TkProbe) -> None:
+    """Keys go through XTest by keysym: a character on the shifted level ('!', ':') is sent with Shift held, named
+    keys (Home, Delete, End, BackSpace) reach the app as those keys."""
+    await focus_entry(client, tk_probe)
+    for key in ["a", "!", "b", ":", "Home", "Delete", "End", "BackSpace"]:
+        await call_ok(client, "hotkey", keys=[key])
+    tk_probe.wait(lambda s: s["entry"] == "!b")
+
+
 async def test_drag_draws_on_canvas(client: Client, tk_probe: TkProbe) -> None:
     box = tk_probe.state()["widgets"]["canvas"]
     start = (box["left"] + 50, box["top"] + 50)

