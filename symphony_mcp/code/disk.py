@@ -5,13 +5,13 @@ RLIMIT_FSIZE caps each file, not their number (two calls put 3.7 GB on the host'
 total exactly, a quota or a size-limited file system under each directory, needs a file system mounted with
 project quotas or a loop device, neither of which a server can count on. So the run is watched: every
 `POLL_SECONDS` the free space of each directory's file system is read (one statfs); only when it fell by more than
-the room left is the directory walked (by descriptor, links not followed) and the run killed if it is over. Other
-processes freeing space on the same file system would hide the run's writes from that estimate, so each directory
-is also walked every `WALK_SECONDS` whatever the estimate says. What a run can add past a bound is what it writes
-in one poll interval (in one walk interval while others free space beside it). The writable paths are the user's own (maybe
-large) folders, so they are not walked at every run: what counts there is the files the run changed (ctime,
-which code cannot set back, from the run's start on). A run that starts with the work directory over its bound
-(the bound was lowered) may not grow it further, so it can still delete files.
+the room left is the directory walked (by descriptor, links not followed) and the run killed if it is over.
+Other processes freeing space on the same file system would hide the run's writes from that estimate, so each
+directory is also walked every `WALK_SECONDS` whatever the estimate says. What a run can add past a bound is what
+it writes in one poll interval (in one walk interval while others free space beside it). The writable paths are
+the user's own (maybe large) folders, so what counts there is the files the run changed (ctime, which code cannot
+set back, from the run's start on). A run that starts with the work directory over its bound (the bound was
+lowered) may not grow it further, so it can still delete files.
 """
 
 from __future__ import annotations
