@@ -44,7 +44,8 @@ if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the pat
 from rich.console import Console
 
 from benchmarks.common import Stats, interpreter, log, machine_facts, publish_report, table
-from symphony_mcp.bench.command import Backend, BenchRequest, run_bench
+from symphony_mcp.bench.command import run_bench
+from symphony_mcp.bench.request import Backend, BenchRequest
 from symphony_mcp.bench.results import read_evaluation, write_evaluation
 from symphony_mcp.bench.summary import BenchSummary
 from symphony_mcp.bench.types import TaskEvaluation, TaskFilter

@@ -496,9 +496,10 @@ def _report(results: Path) -> int:
 
 
 def _bench(settings: Settings, args: argparse.Namespace) -> int:
-    from symphony_mcp.bench.command import BenchRequest, list_tasks, run_bench
+    from symphony_mcp.bench.command import list_tasks, run_bench
     from symphony_mcp.bench.registry import adapter_spec, parse_option
     from symphony_mcp.bench.report import write_bench_report
+    from symphony_mcp.bench.request import BenchRequest
     from symphony_mcp.bench.types import TaskFilter
     from symphony_mcp.orchestrator.terminal import make_console
 

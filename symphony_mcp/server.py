@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, InputRequiredResult, ReadResourceRequestParams, ReadResourceResult, Tool
+from mcp.types import CallToolResult, InputRequiredResult, Tool
 from starlette.types import ASGIApp
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ from symphony_mcp.limits import MAX_ECHO
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
+from symphony_mcp.sdk_internals import lowlevel_server
 from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_transport import stdio_transport
 from symphony_mcp.stop_signals import serve_until_signalled
@@ -92,26 +93,16 @@ class SymphonyMCP(PolicyServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         """Every call reports progress while it runs past a second (tools/progress.py), so clients keep waiting."""
-        if self._tool_manager.get_tool(name) is None:  # the SDK's own error repeats the name whole
+        if name not in self.policy.tools:  # the SDK's own error repeats the name whole
             raise ToolError(f"Unknown tool: {clip(name)}; tools/list shows the tools on offer")
         if context is None:
             return await super().call_tool(name, arguments, context)
         return await with_heartbeat(context, name, lambda: super(SymphonyMCP, self).call_tool(name, arguments, context))
 
-    async def _handle_read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
-    ) -> ReadResourceResult | InputRequiredResult:
-        """The SDK's error for a failed read repeats the URI whole, in its message and data: clipped here."""
-        try:
-            return await super()._handle_read_resource(ctx, params)
-        except MCPError as exc:
-            uri = str(params.uri)
-            raise MCPError(exc.code, clip_message(exc.message, MAX_ECHO + 100), {"uri": clip(uri)}) from exc
-
     async def run_stdio_async(self) -> None:
         """The SDK's server loop on this server's stdio transport: lines capped in size, each one that is not
         a message answered with a JSON-RPC error, a pending read a stop signal can cancel (stdio_transport.py)."""
-        lowlevel = self._lowlevel_server
+        lowlevel = lowlevel_server(self)
         async with stdio_transport(self.max_message_bytes) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
@@ -167,7 +158,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         instructions=INSTRUCTIONS,
         log_level=settings.log_level,
         lifespan=lifespan,
-        middleware=[session_scope],
+        middleware=[session_scope, clipped_resource_errors],
         schema_rules=settings.server.schema_rules,
         max_message_bytes=settings.server.max_message_bytes,
     )
@@ -180,7 +171,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     code.register(server, executor, settings.code.max_timeout_seconds)
     code.register_agent(server, coder)
     search.register(server, searcher)
-    state_shared_rules(server)
+    state_shared_rules(server, server.policy.tools)
     server.policy.check_names()
     return SymphonyServer(
         mcp=server,
@@ -205,6 +196,18 @@ async def session_scope(ctx: ServerRequestContext[Any, Any], call_next: CallNext
     session_id = headers.get("mcp-session-id") if headers is not None else None
     current_session.set(f"http-{session_id}" if session_id else DEFAULT_SESSION)
     return await call_next(ctx)
+
+
+async def clipped_resource_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """The SDK's error for a failed resources/read repeats the URI whole, in its message and data: clipped here."""
+    if ctx.method != "resources/read":
+        return await call_next(ctx)
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        uri = (ctx.params or {}).get("uri")
+        data = {"uri": clip(str(uri))} if uri is not None else exc.error.data
+        raise MCPError(exc.code, clip_message(exc.message, MAX_ECHO + 100), data) from exc
 
 
 def check_http_security(settings: ServerSettings) -> None:

@@ -20,11 +20,10 @@ from contextlib import asynccontextmanager
 from typing import BinaryIO
 
 import anyio
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError
 
+from symphony_mcp.sdk_internals import ReadStream, WriteStream, create_context_streams
 from symphony_mcp.stdio_replies import MAX_ID_PREFIX, LineTooLong, parse_line
 
 SKIP_CHUNK = 1024 * 1024  # bytes read at a time while skipping the rest of a line past the cap

@@ -21,8 +21,9 @@ from typing import IO, Any
 import anyio
 import mcp_types as types
 from anyio.abc import Process
-from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
+
+from symphony_mcp.sdk_internals import TransportStreams
 
 ENV_KEPT = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV", "XDG_STATE_HOME")
 

@@ -18,11 +18,12 @@ import mss
 import pytest
 from rich.console import Console
 
-from symphony_mcp.bench.command import BenchRequest, run_bench
+from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.miniwob import DEFAULT_SUBSET, MiniWobAdapter
 from symphony_mcp.bench.miniwob.adapter import PROFILE_DIR
 from symphony_mcp.bench.miniwob.tasks import html_directory
 from symphony_mcp.bench.miniwob.window import TaskWindowError, fitted_zoom, processes_of
+from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
 from symphony_mcp.config import DisplaySettings, load_settings
 from symphony_mcp.desktop.virtual_display import start_virtual_display

@@ -23,9 +23,10 @@ import pytest
 from playwright.sync_api import sync_playwright
 from rich.console import Console
 
-from symphony_mcp.bench.command import BenchRequest, run_bench
+from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.progress import ProgressObserver, progress_view
 from symphony_mcp.bench.report import write_bench_report
+from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.summary import SUMMARY_FILE, BenchSummary
 from symphony_mcp.bench.types import (
     EVALUATION_FILE,

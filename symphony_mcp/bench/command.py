@@ -9,44 +9,23 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from rich.console import Console
 
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.progress import progress_view
 from symphony_mcp.bench.registry import AdapterOptions, load_adapter
+from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, summarise, write_summary
 from symphony_mcp.bench.types import Adapter, TaskFilter
 from symphony_mcp.config import Settings
-from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
 
-Backend = Literal["local", "ray"]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BenchRequest:
-    spec: str  # the adapter's factory, "module:callable" (registry.adapter_spec)
-    selection: TaskFilter
-    options: AdapterOptions = ()  # keyword arguments of the factory (--option KEY=VALUE)
-    parallel: int = 1
-    force: bool = False
-    backend: Backend = "local"
-    ray_address: str | None = None
-    quiet: bool = False
-    server_args: tuple[str, ...] = ()  # e.g. ("--config", path) for every spawned server
-
-    def __post_init__(self) -> None:
-        if self.parallel < 1:
-            raise SettingsError(f"--parallel must be at least 1 (environments at once), got {self.parallel}")
-        if self.ray_address and self.backend != "ray":
-            raise SettingsError("--ray-address needs --backend ray")
 
 
 def results_root(settings: Settings) -> Path:

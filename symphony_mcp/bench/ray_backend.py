@@ -19,16 +19,14 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from symphony_mcp.bench.environments import started_environment
 from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailable, load_adapter
+from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.runner import NoEnvironment, Plan, RunObserver, RunResult, run_one
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation
 from symphony_mcp.config import Settings
-
-if TYPE_CHECKING:
-    from symphony_mcp.bench.command import BenchRequest
 
 ACTOR_CPUS = 1
 log = logging.getLogger(__name__)

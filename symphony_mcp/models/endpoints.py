@@ -21,7 +21,7 @@ _BUILT_IN: dict[str, Any] = {
     "image_max_bytes": 5_000_000,
     "extra_body": {},
 }
-# DESIGN.md: the orchestrator plans at temperature 0.1; a grounder answers with one short point.
+# OS-Symphony's orchestrator plans at temperature 0.1 (the paper's setting); a grounder answers with one short point.
 _ROLE_BUILT_IN: dict[str, dict[str, Any]] = {
     "orchestrator": {"temperature": 0.1, "max_tokens": 2048},
     "grounder": {"max_tokens": 256},

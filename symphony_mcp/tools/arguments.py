@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Iterable
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
@@ -31,6 +32,7 @@ from symphony_mcp.limits import (
     MAX_MONITOR,
     MAX_TYPED_TEXT,
 )
+from symphony_mcp.sdk_internals import registered_input_schema
 
 Space = Annotated[
     CoordinateSpace,
@@ -169,17 +171,17 @@ NEVER_BLANK = frozenset(
 )
 
 
-def state_shared_rules(server: MCPServer) -> None:
-    """The rules of the arguments many tools share: frame_id only in screenshot space, monitor or frame_id, and
-    descriptions, phrases, instructions and targets that are more than white space."""
-    for tool in server._tool_manager.list_tools():  # private: see _schema
-        names = set(tool.parameters.get("properties", {}))
+def state_shared_rules(server: MCPServer, tools: Iterable[str]) -> None:
+    """The rules of the arguments many of `tools` share: frame_id only in screenshot space, monitor or frame_id,
+    and descriptions, phrases, instructions and targets that are more than white space."""
+    for tool in tools:
+        names = set(_schema(server, tool).get("properties", {}))
         for name in names & NEVER_BLANK:
-            state_in_schema(server, tool.name, name, pattern=r"\S")
+            state_in_schema(server, tool, name, pattern=r"\S")
         if {"space", "frame_id"} <= names:
-            refuse_combinations(server, tool.name, {**given("frame_id", "space"), "properties": _SCREEN_FRAME})
+            refuse_combinations(server, tool, {**given("frame_id", "space"), "properties": _SCREEN_FRAME})
         if {"monitor", "frame_id"} <= names:
-            refuse_combinations(server, tool.name, given("monitor", "frame_id"))
+            refuse_combinations(server, tool, given("monitor", "frame_id"))
 
 
 _SCREEN_FRAME = {"space": {"const": "screen"}, "frame_id": _GIVEN}
@@ -196,9 +198,8 @@ def state_in_schema(server: MCPServer, tool: str, argument: str, **keywords: Any
 
 
 def _schema(server: MCPServer, tool: str) -> dict[str, Any]:
-    """A registered tool's input schema, to amend in place: the SDK has no public hook for what the generated
-    schema cannot say (root keywords, limits from settings)."""
-    registered = server._tool_manager.get_tool(tool)  # private: see the docstring
-    if registered is None:
+    """A registered tool's input schema, to amend in place (sdk_internals.py says why that is private)."""
+    schema = registered_input_schema(server, tool)
+    if schema is None:
         raise ValueError(f"no tool {tool!r} is registered")
-    return registered.parameters
+    return schema
