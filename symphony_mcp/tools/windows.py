@@ -17,9 +17,9 @@ from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_O
 WindowId = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 OPEN_APP_DESCRIPTION = """Start a program as the server's user and report the windows it opened. `target`: a file
 (opened with its default app as xdg-open would choose it; the result says which), a command line (first word looked
-up on PATH, never run through a shell), or an installed app's name. Unless policy.open_app_allow limits it, any program
-on PATH runs with any arguments: it can change or delete whatever the server's user can. Window rectangles and the
-record are in the latest screenshot's pixels."""
+up on PATH, never run through a shell), or an installed app's name. Unless policy.open_app_allow limits it,
+any program on PATH runs with any arguments: it can change or delete whatever the server's user can. Window
+rectangles and the record are in the latest screenshot's pixels."""
 
 
 def register(server: MCPServer, desktop: DesktopController) -> None:
