@@ -1,11 +1,11 @@
 """The offline docs index: local HTML documentation in SQLite FTS5, ranked by bm25 over fields, titles first.
 
-Ranking: bm25 weighs a word by field (title, then the authors' keywords and headings, then the body) and each
-field's length counts only against that field, so a long reference page whose title or headings name the topic
-still ranks. Neighbouring query words also match as the phrase the query wrote, stop words included ("table of
-contents", never "table contents"). A page's site name ("Python 3.11 documentation", a title suffix) is a field of
-its own, so "python" in a question favours the Python docs. Pages that are mostly links (generated indexes such as
-Sphinx's genindex, tables of contents) are demoted by the share of their text that is link text.
+Ranking: bm25 over the short fields (title, then the authors' keywords and headings) plus bm25 over the body, each
+normalised by its own length, so a long reference page whose title or headings name the topic still ranks.
+Neighbouring query words also match as the phrase the query wrote, stop words included ("table of contents",
+never "table contents"). A page's site name ("Python 3.11 documentation", a title suffix) is a field of its own,
+so "python" in a question favours the Python docs. Pages more than half link text (generated indexes such as
+Sphinx's genindex, tables of contents) are demoted.
 
 `symphony-mcp docs index PATH...` builds it (html.parser from the stdlib: the full LibreOffice help, 2,561 pages,
 takes a few seconds, so lxml would buy little for a new dependency); `engine = "local"` reads it through the docs
