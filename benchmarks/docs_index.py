@@ -3,7 +3,9 @@
 Builds the index over the full libreoffice-help-en-us (2,561 pages) and, when installed, python3.11-doc's HTML
 (/usr/share/doc/python3.11/html), then both together; times the html.parser share of the LibreOffice build (what
 a faster parser could save at most); and times ~30 realistic queries through `DocsIndex.search` and through the
-docs server's results page over HTTP. No display is needed. Run from the repository root:
+docs server's results page over HTTP; measures ranking on the question set benchmarks/data/docs_questions.json
+(expected pages chosen by reading the HTML before the ranking was run on them; "tune" questions guided the ranking,
+"heldout" ones only measure it) over both corpora together. No display is needed. Run from the repository root:
 
     python benchmarks/docs_index.py
 """
@@ -14,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
+import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +35,7 @@ from symphony_mcp.search.docs_index import DocsIndex, IndexReport, build_index, 
 from symphony_mcp.search.docs_server import DocsServer
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "docs_index.md"
+QUESTIONS = REPO / "benchmarks" / "data" / "docs_questions.json"
 LIBREOFFICE = Path("/usr/share/libreoffice/help/en-US")
 PYTHON = Path("/usr/share/doc/python3.11/html")
 QUERIES = (
@@ -64,6 +70,53 @@ QUERIES = (
     "regular expression groups",
     "asyncio run a coroutine with a timeout",
 )
+
+
+CORPORA = {"libreoffice": LIBREOFFICE, "python": PYTHON}
+
+
+@dataclass(frozen=True)
+class Answer:
+    split: str
+    question: str
+    rank: int | None  # of the first expected page among the top 10, from 1
+    first: str  # the first hit's title
+    ms: float
+
+
+def answer_questions(index: DocsIndex) -> list[Answer]:
+    """Each question of the set asked once (after one warm-up round), with where its expected page ranked."""
+    questions = json.loads(QUESTIONS.read_text())["questions"]
+    answers = []
+    for warm_up in (True, False):
+        for item in questions:
+            expected = {CORPORA[item["corpus"]] / page for page in item["expected"]}
+            start = time.perf_counter()
+            hits = index.search(item["question"], 10)
+            ms = elapsed_ms(start)
+            rank = next((n for n, hit in enumerate(hits, start=1) if hit.path in expected), None)
+            if not warm_up:
+                answers.append(Answer(item["split"], item["question"], rank, hits[0].title if hits else "", ms))
+    return answers
+
+
+def ranking_summary(answers: list[Answer]) -> list[list[str]]:
+    rows = []
+    for split in ("tune", "heldout"):
+        mine = [a for a in answers if a.split == split]
+        first = sum(a.rank == 1 for a in mine)
+        top3 = sum(a.rank is not None and a.rank <= 3 for a in mine)
+        median = statistics.median(a.ms for a in mine)
+        rows.append(
+            [
+                split,
+                str(len(mine)),
+                f"{first} ({100 * first / len(mine):.0f}%)",
+                f"{top3} ({100 * top3 / len(mine):.0f}%)",
+                f"{median:.2f}",
+            ]
+        )
+    return rows
 
 
 def build(paths: list[Path], index: Path) -> IndexReport:
@@ -121,6 +174,26 @@ def main() -> None:
         ]
         for report in builds
     ]
+    ranking: list[str] = []
+    if len(builds) == 3:
+        index = DocsIndex(builds[2].index)
+        answers = answer_questions(index)
+        index.close()
+        ranking = [
+            f"## Ranking: the question set over both corpora ({builds[2].pages} pages)",
+            "",
+            "Target on the held-out part: >= 90% with the expected page in the top 3, >= 70% first, median <= 20 ms.",
+            "",
+            *table(
+                ["split", "questions", "expected page first", "in the top 3", "median ms"], ranking_summary(answers)
+            ),
+            "",
+            *table(
+                ["split", "question", "rank of the expected page", "first hit"],
+                [[a.split, a.question, str(a.rank or "> 10"), a.first] for a in answers],
+            ),
+            "",
+        ]
     query_rows = []
     for report in builds:
         index = DocsIndex(report.index)
@@ -155,6 +228,7 @@ def main() -> None:
         "",
         *table(["index", "path", "median ms", "p90 ms", "p99 ms"], query_rows),
         "",
+        *ranking,
     ]
     publish_report("\n".join(lines), args.output)
 

@@ -17,6 +17,8 @@ Pages (paths on `site.base`; `{...}` are filled in when served):
                            with a figure (`/img/freeze-first-row.svg`), then "Unfreeze", then "Was this
                            article helpful?" Yes / No buttons that open alert() / confirm() dialogs.
 - `/help/insert-rows.html` a short how-to (another hop; links on to the freeze article).
+- `/help/format-cells.html`  a screenshot of a dialog (`/img/format-cells.svg`, 480x320) inside a link to
+                           itself: the link's own box is one line high, under the picture.
 - `/help/resources.html`   a download (`/files/tabula-shortcuts.csv`, Content-Disposition: attachment), a
                            target=_blank link and a window.open link (both to help articles), a dead link
                            to the closed port ("training academy") and a 404 ("archived" guide).

@@ -16,6 +16,7 @@ import pytest
 
 from symphony_mcp.config import SearchSettings
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.search.agent import NOTE_PADDING, note_crop
 from symphony_mcp.search.browser import ChromiumBrowser, marked_image
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
 from symphony_mcp.search.types import BrowserFailure, PageElement, PageView, UrlRefusedError
@@ -124,6 +125,60 @@ async def test_elements_are_numbered_boxes_of_the_page_and_clicking_one_follows_
         after = await browser.view()
         assert after.url == web_site.url("/help/freeze-first-row.html")
         assert after.title == "How to freeze the first row in Tabula Sheets" and after.load_error is None
+
+
+async def test_a_link_around_a_picture_is_boxed_and_noted_with_the_whole_picture(
+    web_site: WebSite, chromium: ChromiumProcess
+) -> None:
+    async with session(web_site, chromium) as browser:
+        await browser.open(web_site.url("/help/format-cells.html"))
+        view = await accept_cookies(browser)
+        link = find(view, "The Format Cells dialog: Number")
+        page = browser.page
+        assert page is not None
+        # the DOM's geometry: the link's own first box is a line-high strip, the picture is 480x320
+        strip = await page.evaluate("() => document.querySelector('.screenshot a').getClientRects()[0].toJSON()")
+        picture = await page.locator(".screenshot img").bounding_box()
+        assert picture is not None and picture["width"] == 480 and picture["height"] == 320
+        assert strip["height"] < 40
+        # its box: the picture and the strip (the line box reaches a little below the picture's bottom)
+        right, bottom = link.box.left + link.box.width, link.box.top + link.box.height
+        assert abs(link.box.left - picture["x"]) <= 1 and abs(link.box.top - picture["y"]) <= 1
+        assert abs(right - (picture["x"] + picture["width"])) <= 1
+        assert picture["y"] + picture["height"] <= bottom <= max(picture["y"] + picture["height"], strip["bottom"]) + 1
+        assert link.box.top + link.box.height <= view.image.height  # all of it on the screen
+
+        # a note on the link keeps the whole dialog: its title bar (#1f4e8c) and its OK button (#1f6f4a)
+        crop = note_crop(view.image, link.box)
+        assert crop.size == (link.box.width + 2 * NOTE_PADDING, link.box.height + 2 * NOTE_PADDING)
+        colours = {colour for _, colour in crop.convert("RGB").getcolors(crop.width * crop.height) or []}
+        assert (0x1F, 0x4E, 0x8C) in colours and (0x1F, 0x6F, 0x4A) in colours
+        # and the click lands on the picture's link
+        await browser.click(link)
+        assert (await browser.view()).url == web_site.url("/img/format-cells.svg")
+
+
+async def test_a_link_wrapped_over_two_lines_is_clicked_where_its_text_is(
+    web_site: WebSite, chromium: ChromiumProcess
+) -> None:
+    async with session(web_site, chromium) as browser:
+        await browser.open(web_site.url("/help/"))
+        await accept_cookies(browser)
+        page = browser.page
+        assert page is not None
+        # a narrow column makes the article link wrap: the centre of the union of its two line boxes is on text
+        # that is not the link, so its box is its first line's
+        await page.add_style_tag(content="main { width: 170px !important; }")
+        view = await browser.view()
+        link = find(view, "How to freeze the first row")
+        rects = await page.evaluate(
+            "() => [...document.querySelector('main a[href=\"/help/freeze-first-row.html\"]').getClientRects()]"
+            ".map((r) => r.toJSON())"
+        )
+        assert len(rects) >= 2
+        assert abs(link.box.top - rects[0]["y"]) <= 1 and link.box.height <= rects[0]["height"] + 1
+        await browser.click(link)
+        assert (await browser.view()).url == web_site.url("/help/freeze-first-row.html")
 
 
 async def test_typing_a_query_and_enter_loads_the_results(web_site: WebSite, chromium: ChromiumProcess) -> None:

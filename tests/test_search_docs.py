@@ -42,22 +42,25 @@ def docs(help_index: Path) -> DocsIndex:
 
 
 @pytest.mark.parametrize(
-    ("query", "page"),
+    ("query", "pages"),
     [
-        ("how to freeze rows in Calc", "scalc/guide/line_fix.html"),  # "Freezing Rows or Columns as Headers"
-        ("how to apply autofilter to data in calc", "scalc/guide/autofilter.html"),  # "Applying AutoFilter"
-        ("conditional formatting in calc", "scalc/guide/cellstyle_conditional.html"),  # "Applying Conditional ..."
-        ("insert page numbers in footer", "swriter/guide/footer_pagenumber.html"),  # "... Page Numbers in Footers"
-        ("page numbers in Writer", "swriter/guide/pagenumbers.html"),  # "Page Numbers"
+        ("how to apply autofilter to data in calc", ["scalc/guide/autofilter.html"]),  # "Applying AutoFilter"
+        ("insert page numbers in footer", ["swriter/guide/footer_pagenumber.html"]),  # "... Page Numbers in Footers"
+        ("page numbers in Writer", ["swriter/guide/pagenumbers.html"]),  # "Page Numbers"
+        # the how-to guide and the reference page of the command it uses, both answers, within 5% of each other
+        ("how to freeze rows in Calc", ["scalc/01/07090000.html", "scalc/guide/line_fix.html"]),
+        ("conditional formatting in calc", ["scalc/01/05120000.html", "scalc/guide/cellstyle_conditional.html"]),
     ],
 )
-def test_known_queries_find_the_right_page_first(docs: DocsIndex, query: str, page: str) -> None:
+def test_known_queries_find_the_right_pages_first(docs: DocsIndex, query: str, pages: list[str]) -> None:
     hits = docs.search(query, 5)
-    assert hits[0].path == TEXT / page, [(h.title, str(h.path)) for h in hits]
+    assert sorted(hit.path for hit in hits[: len(pages)]) == sorted(TEXT / page for page in pages), [
+        (h.title, str(h.path)) for h in hits
+    ]
 
 
 def test_hit_has_title_and_a_snippet_around_the_words(docs: DocsIndex) -> None:
-    hit = docs.search("how to freeze rows in Calc", 1)[0]
+    hit = next(hit for hit in docs.search("how to freeze rows in Calc", 2) if hit.path.name == "line_fix.html")
     assert hit.title == "Freezing Rows or Columns as Headers"
     assert "\x02rows\x03" in hit.snippet.lower()
     assert "long rows or columns of data" in plain_snippet(hit.snippet)
@@ -98,6 +101,65 @@ def test_sphinx_sidebars_are_left_out_by_their_aria_roles() -> None:
     assert page.headings[:2] == ["csv — CSV File Reading and Writing", "Module Contents"]
     # a void element with such a role (it has no end) does not hide the rest of the page
     assert "".join(parse_page('<p>a <input role="search"> b</p>').body).split() == ["a", "b"]
+
+
+# Ranking facts of issue 26 on a small index of real pages (the full measure: benchmarks/docs_index.py)
+
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")  # python3-doc
+
+
+@pytest.fixture(scope="module")
+def mixed_docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsIndex]:
+    """Writer's guides (with "Deleting Tables or the Contents of a Table", keywords "table contents") and a few more
+    LibreOffice and Python pages on the same topics, Sphinx's generated index pages among them (140 pages)."""
+    pages = [TEXT / "swriter/guide"]
+    pages += [TEXT / page for page in ("scalc/guide/csv_files.html", "shared/guide/csv_params.html")]
+    pages += [TEXT / "shared/01/02100001.html"]  # List of Regular Expressions
+    pages += [PYTHON_DOCS / page for page in ("library/csv.html", "library/urllib.request.html", "howto/urllib2.html")]
+    pages += [PYTHON_DOCS / page for page in ("library/http.client.html", "library/re.html", "contents.html")]
+    pages += [PYTHON_DOCS / f"genindex-{part}.html" for part in ("C", "U", "R", "all")]
+    index = tmp_path_factory.mktemp("mixed") / "docs.sqlite"
+    build_index(pages, index)
+    opened = DocsIndex(index)
+    yield opened
+    opened.close()
+
+
+def test_phrases_keep_the_stop_words_the_question_wrote(mixed_docs: DocsIndex) -> None:
+    assert match_expression("insert a table of contents").endswith('"table of contents"')
+    hits = mixed_docs.search("how do I insert a table of contents", 3)
+    assert hits[0].title == "Creating a Table of Contents", [h.title for h in hits]
+
+
+def test_generated_index_pages_stay_out_of_the_top_three(mixed_docs: DocsIndex) -> None:
+    for query in ("urllib", "csv", "read a csv file", "http client", "regular expression"):
+        top = [hit.path.name for hit in mixed_docs.search(query, 3)]
+        assert not [name for name in top if name.startswith("genindex") or name == "contents.html"], (query, top)
+
+
+def test_the_site_name_is_a_field_so_python_favours_the_python_docs(mixed_docs: DocsIndex) -> None:
+    assert parse_page((PYTHON_DOCS / "library/csv.html").read_text()).title.endswith("Python 3.11.2 documentation")
+    assert mixed_docs.search("regular expressions", 1)[0].title == "Using Regular Expressions in Text Searches"
+    hit = mixed_docs.search("python regular expressions", 1)[0]
+    assert hit.title == "re — Regular expression operations"  # the site's name is out of the title
+
+
+def test_a_long_reference_page_named_by_its_title_ranks_first(mixed_docs: DocsIndex) -> None:
+    # urllib.request's page is 52,000 characters of text, the HOWTO 21,000 (in the full index its rank went 3 -> 1)
+    hits = mixed_docs.search("python open a URL and read the response", 3)
+    assert hits[0].path == PYTHON_DOCS / "library/urllib.request.html", [h.title for h in hits]
+
+
+def test_an_index_of_an_older_format_asks_for_a_rebuild(tmp_path: Path) -> None:
+    import sqlite3
+
+    old = tmp_path / "old.sqlite"
+    with sqlite3.connect(old) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", "1"), ("roots", "[]")])
+    db.close()
+    with pytest.raises(SearchUnavailableError, match=r"index format 1.*rebuild it with `symphony-mcp docs index"):
+        DocsIndex(old)
 
 
 def test_missing_or_foreign_index_says_how_to_build_one(tmp_path: Path) -> None:
@@ -198,7 +260,7 @@ def test_results_page_links_to_served_pages(server: DocsServer) -> None:
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert '<form action="/search"' in page.text and 'value="how to freeze rows in Calc"' in page.text
     links = re.findall(r'<a class="result-title" href="([^"]+)">([^<]+)</a>', page.text)
-    assert links[0] == (server.file_url(TEXT / "scalc/guide/line_fix.html"), "Freezing Rows or Columns as Headers")
+    assert (server.file_url(TEXT / "scalc/guide/line_fix.html"), "Freezing Rows or Columns as Headers") in links[:2]
     assert all(url.startswith(server.base_url + "/files/") for url, _ in links) and "file://" not in page.text
     assert "<b>" in page.text  # matched words in bold
     empty = httpx.get(server.results_url("zzqqxx"), timeout=10)
@@ -221,7 +283,7 @@ def test_a_served_page_finds_its_stylesheet_through_its_base_href(server: DocsSe
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css") and "{" in css.text
     icon = httpx.get(urljoin(urljoin(url, base.group(1)), "media/icon-themes/res/helpimg/note.svg"), timeout=10)
     assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
-    assert server.hits("freeze rows", 1)[0].url == url
+    assert url in [hit.url for hit in server.hits("freeze rows", 2)]
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from rapidfuzz import fuzz, process
 
 from symphony_mcp.errors import ModelError, SymphonyError, clip
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image
+from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.trajectory import write_json_atomically
 from symphony_mcp.models.calls import CallError
 from symphony_mcp.models.client import ChatClient
@@ -75,6 +76,18 @@ _GENERIC_WORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+")
 NOTE_PADDING = 40  # pixels kept around an element cropped for a note
 _HISTORY_CHARS = 300
+
+
+def note_crop(image: Image.Image, box: Rect) -> Image.Image:
+    """The part of a screenshot a note keeps for an element: its box and NOTE_PADDING around it."""
+    return image.crop(
+        (
+            max(0, box.left - NOTE_PADDING),
+            max(0, box.top - NOTE_PADDING),
+            min(image.width, box.left + box.width + NOTE_PADDING),
+            min(image.height, box.top + box.height + NOTE_PADDING),
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -285,17 +298,7 @@ class SearchLoop:
         return "concluded"  # done / fail
 
     def _note(self, view: PageView, text: str, target: PageElement | None, step: int) -> None:
-        image = view.image
-        if target is not None:
-            box = target.box
-            image = image.crop(
-                (
-                    max(0, box.left - NOTE_PADDING),
-                    max(0, box.top - NOTE_PADDING),
-                    min(image.width, box.left + box.width + NOTE_PADDING),
-                    min(image.height, box.top + box.height + NOTE_PADDING),
-                )
-            )
+        image = view.image if target is None else note_crop(view.image, target.box)
         path = self.setup.directory / f"note_{len(self.notes) + 1}.png"
         image.save(path, format="PNG", compress_level=1)
         self.notes.append(SearchNote(step=step, text=text, url=view.url, title=view.title, image_file=str(path)))

@@ -1,4 +1,11 @@
-"""The offline docs index: local HTML documentation in SQLite FTS5, ranked by bm25, titles and keywords first.
+"""The offline docs index: local HTML documentation in SQLite FTS5, ranked by bm25 over fields, titles first.
+
+Ranking: bm25 over the short fields (title, then the authors' keywords and headings) plus bm25 over the body, each
+normalised by its own length, so a long reference page whose title or headings name the topic still ranks.
+Neighbouring query words also match as the phrase the query wrote, stop words included ("table of contents",
+never "table contents"). A page's site name ("Python 3.11 documentation", a title suffix) is a field of its own,
+so "python" in a question favours the Python docs. Pages more than half link text (generated indexes such as
+Sphinx's genindex, tables of contents) are demoted.
 
 `symphony-mcp docs index PATH...` builds it (html.parser from the stdlib: the full LibreOffice help, 2,561 pages,
 takes a few seconds, so lxml would buy little for a new dependency); `engine = "local"` reads it through the docs
@@ -26,7 +33,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.search.types import SearchUnavailableError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: site and link share fields, ranking by fields
 PAGE_SUFFIXES = (".html", ".htm")
 ASSET_SUFFIXES = frozenset(
     {".css", ".js", ".png", ".svg", ".gif", ".jpg", ".jpeg", ".webp", ".ico", ".woff", ".woff2", ".ttf"}
@@ -48,6 +55,8 @@ _SKIPPED_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "co
 _VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _SPACES = re.compile(r"\s+")
+# "csv — CSV File Reading and Writing — Python 3.11.2 documentation": the last part names the site, not the page
+_SITE_SUFFIX = re.compile(r"^(?P<page>.+?)\s+[—–|]\s+(?P<site>[^—–|]*\b(?:documentation|docs|help|manual)\s*)$", re.I)
 _WORD = re.compile(r"\w+")
 # Common English words that say nothing about the topic ("how to freeze rows in Calc" -> freeze rows calc)
 _STOP_WORDS = frozenset(
@@ -84,6 +93,7 @@ class _Page:
     headings: list[str] = field(default_factory=list)
     body: list[str] = field(default_factory=list)
     base: str | None = None
+    link_chars: int = 0  # of the body's text, inside links
     references: list[str] = field(default_factory=list)  # stylesheets, scripts, pictures (as written)
 
 
@@ -97,6 +107,7 @@ class _PageParser(HTMLParser):
         self._in_title = False
         self._heading: list[str] | None = None
         self._heading_tag = ""
+        self._links = 0  # depth of <a> elements the text is inside
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {name: value or "" for name, value in attrs}
@@ -118,6 +129,8 @@ class _PageParser(HTMLParser):
             self._in_title = True
         elif tag in _HEADINGS:
             self._heading, self._heading_tag = [], tag
+        elif tag == "a":
+            self._links += 1
         if tag not in _INLINE_TAGS:
             self.page.body.append("\n")
 
@@ -128,6 +141,8 @@ class _PageParser(HTMLParser):
                 self._skip = (tag, depth) if depth else None
         elif tag == "title":
             self._in_title = False
+        elif tag == "a":
+            self._links = max(0, self._links - 1)
         elif tag == self._heading_tag and self._heading is not None:
             text = _squash("".join(self._heading)).rstrip("¶")  # Sphinx's anchor sign
             if text:
@@ -143,12 +158,27 @@ class _PageParser(HTMLParser):
             self.page.title += data
         elif self._skip is None:
             self.page.body.append(data)
+            if self._links:
+                self.page.link_chars += len(data.strip())
             if self._heading is not None:
                 self._heading.append(data)
 
 
 def _squash(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
+
+
+def split_title(title: str) -> tuple[str, str]:
+    """The page's own title and its site's name ("" when the title names no site)."""
+    title = _squash(title)
+    match = _SITE_SUFFIX.match(title)
+    return (match["page"], match["site"].strip()) if match else (title, "")
+
+
+def link_share(page: _Page) -> float:
+    """The share of the page's text that is link text: near 1 for a generated index, low for prose."""
+    characters = sum(len(piece.strip()) for piece in page.body)
+    return min(1.0, page.link_chars / characters) if characters else 0.0
 
 
 def parse_page(html: str) -> _Page:
@@ -234,10 +264,17 @@ def build_index(
                 PRAGMA synchronous = OFF;
                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE assets (path TEXT PRIMARY KEY);
-                CREATE VIRTUAL TABLE docs USING fts5(
-                    title, keywords, headings, body, path UNINDEXED,
-                    tokenize = 'porter unicode61 remove_diacritics 2'
+                -- not in an FTS table: an unindexed FTS5 column is read from the row's stored text, which made
+                -- ranking every match 3-10 times slower
+                CREATE TABLE pages (
+                    id INTEGER PRIMARY KEY, title TEXT NOT NULL, path TEXT NOT NULL, link_share REAL NOT NULL
                 );
+                -- the short fields and the body apart: FTS5's bm25 normalises by a row's whole length, so in one
+                -- table a long body drowned the title's words
+                CREATE VIRTUAL TABLE fields USING fts5(
+                    title, site, keywords, headings, tokenize = 'porter unicode61 remove_diacritics 2'
+                );
+                CREATE VIRTUAL TABLE bodies USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
                 """
             )
             assets: set[Path] = set()
@@ -254,18 +291,21 @@ def build_index(
                     skipped["unreadable"] += 1
                     continue
                 page = parse_page(html)
-                title = _squash(page.title) or page.first_h1 or path.stem
-                db.execute(
-                    "INSERT INTO docs (title, keywords, headings, body, path) VALUES (?, ?, ?, ?, ?)",
-                    (
-                        title,
-                        "\n".join(page.keywords),
-                        "\n".join(page.headings),
-                        _squash("".join(page.body))[:MAX_BODY_CHARS],
-                        str(path),
-                    ),
-                )
+                title, site = split_title(page.title)
+                title = title or page.first_h1 or path.stem
                 pages += 1
+                db.execute(
+                    "INSERT INTO pages (id, title, path, link_share) VALUES (?, ?, ?, ?)",
+                    (pages, title, str(path), link_share(page)),
+                )
+                db.execute(
+                    "INSERT INTO fields (rowid, title, site, keywords, headings) VALUES (?, ?, ?, ?, ?)",
+                    (pages, title, site, "\n".join(page.keywords), "\n".join(page.headings)),
+                )
+                db.execute(
+                    "INSERT INTO bodies (rowid, body) VALUES (?, ?)",
+                    (pages, _squash("".join(page.body))[:MAX_BODY_CHARS]),
+                )
                 assets.update(_asset_paths(path, page))
             db.executemany("INSERT INTO assets (path) VALUES (?)", ((str(a),) for a in sorted(assets) if a.is_file()))
             db.executemany(
@@ -276,7 +316,8 @@ def build_index(
                     ("built", str(time.time())),
                 ],
             )
-            db.execute("INSERT INTO docs (docs) VALUES ('optimize')")
+            db.execute("INSERT INTO fields (fields) VALUES ('optimize')")
+            db.execute("INSERT INTO bodies (bodies) VALUES ('optimize')")
             db.commit()
         finally:
             db.close()
@@ -296,16 +337,36 @@ def _remove_abandoned_builds(index: Path) -> None:
 
 def match_expression(query: str) -> str | None:
     """A safe FTS5 expression for free text: every word quoted (never parsed as FTS5 syntax), stop words dropped,
-    the rest OR-ed so a page matching some of them still ranks (bm25 puts pages matching more of them first)."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
-    terms = [word for word in words if word not in _STOP_WORDS] or words
-    if not terms:
+    the rest OR-ed so a page matching some of them still ranks (bm25 puts pages matching more of them first).
+
+    Each pair of neighbouring words is also a phrase, written as the query wrote it, stop words between them
+    included: "conditional formatting" outranks a page with many of "conditions" and "Calc" but never the two
+    together, and "table of contents" matches that text, not a page saying "table contents".
+    """
+    words = [word.lower() for word in _WORD.findall(query)][: MAX_QUERY_TERMS * 4]
+    content = [n for n, word in enumerate(words) if word not in _STOP_WORDS] or list(range(len(words)))
+    if not content:
         return None
-    terms = terms[:MAX_QUERY_TERMS]
-    # each pair of neighbouring words also as a phrase: "conditional formatting" outranks a page with many of
-    # "conditions" and "Calc" but never the two together
-    phrases = [f"{first} {second}" for first, second in itertools.pairwise(terms)]
+    content = content[:MAX_QUERY_TERMS]
+    terms = list(dict.fromkeys(words[n] for n in content))
+    phrases = list(dict.fromkeys(" ".join(words[first : second + 1]) for first, second in itertools.pairwise(content)))
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms + phrases)
+
+
+# The best pages for a match expression (named :match): bm25 over the short fields (weights of title, site,
+# keywords, headings) plus bm25 over the body, each normalised by its own length, so a long reference page whose
+# title or headings name the topic still ranks (weights tuned on the "tune" half of
+# benchmarks/data/docs_questions.json). bm25 is negative, better lower. A page more than half links (a generated
+# index, a table of contents) keeps as little as a fifth of its score; prose with a few links loses nothing.
+_BEST_PAGES = """
+    SELECT id, sum(score) * (1.0 - 0.8 * max(0.0, link_share - 0.5) / 0.5) AS score
+    FROM (
+        SELECT rowid AS id, bm25(fields, 10.0, 10.0, 3.0, 1.0) AS score FROM fields WHERE fields MATCH :match
+        UNION ALL
+        SELECT rowid, 0.5 * bm25(bodies) FROM bodies WHERE bodies MATCH :match
+    ) JOIN pages USING (id)
+    GROUP BY id ORDER BY score LIMIT :limit
+"""
 
 
 class DocsIndex:
@@ -321,6 +382,8 @@ class DocsIndex:
         try:
             self._db = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if meta["version"] != SCHEMA_VERSION:
+                raise ValueError(f"built by another version of symphony-mcp (index format {meta['version']})")
             self.roots = [Path(p) for p in json.loads(meta["roots"])]
             self.assets = frozenset(Path(row[0]) for row in self._db.execute("SELECT path FROM assets"))
         except (sqlite3.Error, KeyError, ValueError) as exc:
@@ -335,18 +398,25 @@ class DocsIndex:
             return []
         limit = max(1, min(limit, MAX_LIMIT))
         with self._lock:
-            rows = self._db.execute(
-                # bm25 weights of title, keywords, headings, body: a word in the title or the authors' keywords
-                # outweighs many in the body. Snippets only for the best rows (the inner query): over every match
-                # they made a query over the Python docs' long pages 15-25 ms instead of 1.
-                """SELECT title, path, snippet(docs, 3, ?, ?, '…', 24), bm25(docs, 10.0, 8.0, 4.0, 1.0, 0.0) AS score
-                   FROM docs WHERE docs MATCH ? AND rowid IN (
-                       SELECT rowid FROM docs WHERE docs MATCH ?
-                       ORDER BY bm25(docs, 10.0, 8.0, 4.0, 1.0, 0.0) LIMIT ?
-                   ) ORDER BY score""",
-                (SNIPPET_OPEN, SNIPPET_CLOSE, expression, expression, limit),
+            best = self._db.execute(
+                f"SELECT id, title, path, score FROM ({_BEST_PAGES}) JOIN pages USING (id) ORDER BY score",
+                {"match": expression, "limit": limit},
             ).fetchall()
-        return [IndexHit(title, Path(path), snippet, score) for title, path, snippet, score in rows]
+            # Snippets only for the best pages: over every match they made a query over the Python docs' long
+            # pages 15-25 ms instead of 1. A page matched by its title alone gets its body's first words.
+            ids = ",".join(str(row[0]) for row in best)
+            snippets = dict(
+                self._db.execute(
+                    f"""SELECT rowid, snippet(bodies, 0, ?, ?, '…', 24) FROM bodies
+                        WHERE bodies MATCH ? AND rowid IN ({ids})""",
+                    (SNIPPET_OPEN, SNIPPET_CLOSE, expression),
+                ).fetchall()
+            )
+            for id_, *_ in best:
+                if id_ not in snippets:
+                    (body,) = self._db.execute("SELECT body FROM bodies WHERE rowid = ?", (id_,)).fetchone()
+                    snippets[id_] = " ".join(body.split(" ", 24)[:24]) + "…"
+        return [IndexHit(title, Path(path), snippets[id_], score) for id_, title, path, score in best]
 
     def servable(self, path: Path) -> Path | None:
         """The file the docs server may send for the absolute, normalised `path`, or None.

@@ -137,21 +137,47 @@ SNAPSHOT_SCRIPT = """
     ];
     return cap(candidates.map(squash).find((value) => value) || '');
   };
+  const clipped = (rect) => {
+    const left = Math.max(0, rect.left), top = Math.max(0, rect.top);
+    const right = Math.min(width, rect.right), bottom = Math.min(height, rect.bottom);
+    return right - left >= 1 && bottom - top >= 1 ? {left, top, right, bottom} : null;
+  };
+  const union = (a, b) => (a ? {
+    left: Math.min(a.left, b.left), top: Math.min(a.top, b.top),
+    right: Math.max(a.right, b.right), bottom: Math.max(a.bottom, b.bottom),
+  } : b);
+  // What the element covers inside the viewport: the union of its own boxes and those of what it holds. A link
+  // wrapping a picture has only a line-high box of its own, a thin strip under the picture; the picture's box
+  // is the rest. `first` is the first visible box (of the element, else of what it holds).
+  const boxesOf = (el) => {
+    let whole = null, first = null;
+    const add = (rect) => {
+      const box = clipped(rect);
+      if (box) { whole = union(whole, box); first = first || box; }
+    };
+    for (const rect of el.getClientRects()) add(rect);
+    const inside = el.querySelectorAll('*');
+    for (let n = 0; n < inside.length && n < 200; n++) {
+      const rects = inside[n].getClientRects();
+      if (rects.length && visible(inside[n])) for (const rect of rects) add(rect);
+    }
+    return {whole, first};
+  };
+  const onTop = (el, box) => {
+    const hit = document.elementFromPoint((box.left + box.right) / 2, (box.top + box.bottom) / 2);
+    return hit && (el === hit || el.contains(hit));
+  };
   const elements = [];
   const centres = new Set();
   for (const el of document.querySelectorAll(selector)) {
     if (el.disabled || !visible(el)) continue;
-    // The first of the element's boxes inside the viewport (a link may wrap over several lines).
-    let box = null;
-    for (const rect of el.getClientRects()) {
-      const left = Math.max(0, rect.left), top = Math.max(0, rect.top);
-      const right = Math.min(width, rect.right), bottom = Math.min(height, rect.bottom);
-      if (right - left >= 1 && bottom - top >= 1) { box = {left, top, right, bottom}; break; }
-    }
+    const {whole, first} = boxesOf(el);
+    if (!whole) continue;
+    // Clicks land on the box's centre. A link wrapped over two lines spans both, and the centre of the whole
+    // may fall on other text: then its first box. Neither on top: covered by something else, e.g. a banner.
+    const box = onTop(el, whole) ? whole : onTop(el, first) ? first : null;
     if (!box) continue;
     const x = (box.left + box.right) / 2, y = (box.top + box.bottom) / 2;
-    const hit = document.elementFromPoint(x, y);
-    if (!hit || !(el === hit || el.contains(hit))) continue;  // covered by something else, e.g. a banner
     const centre = Math.round(x) + ',' + Math.round(y);
     if (centres.has(centre)) continue;
     centres.add(centre);
