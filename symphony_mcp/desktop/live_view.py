@@ -30,7 +30,7 @@ from urllib.error import URLError
 from urllib.parse import urlencode
 
 from symphony_mcp.config import ViewSettings
-from symphony_mcp.desktop.virtual_display import tied_to_this_process
+from symphony_mcp.desktop.virtual_display import stop_processes, tied_to_this_process
 from symphony_mcp.errors import DisplayUnavailableError
 
 log = logging.getLogger(__name__)
@@ -53,14 +53,7 @@ class LiveView:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def stop(self) -> None:
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        stop_processes(reversed(self.processes))
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from symphony_mcp.config import DisplaySettings
@@ -42,14 +42,19 @@ class VirtualDisplay:
     window_manager: subprocess.Popen[bytes] | None
 
     def stop(self) -> None:
-        for process in (self.window_manager, self.xvfb):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        stop_processes([self.window_manager, self.xvfb])
+
+
+def stop_processes(processes: Iterable[subprocess.Popen[bytes] | None]) -> None:
+    """Stop each process still running, in order: SIGTERM, then SIGKILL after 5 s."""
+    for process in processes:
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def needs_virtual_display(settings: DisplaySettings) -> bool:
