@@ -138,9 +138,12 @@ def timed(operation: Callable[[], object]) -> float:
 
 
 def stdio_server(display: str) -> StdioServerParameters:
-    """`symphony-mcp serve` on our display; the stdio client passes only HOME/PATH/... by itself."""
+    """`symphony-mcp serve` on our display; the stdio client passes only HOME/PATH/... by itself.
+
+    PYTHONPATH goes along too: with a shared editable install, it is what makes the server run the checkout being
+    measured (the same code as the in-process reference) rather than the one the install points at."""
     env = {"DISPLAY": display, "PATH": os.environ["PATH"]}
-    env |= {key: value for key, value in os.environ.items() if key.startswith("SYMPHONY_")}
+    env |= {key: value for key, value in os.environ.items() if key.startswith("SYMPHONY_") or key == "PYTHONPATH"}
     return StdioServerParameters(
         command=str(Path(sys.executable).parent / "symphony-mcp"),  # this environment's, not PATH's first
         args=["serve", "--display", display, "--virtual-display", "never", "--log-level", "WARNING"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
@@ -25,3 +26,16 @@ def test_encoding_honours_byte_budget_by_lowering_quality_then_size() -> None:
     assert png.data.startswith(b"\x89PNG") and (png.width, png.height) == (400, 300)
     webp = encode_image(image.resize((400, 300)), EncodeOptions(format="webp"))
     assert webp.data[8:12] == b"WEBP"
+
+
+def test_downscale_keeps_a_one_pixel_stroke_in_the_image_pixel_that_shows_it() -> None:
+    """Each screen pixel goes into exactly one image pixel, the one whose area holds it: a one-pixel text stroke
+    stays one pixel wide and in place at any position (a wider filter smears it over two image pixels)."""
+    for stroke_x in range(6):
+        stroke = Image.new("RGB", (6, 3))
+        for y in range(3):
+            stroke.putpixel((stroke_x, y), (255, 255, 255))
+        encoded = encode_image(stroke, EncodeOptions(format="png", max_width=4, max_height=2))  # scale 1.5
+        with Image.open(io.BytesIO(encoded.data)) as image:
+            inked = [x for x in range(image.width) if image.getpixel((x, 0))[0] > 0]
+        assert inked == [int(stroke_x / 1.5)], f"stroke at screen x={stroke_x}"

@@ -187,6 +187,26 @@ def test_incremental_ocr_of_an_edited_page_equals_full_ocr(engine: str) -> None:
         fresh.close()
 
 
+def test_a_frame_one_pixel_off_the_last_one_is_read_again(engine: str) -> None:
+    """The repeated-frame check compares the whole frame: one changed pixel in a text line re-reads that line."""
+    page = Image.new("RGB", (640, 200), "white")
+    for row in range(3):
+        ImageDraw.Draw(page).text((20, 20 + row * 60), f"Line {row} of the page", fill="black", font_size=20)
+    touched = page.copy()
+    touched.putpixel((25, 85), (0, 0, 0))  # inside line 1's block
+    area = Rect(left=0, top=0, width=640, height=200)
+    pipeline = OcrPipeline(engine_spec(engine))
+    try:
+        first = pipeline.read(page, area)
+        assert pipeline.read(page, area).blocks_recognized == 0
+        assert pipeline.read(touched, area).blocks_recognized == 1
+        again = pipeline.read(page, area)  # an older frame: found by its hash
+        assert again.blocks_recognized == 0 and again.words == first.words
+        assert pipeline.read(page, Rect(left=10, top=0, width=640, height=200)).area.left == 10
+    finally:
+        pipeline.close()
+
+
 @pytest.fixture
 async def doc_page(xdisplay: object, tmp_path: Path) -> AsyncIterator[object]:
     from tests.test_browser_input import open_kiosk_page
