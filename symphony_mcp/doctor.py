@@ -111,7 +111,8 @@ def _ocr(settings: Settings) -> Verdict:
         if importlib.util.find_spec("easyocr") is None:
             return Verdict(
                 "fail", "ocr.engine is easyocr but easyocr is not installed",
-                ".venv/bin/python -m pip install '.[easyocr]' -c scripts/constraints-cpu.txt",
+                "pip install 'symphony-mcp[easyocr]' from the lock (README: Installing from the lock), or "
+                "SYMPHONY_OCR__ENGINE=tesseract",
             )  # fmt: skip
         return Verdict("ok", "EasyOCR is installed")
     from symphony_mcp.vision.ocr.tesseract_engine import find_tessdata

@@ -223,6 +223,8 @@ def split_words(
     Detection boxes reach a few pixels past the glyphs, and callers put the caret at a word's left or right edge.
     """
     tokens = _rejoin_punctuation(text.split())
+    if not tokens:  # the recogniser can read a detected box as nothing (or only spaces): no word there
+        return []
     left, top, right, bottom = box
     ink = _ink_columns(grey[top:bottom, left:right])
     cuts = _word_cuts(ink, [len(token) for token in tokens]) if len(tokens) > 1 else []
