@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -312,3 +313,22 @@ async def test_find_text_in_a_terminal(client: Client, xdisplay: object) -> None
     finally:
         process.terminate()
         process.wait(timeout=5)
+
+
+def test_tesseract_leaves_no_openmp_limit_for_what_loads_after_it() -> None:
+    """OMP_THREAD_LIMIT=1 is for Tesseract's OpenMP runtime only: left in the environment, torch's runtime loaded
+    later took it too (EasyOCR's boxes then depended on which engine ran first: a word's edge 6 px off) and every
+    program the server started inherited it. A limit the user set is kept."""
+    probe = (
+        "import os, sys\n"
+        "from symphony_mcp.vision.ocr.tesseract_engine import TesseractEngine\n"
+        "TesseractEngine()\n"
+        "print(os.environ.get('OMP_THREAD_LIMIT'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_THREAD_LIMIT"}
+    unset = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert unset.stdout.strip() == "None", unset.stderr
+    kept = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, "OMP_THREAD_LIMIT": "3"}, capture_output=True, text=True
+    )
+    assert kept.stdout.strip() == "3", kept.stderr

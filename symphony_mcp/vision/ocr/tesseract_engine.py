@@ -1,12 +1,17 @@
 """Tesseract through tesserocr: the engine runs in-process, so a block costs no process start.
 
 One API object per worker thread (the API is not thread-safe); OMP_THREAD_LIMIT=1 because
-Tesseract's own OpenMP threads fight each other on small machines (13 s instead of 1.7 s here).
+Tesseract's own OpenMP threads fight each other on small machines (13 s instead of 1.7 s here). The limit is set
+only while tesserocr loads: an OpenMP runtime reads it once, when it is loaded, and left in the environment it
+also capped torch's own OpenMP runtime whenever torch loaded later, so EasyOCR's boxes depended on which engine
+ran first (a word's edge 6 px off), and every program the server started inherited it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +43,24 @@ def find_tessdata(language: str) -> str:
     )
 
 
+@contextlib.contextmanager
+def _one_openmp_thread() -> Iterator[None]:
+    """OMP_THREAD_LIMIT=1 while Tesseract's OpenMP runtime loads (a limit the user set stays as it is)."""
+    if "OMP_THREAD_LIMIT" in os.environ:
+        yield
+        return
+    os.environ["OMP_THREAD_LIMIT"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_THREAD_LIMIT", None)
+
+
 class TesseractEngine:
     def __init__(self, language: str = "eng") -> None:
-        os.environ.setdefault("OMP_THREAD_LIMIT", "1")
         try:
-            from tesserocr import OEM, PSM, PyTessBaseAPI
+            with _one_openmp_thread():
+                from tesserocr import OEM, PSM, PyTessBaseAPI
         except ImportError as exc:
             raise SymphonyError(
                 "the Tesseract engine needs tesserocr: pip install tesserocr (a dependency of symphony-mcp) and "
