@@ -319,7 +319,8 @@ async def test_forks_that_together_exceed_the_runs_memory_are_killed(home: Path,
 async def test_the_private_tmp_stops_at_its_size(home: Path, tree: Path) -> None:
     """Issue 25 item 6: 3 x 900 MB written to the RAM-backed /tmp took 2.1 GB; now /tmp has a size (tmp_mb)."""
     async with serving(tree, tmp_mb=64) as client:
-        block = "for i in 1 2 3; do head -c 50000000 /dev/zero > /tmp/fill$i; done; du -smc /tmp/fill* | tail -1 | cut -f1"
+        block = "for i in 1 2 3; do head -c 50000000 /dev/zero > /tmp/fill$i; done; du -smc /tmp/fill* | tail -1"
+        block += " | cut -f1"
         result = await run(client, "bash", block)
     assert "No space left on device" in result["stderr"], result
     assert int(result["stdout"]) <= 64, result
