@@ -46,9 +46,9 @@ from benchmarks.common import (
     verdict,
 )
 from symphony_mcp.config import load_settings
-from symphony_mcp.desktop.controller import DesktopController, Target
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import CallerSpace
-from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.records import ActionRecord, Target
 from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.memory.layout import TaskInfo
 from symphony_mcp.memory.task import Task

@@ -13,7 +13,6 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,7 +22,7 @@ from symphony_mcp.config import Settings
 from symphony_mcp.desktop.capture import Frame, select_monitor
 from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, new_frame_id
 from symphony_mcp.desktop.protocol import Desktop
-from symphony_mcp.desktop.records import ActionLog, ActionRecord, Grounding
+from symphony_mcp.desktop.records import ActionLog, ActionRecord, Target
 from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.runner import DesktopRunner
 from symphony_mcp.desktop.types import Launched, MouseButton, WindowInfo
@@ -34,15 +33,6 @@ from symphony_mcp.limits import MAX_CLICKS, MAX_DURATION, MAX_SCROLL
 
 log = logging.getLogger(__name__)
 DEFAULT_OPEN_WAIT_SECONDS = 4.0  # open's wait for a window when the caller gives none
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where an action acts, in screen pixels, and how the caller named it (for the record)."""
-
-    point: Point
-    given: tuple[float, float] | None = None  # the caller's x, y in its space; None when found by OCR or a model
-    grounding: tuple[Grounding, ...] = ()
 
 
 class DesktopController:

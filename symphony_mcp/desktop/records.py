@@ -1,10 +1,12 @@
-"""Structured records of every action the desktop performed (its producer), kept in memory per server."""
+"""The action value types: where an action acts (`Target`), how a named target was found, and the record of
+every action the desktop performed (its producer), kept in memory per server."""
 
 from __future__ import annotations
 
 import itertools
 import threading
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -28,6 +30,15 @@ class Grounding(BaseModel):
     refined_from: Point | None = Field(
         None, description="the model's first guess, when a zoomed second look gave the point used (vlm)"
     )
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an action acts, in screen pixels, and how the caller named it (for the record)."""
+
+    point: Point
+    given: tuple[float, float] | None = None  # the caller's x, y in its space; None when found by OCR or a model
+    grounding: tuple[Grounding, ...] = ()
 
 
 class ActionRecord(Placed):

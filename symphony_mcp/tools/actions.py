@@ -7,9 +7,9 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController, Target
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import Placed
-from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.records import ActionRecord, Target
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.limits import MAX_COUNTER, MAX_KEY_PRESSES, MAX_KEYS, MAX_SCROLL, MAX_WAIT_SECONDS
 from symphony_mcp.tools.arguments import (

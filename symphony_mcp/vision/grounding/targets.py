@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from symphony_mcp.desktop.controller import Target
 from symphony_mcp.desktop.frames import CallerSpace
+from symphony_mcp.desktop.records import Target
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 

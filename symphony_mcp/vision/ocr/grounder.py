@@ -14,9 +14,9 @@ from pydantic import Field
 
 from symphony_mcp.config import OcrSettings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.controller import DesktopController, Target
+from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import CallerSpace, Placed
-from symphony_mcp.desktop.records import ActionRecord, Grounding
+from symphony_mcp.desktop.records import ActionRecord, Grounding, Target
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Region
