@@ -57,7 +57,7 @@ from benchmarks.common import (
 from symphony_mcp.config import ScreenshotSettings, Settings
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.protocol import Desktop
-from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import build_server
@@ -169,7 +169,7 @@ async def screenshot_call(client: Client, case: ScreenshotCase) -> tuple[float, 
 
 async def bench_screenshot(
     clients: tuple[Client, Client],
-    reference: DesktopRunner,
+    reference: DesktopThread,
     area: Rect,
     case: ScreenshotCase,
     options: EncodeOptions,
@@ -277,7 +277,7 @@ async def measure_screenshots(
 ) -> list[ScreenshotRow]:
     # The reference grabs on a dedicated worker thread, as the server does: mss grabs measured
     # ~2.5x slower on the main thread than on a worker thread here.
-    reference = DesktopRunner(LocalDesktop)
+    reference = DesktopThread(LocalDesktop)
     try:
         area = await reference.run(lambda desktop: desktop.monitors()[settings.display.monitor].screen_rect)
         rows = []

@@ -29,7 +29,7 @@ from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loo
 from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
-from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -111,7 +111,7 @@ class SymphonyMCP(PolicyServer):
 class SymphonyServer:
     mcp: PolicyServer
     desktop: DesktopController
-    runner: DesktopRunner
+    desktop_thread: DesktopThread
     ocr: OcrGrounder
     grounder: VisionGrounder
     models: ModelRegistry
@@ -120,14 +120,14 @@ class SymphonyServer:
 
     def close(self) -> None:
         self.tasks.close()
-        self.runner.close()
+        self.desktop_thread.close()
 
 
 def build_server(settings: Settings) -> SymphonyServer:
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
     programs = ProgramAllowList(None if (allow := settings.policy.open_app_allow) is None else tuple(allow))
-    runner = DesktopRunner(lambda: LocalDesktop(settings.input, layout, programs))
-    controller = DesktopController(settings, runner, ActionLog(settings.server.action_log_size))
+    desktop_thread = DesktopThread(lambda: LocalDesktop(settings.input, layout, programs))
+    controller = DesktopController(settings, desktop_thread, ActionLog(settings.server.action_log_size))
     text_grounder = OcrGrounder(controller, settings.ocr)
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(controller, models, settings.grounding)
@@ -176,7 +176,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     return SymphonyServer(
         mcp=server,
         desktop=controller,
-        runner=runner,
+        desktop_thread=desktop_thread,
         ocr=text_grounder,
         grounder=grounder,
         models=models,

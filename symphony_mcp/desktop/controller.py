@@ -24,7 +24,7 @@ from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, new_frame_id
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.records import ActionLog, ActionRecord, Target
 from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
-from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.desktop.types import Launched, MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
@@ -36,9 +36,9 @@ DEFAULT_OPEN_WAIT_SECONDS = 4.0  # open's wait for a window when the caller give
 
 
 class DesktopController:
-    def __init__(self, settings: Settings, runner: DesktopRunner, actions: ActionLog) -> None:
+    def __init__(self, settings: Settings, thread: DesktopThread, actions: ActionLog) -> None:
         self.settings = settings
-        self.runner = runner
+        self.thread = thread
         self.actions = actions
         self.frames = FrameRegistry()
         self._listeners: list[Callable[[ActionRecord], Awaitable[None]]] = []
@@ -85,7 +85,7 @@ class DesktopController:
         reference = None if monitor is not None else self.frames.reference(frame_id)
         screen = None
         if reference is None or space == "screen":  # the common case needs no trip to the desktop thread
-            monitors = await self.runner.run(lambda d: d.monitors())
+            monitors = await self.thread.run(lambda d: d.monitors())
             screen = monitors[0].screen_rect
             if reference is None:
                 index = self.settings.display.monitor if monitor is None else monitor
@@ -97,7 +97,7 @@ class DesktopController:
 
     # --- screen --------------------------------------------------------------------------------
     async def screen_info(self) -> ScreenInfo:
-        monitors, cursor = await self.runner.run(lambda d: (d.monitors(), d.cursor()))
+        monitors, cursor = await self.thread.run(lambda d: (d.monitors(), d.cursor()))
         default = self.settings.display.monitor
         if default >= len(monitors):
             default = 1
@@ -116,7 +116,7 @@ class DesktopController:
 
     async def capture(self, area: Rect | None = None) -> Frame:
         """Grab a full-resolution frame of a screen area (clipped to the screen), or of the default monitor."""
-        return await self.runner.run(lambda d: self._grab(d, None if area is None else 0, area))
+        return await self.thread.run(lambda d: self._grab(d, None if area is None else 0, area))
 
     async def screen_for_agent(self, agent: str) -> Image.Image | None:
         """The screen for a tool agent's first prompt (the Coder's, the searcher's), or None when it cannot be
@@ -129,7 +129,7 @@ class DesktopController:
 
     async def screen_rect(self) -> Rect:
         """The whole screen (all monitors) in screen pixels."""
-        return await self.runner.run(lambda d: _monitor_rect(d, 0))
+        return await self.thread.run(lambda d: _monitor_rect(d, 0))
 
     def _grab(self, desktop: Desktop, monitor: int | None, region: Rect | None) -> Frame:
         monitor_index = self.settings.display.monitor if monitor is None else monitor
@@ -169,7 +169,7 @@ class DesktopController:
                 marker = (cursor.x - frame.area.left, cursor.y - frame.area.top)
             return frame, _monitor_rect(desktop, 0), encode_image(frame.image, options, marker)
 
-        frame, screen, encoded = await self.runner.run(grab_and_encode)
+        frame, screen, encoded = await self.thread.run(grab_and_encode)
         return encoded, self._describe(frame, screen, encoded)
 
     async def publish(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
@@ -232,7 +232,7 @@ class DesktopController:
         started = time.time()
         error: str | None = None
         try:
-            await self.runner.run(operation)
+            await self.thread.run(operation)
         except Exception as exc:
             error = str(exc) or type(exc).__name__
             raise
@@ -291,12 +291,12 @@ class DesktopController:
 
     async def _post_state(self) -> tuple[Point | None, WindowInfo | None]:
         try:
-            return await self.runner.run(lambda d: (d.cursor(), d.active_window()))
+            return await self.thread.run(lambda d: (d.cursor(), d.active_window()))
         except Exception:
             return None, None  # the display went away; the action's own outcome is what matters
 
     async def _keys(self, keys: Sequence[str]) -> list[str]:
-        return await self.runner.run(lambda d: d.normalize_keys(keys))
+        return await self.thread.run(lambda d: d.normalize_keys(keys))
 
     async def click(
         self,
@@ -375,7 +375,7 @@ class DesktopController:
             raise InvalidInputError(f"scroll amounts must be within -{MAX_SCROLL}..{MAX_SCROLL} clicks")
         held = await self._keys(hold_keys) if hold_keys else []
         if target is None:
-            target = Target(await self.runner.run(lambda d: d.cursor()))
+            target = Target(await self.thread.run(lambda d: d.cursor()))
         point = target.point
         return await self._perform(
             "scroll",
@@ -461,7 +461,7 @@ class DesktopController:
 
     # --- windows and apps ----------------------------------------------------------------------
     async def list_windows(self) -> list[WindowInfo]:
-        return await self.runner.run(lambda d: d.windows())
+        return await self.thread.run(lambda d: d.windows())
 
     async def focus_window(self, window_id: str) -> ActionRecord:
         windows = await self.list_windows()

@@ -1,6 +1,6 @@
 """The Desktop contract: everything the tools need from a screen, pointer, keyboard and window manager.
 
-Implementations are synchronous and used from one thread (see `DesktopRunner`).
+Implementations are synchronous and used from one thread (see `DesktopThread`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from symphony_mcp.desktop.protocol import Desktop
 T = TypeVar("T")
 
 
-class DesktopRunner:
+class DesktopThread:
     def __init__(self, factory: Callable[[], Desktop]) -> None:
         self._factory = factory
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop")
