@@ -172,7 +172,7 @@ class DesktopController:
         frame, screen, encoded = await self.thread.run(grab_and_encode)
         return encoded, self._describe(frame, screen, encoded)
 
-    async def publish(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
+    async def make_latest(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
         """Encode an image drawn over `frame` (e.g. annotated); it becomes the latest frame, like a screenshot."""
         encoded = await asyncio.to_thread(encode_image, image, self._encode_options())
         return encoded, self._describe(frame, await self.screen_rect(), encoded)
@@ -256,7 +256,7 @@ class DesktopController:
                 summary=summary if error is None else f"{summary} -> failed: {error}",
                 grounding=[g for t in targets for g in t.grounding],
             )
-            await self._publish(record)
+            await self._log_and_notify(record)
         return record
 
     async def note(
@@ -278,10 +278,11 @@ class DesktopController:
             summary=summary,
         )
         with anyio.CancelScope(shield=True):
-            await self._publish(record)
+            await self._log_and_notify(record)
         return record
 
-    async def _publish(self, record: ActionRecord) -> None:
+    async def _log_and_notify(self, record: ActionRecord) -> None:
+        """Append the record to the session's action log and hand it to every action listener."""
         self.actions.append(record)
         for listener in self._listeners:
             try:

@@ -107,7 +107,7 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         view = text_search.view
         if annotate:  # the numbered image becomes the latest frame: the result is given in its pixels
             marked = draw_marks(frame.image, frame.area, [(word.id, word.box) for word in result.words])
-            encoded, info = await desktop.publish(frame, marked)
+            encoded, info = await desktop.make_latest(frame, marked)
             view = await desktop.caller_space(space, info.frame_id if space == "screenshot" else None)
             content.insert(0, Image(data=encoded.data, format=encoded.format).to_image_content())
             content.append(TextContent(type="text", text=f"annotated image is frame {info.frame_id}, now the latest"))
