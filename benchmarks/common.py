@@ -39,7 +39,7 @@ XTERMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "116x34+965+0",
         ("-bg", "white", "-fg", "black"),
-        f"cat {REPO / 'symphony_mcp/desktop/controller.py'}; exec sleep infinity",
+        f"cat {REPO / 'symphony_mcp/desktop/actions.py'}; exec sleep infinity",
     ),
     ("116x25+965+625", (), "python3 -c 'import this'; exec bash --norc"),
 )

@@ -63,7 +63,7 @@ from benchmarks.common import (
 )
 from symphony_mcp.config import GroundingSettings, ModelEndpoint, ModelsSettings, Settings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.imaging.encoding import encode_bytes
 from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.models.endpoints import ResolvedEndpoint
@@ -267,7 +267,7 @@ async def ground_round(
 
 
 async def measure_in_process(
-    controller: DesktopController, frame: Frame, stand_in: StandInModel, args: argparse.Namespace
+    screen: Screen, frame: Frame, stand_in: StandInModel, args: argparse.Namespace
 ) -> InProcess:
     missing = set(FAMILIES) - set(ANSWER_FORMATS)
     if missing:
@@ -276,7 +276,7 @@ async def measure_in_process(
 
     def case(name: str, fmt: str, refine: bool = False) -> GroundCase:
         settings = GroundingSettings(family=name, refine=refine, refine_zoom=REFINE_ZOOM)
-        made = GroundCase(FAMILIES[name], fmt, VisionGrounder(controller, registries[fmt], settings))
+        made = GroundCase(FAMILIES[name], fmt, VisionGrounder(screen, registries[fmt], settings))
         prepare_looks(made, frame)  # untimed
         return made
 
@@ -492,12 +492,12 @@ def check_target_is_background(frame: Frame) -> None:
 async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     stand_in = StandInModel().start()
-    server = build_server(Settings())  # its desktop controller; the grounders are built per case below
+    server = build_server(Settings())  # its desktop screen; the grounders are built per case below
     try:
-        frame = await server.desktop.capture()
+        frame = await server.screen.capture()
         check_target_is_background(frame)
         log(f"captured a {frame.image.width}x{frame.image.height} frame; stand-in model at {stand_in.url}")
-        in_process = await measure_in_process(server.desktop, frame, stand_in, args)
+        in_process = await measure_in_process(server.screen, frame, stand_in, args)
         stdio = await measure_stdio(display, frame, in_process.default().model_image, stand_in, args)
     finally:
         server.close()

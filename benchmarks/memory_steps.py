@@ -46,9 +46,10 @@ from benchmarks.common import (
     verdict,
 )
 from symphony_mcp.config import load_settings
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.frames import CallerSpace
 from symphony_mcp.desktop.records import ActionRecord, Target
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.imaging.geometry import Point
 from symphony_mcp.memory.layout import TaskInfo
 from symphony_mcp.memory.task import Task
@@ -75,20 +76,20 @@ class Samples:
     loops: int = 0
 
 
-async def run_scenario(controller: DesktopController, kind: str, steps: int, root: Path) -> Samples:
-    screen = await controller.screen_rect()
+async def run_scenario(screen: Screen, actions: DesktopActions, kind: str, steps: int, root: Path) -> Samples:
+    whole_screen = await screen.screen_rect()
     info = TaskInfo(task_id=kind, instruction=f"benchmark: {kind}", directory=str(root / kind), started_at=time.time())
-    task = Task(info, load_settings().memory, screen, await controller.capture())
+    task = Task(info, load_settings().memory, whole_screen, await screen.capture())
     samples = Samples()
     lines = TrajectoryWriter(root / f"{kind} lines")  # the same lines again, to time the write alone
     synced = os.open(root / f"{kind} synced.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND)  # and what fsync adds
-    screen_space = await controller.caller_space("screen")
+    screen_space = await screen.caller_space("screen")
     if kind == "changing screen":
-        await controller.click(Target(INPUT_TARGET), screen_space)
+        await actions.click(Target(INPUT_TARGET), screen_space)
     for n in range(steps):
-        record = await act(controller, screen_space, kind, n)
+        record = await act(actions, screen_space, kind, n)
         started = time.perf_counter()
-        frame = await controller.capture()
+        frame = await screen.capture()
         captured = time.perf_counter()
         step = await task.record(record, frame)
         recorded = time.perf_counter()
@@ -107,7 +108,7 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
         os.fsync(synced)
         samples.fsync.append(elapsed_ms(started))
         started = time.perf_counter()
-        await controller.screenshot(screen_space)
+        await screen.screenshot(screen_space)
         samples.screenshot.append(elapsed_ms(started))
         if (n + 1) % WINDOW == 0:
             log(f"{kind}: {n + 1} steps")
@@ -119,18 +120,19 @@ async def run_scenario(controller: DesktopController, kind: str, steps: int, roo
     return samples
 
 
-async def act(controller: DesktopController, screen_space: CallerSpace, kind: str, n: int) -> ActionRecord:
+async def act(actions: DesktopActions, screen_space: CallerSpace, kind: str, n: int) -> ActionRecord:
     if kind == "changing screen":
-        return await controller.type_text("abcdefghijklmnopqrstuvwxyz"[n % 26], screen_space)
+        return await actions.type_text("abcdefghijklmnopqrstuvwxyz"[n % 26], screen_space)
     x, y = POINTER_PATH[n % len(POINTER_PATH)]
-    return await controller.move(Target(Point(x=x, y=y)), screen_space)
+    return await actions.move(Target(Point(x=x, y=y)), screen_space)
 
 
 async def run_benchmark(steps: int) -> dict[str, Samples]:
     server = build_server(load_settings())
     try:
         with tempfile.TemporaryDirectory(prefix="symphony-memory-bench-") as tmp:
-            return {kind: await run_scenario(server.desktop, kind, steps, Path(tmp)) for kind in KINDS}
+            screen, actions = server.screen, server.desktop_actions
+            return {kind: await run_scenario(screen, actions, kind, steps, Path(tmp)) for kind in KINDS}
     finally:
         server.close()
 

@@ -26,9 +26,11 @@ from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.confine import BWRAP_FIX, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.local import LocalDesktop
+from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
@@ -110,7 +112,8 @@ class SymphonyMCP(PolicyServer):
 @dataclass
 class SymphonyServer:
     mcp: PolicyServer
-    desktop: DesktopController
+    screen: Screen
+    desktop_actions: DesktopActions
     desktop_thread: DesktopThread
     ocr: OcrGrounder
     grounder: VisionGrounder
@@ -127,14 +130,16 @@ def build_server(settings: Settings) -> SymphonyServer:
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
     programs = ProgramAllowList(None if (allow := settings.policy.open_app_allow) is None else tuple(allow))
     desktop_thread = DesktopThread(lambda: LocalDesktop(settings.input, layout, programs))
-    controller = DesktopController(settings, desktop_thread, ActionLog(settings.server.action_log_size))
-    text_grounder = OcrGrounder(controller, settings.ocr)
+    desktop_screen = Screen(desktop_thread, settings.display, settings.screenshot)
+    recorder = ActionRecorder(desktop_thread, ActionLog(settings.server.action_log_size))
+    desktop_actions = DesktopActions(desktop_thread, recorder, settings.input)
+    text_grounder = OcrGrounder(desktop_screen, desktop_actions, settings.ocr)
     models = ModelRegistry(settings.models)
-    grounder = VisionGrounder(controller, models, settings.grounding)
-    tasks = TaskManager(controller, models, settings.memory)
+    grounder = VisionGrounder(desktop_screen, models, settings.grounding)
+    tasks = TaskManager(desktop_screen, recorder, models, settings.memory)
     executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
-    coder = CoderService(controller, models, tasks, executor, settings.code, executor.default_workdir)
-    searcher = TutorialSearcher(controller, models, tasks, settings.search)
+    coder = CoderService(desktop_screen, recorder, models, tasks, executor, settings.code, executor.default_workdir)
+    searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -162,12 +167,12 @@ def build_server(settings: Settings) -> SymphonyServer:
         schema_rules=settings.server.schema_rules,
         max_message_bytes=settings.server.max_message_bytes,
     )
-    screen.register(server, controller)
-    actions.register(server, controller, TargetResolver(grounder))
-    windows.register(server, controller)
-    ocr.register(server, text_grounder, controller)
-    grounding.register(server, grounder, models, controller)
-    memory.register(server, tasks, controller)
+    screen.register(server, desktop_screen)
+    actions.register(server, desktop_screen, desktop_actions, TargetResolver(grounder))
+    windows.register(server, desktop_screen, desktop_actions)
+    ocr.register(server, text_grounder, desktop_screen)
+    grounding.register(server, grounder, models, desktop_screen)
+    memory.register(server, tasks, desktop_screen)
     code.register(server, executor, settings.code.max_timeout_seconds)
     code.register_agent(server, coder)
     search.register(server, searcher)
@@ -175,7 +180,8 @@ def build_server(settings: Settings) -> SymphonyServer:
     server.policy.check_names()
     return SymphonyServer(
         mcp=server,
-        desktop=controller,
+        screen=desktop_screen,
+        desktop_actions=desktop_actions,
         desktop_thread=desktop_thread,
         ocr=text_grounder,
         grounder=grounder,

@@ -16,7 +16,8 @@ from symphony_mcp.code.agent import TRANSCRIPT_FILE, CoderLoop, CoderSetup, Prog
 from symphony_mcp.code.results import CoderResult
 from symphony_mcp.code.types import CodeExecutor
 from symphony_mcp.config import CodeSettings
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.recorder import ActionRecorder
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.models.registry import ModelRegistry
@@ -28,14 +29,16 @@ CODER_FOLDER = "coder"
 class CoderService:
     def __init__(
         self,
-        desktop: DesktopController,
+        screen: Screen,
+        recorder: ActionRecorder,
         models: ModelRegistry,
         tasks: TaskManager,
         executor: CodeExecutor,
         settings: CodeSettings,
         work_root: Path,
     ) -> None:
-        self.desktop = desktop
+        self.screen = screen
+        self.recorder = recorder
         self.models = models
         self.tasks = tasks
         self.executor = executor
@@ -58,10 +61,10 @@ class CoderService:
             block_timeout_s=min(self.settings.agent_block_timeout_seconds, self.settings.max_timeout_seconds),
         )
         started = time.time()
-        screen = await self.desktop.screen_for_agent("code_agent")
+        screen = await self.screen.screen_for_agent("code_agent")
         result = await CoderLoop(model, self.executor, setup, progress).run(task, budget, screen)
         ended = None if result.completion_reason == "DONE" else f"the coder ended with {result.completion_reason}"
-        record = await self.desktop.note(
+        record = await self.recorder.record(
             "code_agent",
             {"task": task, "budget": budget},
             f"code_agent ({result.completion_reason}, {result.steps_used} steps): {result.summary}",

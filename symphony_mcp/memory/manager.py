@@ -17,8 +17,9 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from symphony_mcp.config import MemorySettings
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.limits import MAX_INSTRUCTION
 from symphony_mcp.memory.layout import (
@@ -44,12 +45,14 @@ _RUN = re.compile(RUN_PATTERN)
 
 
 class TaskManager:
-    def __init__(self, desktop: DesktopController, models: ModelRegistry, settings: MemorySettings) -> None:
-        self.desktop = desktop
+    def __init__(
+        self, screen: Screen, recorder: ActionRecorder, models: ModelRegistry, settings: MemorySettings
+    ) -> None:
+        self.screen = screen
         self.models = models
         self.settings = settings
         self._running: dict[str, Task] = {}
-        desktop.add_action_listener(self._record)
+        recorder.add_action_listener(self._record)
         self.list()  # ends the tasks earlier servers left running when they were killed
 
     @property
@@ -69,8 +72,8 @@ class TaskManager:
         directory = self.root / task_id
         if (directory / TRAJECTORY_FILE).exists() or (directory / TASK_FILE).exists():
             raise InvalidInputError(f"a trajectory for task {task_id!r} already exists in {directory}; give another id")
-        first = await self.desktop.capture()
-        screen = await self.desktop.screen_rect()
+        first = await self.screen.capture()
+        screen = await self.screen.screen_rect()
         info = TaskInfo(
             task_id=task_id,
             instruction=instruction,
@@ -186,7 +189,7 @@ class TaskManager:
         task = self._running.get(current_session.get())
         if task is None:
             return
-        frame = await self.desktop.capture()
+        frame = await self.screen.capture()
         await task.record(record, frame)
 
 

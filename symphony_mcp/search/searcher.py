@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from symphony_mcp.config import SearchSettings
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.recorder import ActionRecorder
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.models.registry import ModelRegistry
@@ -27,9 +28,15 @@ SEARCH_FOLDER = "search"
 
 class TutorialSearcher:
     def __init__(
-        self, desktop: DesktopController, models: ModelRegistry, tasks: TaskManager, settings: SearchSettings
+        self,
+        screen: Screen,
+        recorder: ActionRecorder,
+        models: ModelRegistry,
+        tasks: TaskManager,
+        settings: SearchSettings,
     ) -> None:
-        self.desktop = desktop
+        self.screen = screen
+        self.recorder = recorder
         self.models = models
         self.tasks = tasks
         self.settings = settings
@@ -61,14 +68,14 @@ class TutorialSearcher:
             image_max_side=self.settings.image_max_side,
         )
         started = time.time()
-        screen = await self.desktop.screen_for_agent("search_tutorial")
+        screen = await self.screen.screen_for_agent("search_tutorial")
         browser = await ChromiumBrowser.start(self.settings, policy)
         try:
             result = await SearchLoop(model, browser, setup, progress).run(query, start_url, budget, screen)
         finally:
             await asyncio.shield(browser.close())
         ended = None if result.completion_reason == "DONE" else f"the search ended with {result.completion_reason}"
-        record = await self.desktop.note(
+        record = await self.recorder.record(
             "search_tutorial",
             {"query": query, "budget": budget},
             f"search_tutorial ({result.completion_reason}, {result.steps_used} steps): {clip(query, 200)}",

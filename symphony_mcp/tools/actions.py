@@ -7,9 +7,10 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.desktop.records import ActionRecord, Target
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.limits import MAX_COUNTER, MAX_KEY_PRESSES, MAX_KEYS, MAX_SCROLL, MAX_WAIT_SECONDS
 from symphony_mcp.tools.arguments import (
@@ -44,7 +45,7 @@ Description = Annotated[
 Wheel = Annotated[int, Field(ge=-MAX_SCROLL, le=MAX_SCROLL)]
 
 
-def register(server: MCPServer, desktop: DesktopController, targets: TargetResolver) -> None:
+def register(server: MCPServer, screen: Screen, actions: DesktopActions, targets: TargetResolver) -> None:
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def click(
@@ -60,9 +61,9 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         """Click an element given by description (located on screen by the grounding model) or at x, y;
         optionally several times and with modifier keys held. x, y and the record's coordinates are the latest
         screenshot's pixels unless space/frame_id say otherwise."""
-        view = await desktop.caller_space(space, frame_id)
+        view = await screen.caller_space(space, frame_id)
         (target,) = await targets.resolve([TargetRequest(description, x, y)], view)
-        return view.express(await desktop.click(target, view, button=button, count=count, hold_keys=hold_keys))
+        return view.express(await actions.click(target, view, button=button, count=count, hold_keys=hold_keys))
 
     refuse_combinations(server, "click", *one_target())
 
@@ -77,8 +78,8 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     ) -> ActionRecord:
         """Move the pointer without clicking (hover menus, tooltips). x, y and the record's coordinates are the
         latest screenshot's pixels unless space/frame_id say otherwise."""
-        view = await desktop.caller_space(space, frame_id)
-        return view.express(await desktop.move(Target(view.to_screen(x, y), (x, y)), view, duration=duration))
+        view = await screen.caller_space(space, frame_id)
+        return view.express(await actions.move(Target(view.to_screen(x, y), (x, y)), view, duration=duration))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -98,7 +99,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         """Press at the start, move to the end with intermediate motion, release. Each end is a
         description (located by the grounding model) or x, y. x, y and the record's coordinates are the latest
         screenshot's pixels unless space/frame_id say otherwise."""
-        view = await desktop.caller_space(space, frame_id)
+        view = await screen.caller_space(space, frame_id)
         start, end = await targets.resolve(
             [
                 TargetRequest(start_description, start_x, start_y, "start_"),
@@ -106,7 +107,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
             ],
             view,
         )
-        record = await desktop.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
+        record = await actions.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
         return view.express(record)
 
     refuse_combinations(server, "drag_and_drop", *one_target("start_"), *one_target("end_"))
@@ -127,10 +128,10 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     ) -> ActionRecord:
         """Scroll the wheel over an element (described, or at x, y, or under the pointer). x, y and the record's
         coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
-        view = await desktop.caller_space(space, frame_id)
+        view = await screen.caller_space(space, frame_id)
         request = TargetRequest(description, x, y)
         target = None if request.is_empty else (await targets.resolve([request], view))[0]
-        record = await desktop.scroll(
+        record = await actions.scroll(
             view, vertical=vertical, horizontal=horizontal, target=target, hold_keys=hold_keys
         )
         return view.express(record)
@@ -155,23 +156,23 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         """Type text into a field: the described one, the one at x, y, or (neither) the focused one.
         Unicode is typed exactly, also in terminals. x, y and the record's coordinates are the latest screenshot's
         pixels unless space/frame_id say otherwise."""
-        view = await desktop.caller_space(space, frame_id)
+        view = await screen.caller_space(space, frame_id)
         request = TargetRequest(description, x, y)
         target = None if request.is_empty else (await targets.resolve([request], view))[0]
-        return view.express(await desktop.type_text(text, view, overwrite=overwrite, enter=enter, target=target))
+        return view.express(await actions.type_text(text, view, overwrite=overwrite, enter=enter, target=target))
 
     nothing_to_type = {
         "properties": {"text": {"maxLength": 0}, "overwrite": {"const": False}, "enter": {"const": False}}
     }
     refuse_combinations(server, "type", nothing_to_type, *one_target(optional=True))
-    state_in_schema(server, "type", "text", maxLength=desktop.settings.input.max_text_length)
+    state_in_schema(server, "type", "text", maxLength=actions.settings.max_text_length)
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def hotkey(keys: Keys) -> ActionRecord:
         """Press a key or key combination: keys go down in order and come up in reverse (e.g. ctrl+s).
         The record's coordinates are the latest screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.hotkey(keys))
+        return await in_latest_space(screen, await actions.hotkey(keys))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -191,20 +192,20 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     ) -> ActionRecord:
         """Hold some keys while pressing others in sequence (e.g. alt held, tab pressed twice). The record's
         coordinates are the latest screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.hold_and_press(hold_keys, press_keys))
+        return await in_latest_space(screen, await actions.hold_and_press(hold_keys, press_keys))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def key_down(key: Annotated[KeyName, Field(description="key to press and keep down")]) -> ActionRecord:
         """Press a key and keep it down until key_up (for holds that span other actions). The record's coordinates
         are the latest screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.key_transition(key, down=True))
+        return await in_latest_space(screen, await actions.key_transition(key, down=True))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def key_up(key: Annotated[KeyName, Field(description="key to release")]) -> ActionRecord:
         """Release a key pressed with key_down. The record's coordinates are the latest screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.key_transition(key, down=False))
+        return await in_latest_space(screen, await actions.key_transition(key, down=False))
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
@@ -221,9 +222,9 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     ) -> ActionRecord:
         """Wait for the UI (loading, animations) before looking again. The record's coordinates are the latest
         screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.wait(seconds))
+        return await in_latest_space(screen, await actions.wait(seconds))
 
-    state_in_schema(server, "wait", "seconds", maximum=desktop.settings.input.max_wait_seconds)
+    state_in_schema(server, "wait", "seconds", maximum=actions.settings.max_wait_seconds)
 
     @server.tool(annotations=READ_ONLY)
     @caller_errors
@@ -235,8 +236,8 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     ) -> ActionHistory:
         """The structured records of the actions this server performed in this session, oldest first,
         all in one space (the latest screenshot's by default)."""
-        view = await desktop.caller_space(space, frame_id)
-        return view.express(ActionHistory(records=desktop.actions.records(since_id=since_id, limit=limit)))
+        view = await screen.caller_space(space, frame_id)
+        return view.express(ActionHistory(records=actions.recorder.action_log.records(since_id=since_id, limit=limit)))
 
 
 class ActionHistory(Placed):

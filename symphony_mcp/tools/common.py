@@ -12,7 +12,7 @@ from typing import ParamSpec, TypeVar
 from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import InvalidInputError, SymphonyError, clip_message
 from symphony_mcp.limits import MAX_ECHO
 
@@ -68,9 +68,9 @@ caller_errors = _surfacing(ToolError)
 resource_errors = _surfacing(ResourceError, ResourceNotFoundError)
 
 
-async def in_latest_space(desktop: DesktopController, result: T) -> T:
+async def in_latest_space(screen: Screen, result: T) -> T:
     """A result of a call that takes no coordinates, in the latest screenshot's space (pointer, windows, records)."""
-    return (await desktop.caller_space()).express(result)
+    return (await screen.caller_space()).express(result)
 
 
 def compact_text(result: CallToolResult) -> CallToolResult:

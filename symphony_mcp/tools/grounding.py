@@ -7,8 +7,8 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import Placed
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.models.registry import ModelRegistry, ModelStatus
 from symphony_mcp.tools.arguments import Described, FrameId, Monitor, Space
@@ -39,7 +39,7 @@ class LocateResult(Placed):
     overhead_ms: float = Field(description="encoding, parsing and mapping time outside the model call")
 
 
-def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry, desktop: DesktopController) -> None:
+def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry, screen: Screen) -> None:
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def locate(
@@ -54,7 +54,7 @@ def register(server: MCPServer, grounder: VisionGrounder, models: ModelRegistry,
     ) -> LocateResult:
         """Find a described element with the grounding model on a fresh capture of the area of the latest
         screenshot (or frame_id, or monitor); nothing is clicked. x, y are in that screenshot's pixels."""
-        view = await desktop.caller_space(space, frame_id, monitor)
+        view = await screen.caller_space(space, frame_id, monitor)
         found = await grounder.locate(description, view.area)
         point = view.point(found.screen)
         located = LocateResult(

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.limits import MAX_COUNTER, MAX_ID, MAX_INSTRUCTION, MAX_NOTE, TASK_ID_PATTERN
 from symphony_mcp.memory.layout import EndStatus, TaskInfo
@@ -28,7 +28,7 @@ REFLECT = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentH
 Note = Annotated[str, Field(max_length=MAX_NOTE)]
 
 
-def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) -> None:
+def register(server: MCPServer, tasks: TaskManager, screen: Screen) -> None:
     @server.tool(annotations=RECORD)
     @caller_errors
     async def start_task(
@@ -78,7 +78,7 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
         The step's coordinates are the latest screenshot's pixels."""
         if thought is None and plan is None and tool_output is None:
             raise InvalidInputError("give at least one of thought, plan or tool_output")
-        return await in_latest_space(desktop, await tasks.task().annotate(step, thought, plan, tool_output))
+        return await in_latest_space(screen, await tasks.task().annotate(step, thought, plan, tool_output))
 
     refuse_combinations(server, "record_step", missing("thought", "plan", "tool_output"))
 
@@ -99,7 +99,7 @@ def register(server: MCPServer, tasks: TaskManager, desktop: DesktopController) 
         """The running task's memory without any model: what each step did (action, target, result), step checks,
         milestones and kept screenshots, facts, loop warning, failed actions, the latest reflection. Points are
         the latest screenshot's pixels unless space/frame_id say otherwise."""
-        view = await desktop.caller_space(space, frame_id)
+        view = await screen.caller_space(space, frame_id)
         return view.express(tasks.task().state())
 
     @server.tool(annotations=READ_ONLY)

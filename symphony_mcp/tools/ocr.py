@@ -9,8 +9,8 @@ from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import ActionRecord
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.geometry import CoordinateSpace, Region
@@ -55,7 +55,7 @@ LookAt = Annotated[Monitor, Field(description="read this monitor instead (its fr
 HALF_NEAR = (both(given("near_x"), missing("near_y")), both(given("near_y"), missing("near_x")))
 
 
-def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopController) -> None:
+def register(server: MCPServer, grounder: OcrGrounder, screen: Screen) -> None:
     async def ensure_loaded(ctx: Context) -> None:
         """Loading an engine can take seconds (EasyOCR: much longer): tell the host what is happening."""
         if not grounder.is_loaded():
@@ -77,7 +77,7 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
             if near_x is None or near_y is None:
                 raise InvalidInputError("give both near_x and near_y, or neither")
             near = (near_x, near_y)
-        view = await desktop.caller_space(space, frame_id, monitor)
+        view = await screen.caller_space(space, frame_id, monitor)
         return TextSearch(view=view, region=region, near=near, approximate=approximate)
 
     @server.tool(annotations=READ_ONLY)
@@ -107,8 +107,8 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         view = text_search.view
         if annotate:  # the numbered image becomes the latest frame: the result is given in its pixels
             marked = draw_marks(frame.image, frame.area, [(word.id, word.box) for word in result.words])
-            encoded, info = await desktop.make_latest(frame, marked)
-            view = await desktop.caller_space(space, info.frame_id if space == "screenshot" else None)
+            encoded, info = await screen.make_latest(frame, marked)
+            view = await screen.caller_space(space, info.frame_id if space == "screenshot" else None)
             content.insert(0, Image(data=encoded.data, format=encoded.format).to_image_content())
             content.append(TextContent(type="text", text=f"annotated image is frame {info.frame_id}, now the latest"))
         return CallToolResult(content=content, structured_content=view.express(result).model_dump(mode="json"))
@@ -207,7 +207,7 @@ def register(server: MCPServer, grounder: OcrGrounder, desktop: DesktopControlle
         )
         return text_search.view.express(selection)
 
-    state_in_schema(server, "highlight_text_span", "replace_with", maxLength=desktop.settings.input.max_text_length)
+    state_in_schema(server, "highlight_text_span", "replace_with", maxLength=grounder.actions.settings.max_text_length)
 
 
 def _filter(result: OcrResult, min_confidence: float) -> OcrResult:

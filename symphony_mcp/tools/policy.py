@@ -8,7 +8,7 @@
   2025-11-25, an input-required round trip from 2026-07-28). Declined means nothing is done; a host
   that cannot ask gets a tool error saying so, never a silent action;
 - every call runs under its time bound. Cancellation lands only between desktop actions: the
-  controller finishes and records an action under way (shielded), so nothing is left pressed;
+  desktop finishes and records an action under way (shielded), so nothing is left pressed;
 - every tools/call request, whatever its outcome, is written to the audit log with the session it came
   from. The entry is written by a server middleware, which sees each request before the SDK validates it:
   calls the SDK refuses before any tool code runs (an unknown name, `arguments` that are not an object)

@@ -8,8 +8,8 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.results import ScreenInfo, ScreenshotInfo
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.tools.arguments import AreaRegion, FrameId, Monitor, Space
 from symphony_mcp.tools.common import READ_ONLY, caller_errors
 
@@ -20,7 +20,7 @@ coordinates in its pixels by default, so read them straight off this image. Use 
 the region is returned at up to full screen resolution."""
 
 
-def register(server: MCPServer, desktop: DesktopController) -> None:
+def register(server: MCPServer, screen: Screen) -> None:
     @server.tool(annotations=READ_ONLY, description=SCREENSHOT_DESCRIPTION)
     @caller_errors
     async def screenshot(
@@ -38,8 +38,8 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
         quality: Annotated[int | None, Field(ge=1, le=100, description="JPEG/WebP quality")] = None,
         draw_cursor: Annotated[bool | None, Field(description="draw a marker where the pointer is")] = None,
     ) -> Annotated[CallToolResult, ScreenshotInfo]:
-        view = await desktop.caller_space(space, frame_id)
-        encoded, info = await desktop.screenshot(
+        view = await screen.caller_space(space, frame_id)
+        encoded, info = await screen.screenshot(
             view,
             monitor=monitor,
             region=region,
@@ -66,5 +66,5 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     async def screen_info(space: Space = "screenshot", frame_id: FrameId = None) -> ScreenInfo:
         """Monitors and their sizes (screen pixels), the size and scale a default screenshot has, and the pointer
         position in the latest screenshot's pixels (or frame_id's, or the screen's)."""
-        view = await desktop.caller_space(space, frame_id)
-        return view.express(await desktop.screen_info())
+        view = await screen.caller_space(space, frame_id)
+        return view.express(await screen.screen_info())

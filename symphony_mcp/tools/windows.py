@@ -7,9 +7,10 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from symphony_mcp.desktop.controller import DEFAULT_OPEN_WAIT_SECONDS, DesktopController
+from symphony_mcp.desktop.actions import DEFAULT_OPEN_WAIT_SECONDS, DesktopActions
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.results import OpenResult, WindowList
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.limits import MAX_ID, MAX_OPEN_TARGET, MAX_WAIT_SECONDS
 from symphony_mcp.tools.arguments import FrameId, Space, state_in_schema
 from symphony_mcp.tools.common import DESTRUCTIVE_INPUT, HARMLESS_CHANGE, READ_ONLY, caller_errors, in_latest_space
@@ -22,14 +23,14 @@ any program on PATH runs with any arguments: it can change or delete whatever th
 rectangles and the record are in the latest screenshot's pixels."""
 
 
-def register(server: MCPServer, desktop: DesktopController) -> None:
+def register(server: MCPServer, screen: Screen, actions: DesktopActions) -> None:
     @server.tool(annotations=READ_ONLY)
     @caller_errors
     async def list_windows(space: Space = "screenshot", frame_id: FrameId = None) -> WindowList:
         """Top-level windows with id, title, application, rectangle (in the latest screenshot's pixels unless
         space/frame_id say otherwise) and which one is active."""
-        view = await desktop.caller_space(space, frame_id)
-        return view.express(WindowList(windows=await desktop.list_windows()))
+        view = await screen.caller_space(space, frame_id)
+        return view.express(WindowList(windows=await actions.list_windows()))
 
     @server.tool(annotations=HARMLESS_CHANGE)
     @caller_errors
@@ -38,7 +39,7 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> ActionRecord:
         """Raise and focus a window so keyboard input goes to it. The record's coordinates are the latest
         screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.focus_window(window_id))
+        return await in_latest_space(screen, await actions.focus_window(window_id))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
@@ -47,7 +48,7 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
     ) -> ActionRecord:
         """Close a window as its close button would; the application may ask first (e.g. to save). The record's
         coordinates are the latest screenshot's pixels."""
-        return await in_latest_space(desktop, await desktop.close_window(window_id))
+        return await in_latest_space(screen, await actions.close_window(window_id))
 
     @server.tool(annotations=DESTRUCTIVE_INPUT, description=OPEN_APP_DESCRIPTION)
     @caller_errors
@@ -71,6 +72,6 @@ def register(server: MCPServer, desktop: DesktopController) -> None:
             ),
         ] = None,
     ) -> OpenResult:
-        return await in_latest_space(desktop, await desktop.open(target, wait_seconds))
+        return await in_latest_space(screen, await actions.open(target, wait_seconds))
 
-    state_in_schema(server, "open_app", "wait_seconds", maximum=desktop.settings.input.max_wait_seconds)
+    state_in_schema(server, "open_app", "wait_seconds", maximum=actions.settings.max_wait_seconds)

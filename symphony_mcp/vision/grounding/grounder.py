@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 from symphony_mcp.config import GroundingSettings
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.records import Grounding
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import InvalidInputError, ModelAnswerError
 from symphony_mcp.imaging.geometry import ImageMapping, Point, Rect
 from symphony_mcp.models.client import ChatClient
@@ -62,8 +62,8 @@ class Located:
 
 
 class VisionGrounder:
-    def __init__(self, desktop: DesktopController, models: ModelRegistry, settings: GroundingSettings) -> None:
-        self.desktop = desktop
+    def __init__(self, screen: Screen, models: ModelRegistry, settings: GroundingSettings) -> None:
+        self.screen = screen
         self.models = models
         self.settings = settings
 
@@ -80,7 +80,7 @@ class VisionGrounder:
         """Ground several descriptions on one capture, concurrently (e.g. both ends of a drag)."""
         checked = [_check_description(d) for d in descriptions]
         client = self.models.client("grounder")  # no grounder configured: fail before capturing
-        return await self._ground(client, checked, await self.desktop.capture(area))
+        return await self._ground(client, checked, await self.screen.capture(area))
 
     async def ground(self, description: str, frame: Frame) -> Located:
         """Ground `description` on a given frame."""

@@ -13,10 +13,11 @@ from typing import Literal
 from pydantic import Field
 
 from symphony_mcp.config import OcrSettings
+from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.capture import Frame
-from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.records import ActionRecord, Grounding, Target
+from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Region
@@ -52,10 +53,11 @@ class SpanSelection(Placed):
 
 
 class OcrGrounder:
-    """Owns one OCR pipeline per engine (built lazily, kept for the process) and acts through the controller."""
+    """Owns one OCR pipeline per engine (built lazily, kept for the process) and acts through the desktop's actions."""
 
-    def __init__(self, desktop: DesktopController, settings: OcrSettings) -> None:
-        self.desktop = desktop
+    def __init__(self, screen: Screen, actions: DesktopActions, settings: OcrSettings) -> None:
+        self.screen = screen
+        self.actions = actions
         self.settings = settings
 
     def pipeline(self, engine: str | None = None) -> OcrPipeline:
@@ -70,7 +72,7 @@ class OcrGrounder:
     async def read(self, search: TextSearch, engine: str | None = None) -> tuple[Frame, OcrResult]:
         """OCR of a fresh capture of the caller's area (its latest screenshot's), or of a region of it."""
         area = search.view.area if search.region is None else search.view.region_to_screen(search.region)
-        frame = await self.desktop.capture(area)
+        frame = await self.screen.capture(area)
         pipeline = self.pipeline(engine)
         return frame, await asyncio.to_thread(pipeline.read, frame.image, frame.area)
 
@@ -153,20 +155,20 @@ class OcrGrounder:
                 f"{clip(end_phrase)} (at y {end_y}) comes before {clip(start_phrase)} (at y {start_y}); "
                 "the span must run forward in reading order (pick other matches with start_index/end_index)"
             )
-        selection = await self.desktop.drag(
+        selection = await self.actions.drag(
             Target(start.start, None, (start_grounding,)), Target(end.end, None, (end_grounding,)), search.view
         )
         replacement = None
         if replace_with == "":
-            replacement = await self.desktop.hotkey(["backspace"])
+            replacement = await self.actions.hotkey(["backspace"])
         elif replace_with is not None:
-            replacement = await self.desktop.type_text(replace_with, search.view)
+            replacement = await self.actions.type_text(replace_with, search.view)
         return SpanSelection(start=start, end=end, selection=selection, replacement=replacement)
 
     async def _click(
         self, view: CallerSpace, point: Point, grounding: Grounding, button: MouseButton = "left", count: int = 1
     ) -> ActionRecord:
-        return await self.desktop.click(Target(point, None, (grounding,)), view, button=button, count=count)
+        return await self.actions.click(Target(point, None, (grounding,)), view, button=button, count=count)
 
 
 def _at(view: CallerSpace, point: Point) -> str:

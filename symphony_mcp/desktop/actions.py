@@ -1,206 +1,39 @@
-"""The desktop core the MCP tools call: the caller's coordinate space, validation, pacing and action records.
+"""The desktop's actions: pointer, keys, waits, windows and apps, each validated, paced and recorded.
 
 Actions take screen pixels (`Target`) plus the caller's space (`CallerSpace`, frames.py), which
-records and summaries describe points in. Before any screenshot, screenshot space means the image
-a default screenshot would have; that space gets a frame id of its own so results can name it.
+records and summaries describe points in.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
-from PIL import Image
 
-from symphony_mcp.config import Settings
-from symphony_mcp.desktop.capture import Frame, select_monitor
-from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, new_frame_id
+from symphony_mcp.config import InputSettings
+from symphony_mcp.desktop.frames import CallerSpace
 from symphony_mcp.desktop.protocol import Desktop
-from symphony_mcp.desktop.records import ActionLog, ActionRecord, Target
-from symphony_mcp.desktop.results import OpenResult, ScreenInfo, ScreenshotInfo
+from symphony_mcp.desktop.recorder import ActionRecorder
+from symphony_mcp.desktop.records import ActionRecord, Target
+from symphony_mcp.desktop.results import OpenResult
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.desktop.types import Launched, MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError, clip
-from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
-from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect, Region
 from symphony_mcp.limits import MAX_CLICKS, MAX_DURATION, MAX_SCROLL
 
-log = logging.getLogger(__name__)
 DEFAULT_OPEN_WAIT_SECONDS = 4.0  # open's wait for a window when the caller gives none
 
 
-class DesktopController:
-    def __init__(self, settings: Settings, thread: DesktopThread, actions: ActionLog) -> None:
-        self.settings = settings
+class DesktopActions:
+    def __init__(self, thread: DesktopThread, recorder: ActionRecorder, settings: InputSettings) -> None:
         self.thread = thread
-        self.actions = actions
-        self.frames = FrameRegistry()
-        self._listeners: list[Callable[[ActionRecord], Awaitable[None]]] = []
+        self.recorder = recorder
+        self.settings = settings
 
-    def add_action_listener(self, listener: Callable[[ActionRecord], Awaitable[None]]) -> None:
-        """Call `listener` with every action record, after the action (e.g. to record trajectories)."""
-        self._listeners.append(listener)
-
-    # --- coordinates ---------------------------------------------------------------------------
-    def _encode_options(
-        self,
-        format: str | None = None,
-        quality: int | None = None,
-        max_width: int | None = None,
-        max_height: int | None = None,
-    ) -> EncodeOptions:
-        """The configured encoding, with per-call overrides where given."""
-        shot = self.settings.screenshot
-        return EncodeOptions(
-            format=format or shot.format,
-            quality=quality or shot.quality,
-            max_width=max_width or shot.max_width,
-            max_height=max_height or shot.max_height,
-            max_bytes=shot.max_bytes,
-        )
-
-    def _default_mapping(self, area: Rect) -> ImageMapping:
-        """How a default screenshot of `area` maps to the screen."""
-        width, height = target_size(area.width, area.height, self._encode_options())
-        return ImageMapping(area=area, image_width=width, image_height=height)
-
-    async def caller_space(
-        self, space: CoordinateSpace = "screenshot", frame_id: str | None = None, monitor: int | None = None
-    ) -> CallerSpace:
-        """The space a call's coordinates are in: frame_id's frame, else the latest screenshot.
-
-        With `monitor`, the call looks at that monitor instead: a new frame of it at the default
-        screenshot size becomes the latest, as a screenshot of that monitor would.
-        """
-        if space == "screen" and frame_id is not None:
-            raise InvalidInputError("frame_id only applies to space='screenshot'")
-        if monitor is not None and frame_id is not None:
-            raise InvalidInputError("give monitor or frame_id, not both: a frame already shows one area")
-        reference = None if monitor is not None else self.frames.reference(frame_id)
-        screen = None
-        if reference is None or space == "screen":  # the common case needs no trip to the desktop thread
-            monitors = await self.thread.run(lambda d: d.monitors())
-            screen = monitors[0].screen_rect
-            if reference is None:
-                index = self.settings.display.monitor if monitor is None else monitor
-                reference = new_frame_id(), self._default_mapping(select_monitor(monitors, index))
-                self.frames.remember(*reference)
-        used, mapping = reference
-        named = used if space == "screenshot" else None
-        return CallerSpace(space=space, frame_id=named, mapping=mapping, screen=screen)
-
-    # --- screen --------------------------------------------------------------------------------
-    async def screen_info(self) -> ScreenInfo:
-        monitors, cursor = await self.thread.run(lambda d: (d.monitors(), d.cursor()))
-        default = self.settings.display.monitor
-        if default >= len(monitors):
-            default = 1
-        mapping = self._default_mapping(monitors[default].screen_rect)
-        return ScreenInfo(
-            platform=sys.platform,
-            display=os.environ.get("DISPLAY"),
-            monitors=monitors,
-            default_monitor=default,
-            screen_rect=monitors[0].screen_rect,
-            screenshot_size=(mapping.image_width, mapping.image_height),
-            screenshot_scale=round(mapping.scale_x, 6),
-            cursor=cursor,
-            screen_cursor=cursor,
-        )
-
-    async def capture(self, area: Rect | None = None) -> Frame:
-        """Grab a full-resolution frame of a screen area (clipped to the screen), or of the default monitor."""
-        return await self.thread.run(lambda d: self._grab(d, None if area is None else 0, area))
-
-    async def screen_for_agent(self, agent: str) -> Image.Image | None:
-        """The screen for a tool agent's first prompt (the Coder's, the searcher's), or None when it cannot be
-        captured: the agent can work without it, so that is logged, not raised."""
-        try:
-            return (await self.capture()).image
-        except Exception as exc:
-            log.warning("%s: no screenshot for its first prompt: %s", agent, exc)
-            return None
-
-    async def screen_rect(self) -> Rect:
-        """The whole screen (all monitors) in screen pixels."""
-        return await self.thread.run(lambda d: _monitor_rect(d, 0))
-
-    def _grab(self, desktop: Desktop, monitor: int | None, region: Rect | None) -> Frame:
-        monitor_index = self.settings.display.monitor if monitor is None else monitor
-        area = _monitor_rect(desktop, monitor_index)
-        if region is not None:
-            clipped = region.intersect(area)
-            if clipped is None:
-                raise InvalidInputError(
-                    f"region {region.describe()} does not overlap monitor {monitor_index} ({area.describe()})"
-                )
-            area = clipped
-        cursor = desktop.cursor()
-        return Frame(image=desktop.grab(area), area=area, monitor=monitor_index, cursor=cursor)
-
-    async def screenshot(
-        self,
-        view: CallerSpace,
-        monitor: int | None = None,
-        region: Region | None = None,
-        draw_cursor: bool | None = None,
-        format: str | None = None,
-        quality: int | None = None,
-        max_width: int | None = None,
-        max_height: int | None = None,
-    ) -> tuple[EncodedImage, ScreenshotInfo]:
-        """Capture a monitor, or a region given in the caller's space; the image becomes the latest frame."""
-        options = self._encode_options(format, quality, max_width, max_height)
-        region_rect = view.region_to_screen(region) if region is not None else None
-        want_marker = self.settings.screenshot.draw_cursor if draw_cursor is None else draw_cursor
-
-        def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
-            # One trip to the desktop thread: a screenshot is latency-bound.
-            frame = self._grab(desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect)
-            cursor = frame.cursor
-            marker = None
-            if want_marker and cursor is not None and frame.area.contains(cursor.x, cursor.y):
-                marker = (cursor.x - frame.area.left, cursor.y - frame.area.top)
-            return frame, _monitor_rect(desktop, 0), encode_image(frame.image, options, marker)
-
-        frame, screen, encoded = await self.thread.run(grab_and_encode)
-        return encoded, self._describe(frame, screen, encoded)
-
-    async def make_latest(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
-        """Encode an image drawn over `frame` (e.g. annotated); it becomes the latest frame, like a screenshot."""
-        encoded = await asyncio.to_thread(encode_image, image, self._encode_options())
-        return encoded, self._describe(frame, await self.screen_rect(), encoded)
-
-    def _describe(self, frame: Frame, screen: Rect, encoded: EncodedImage) -> ScreenshotInfo:
-        """Remember the image's mapping (it becomes the latest frame) and describe it."""
-        mapping = ImageMapping(area=frame.area, image_width=encoded.width, image_height=encoded.height)
-        self.frames.remember(frame.id, mapping)
-        cursor_image = None
-        if frame.cursor is not None and frame.area.contains(frame.cursor.x, frame.cursor.y):
-            cursor_image = mapping.point_to_image(frame.cursor)
-        return ScreenshotInfo(
-            space="screenshot",
-            frame_id=frame.id,
-            monitor=frame.monitor,
-            screen_area=frame.area,
-            screen_width=screen.width,
-            screen_height=screen.height,
-            image_width=encoded.width,
-            image_height=encoded.height,
-            scale=round(mapping.scale_x, 6),
-            format=encoded.format,
-            bytes=len(encoded.data),
-            cursor=cursor_image,
-            screen_cursor=frame.cursor,
-        )
-
-    # --- actions -------------------------------------------------------------------------------
     async def _perform(
         self,
         action: str,
@@ -238,63 +71,10 @@ class DesktopController:
             raise
         finally:
             if settle and error is None:
-                await asyncio.sleep(self.settings.input.settle_seconds)
-            cursor, window = await self._post_state()
-            points = [t.point for t in targets]
-            record = ActionRecord(
-                id=self.actions.next_id(),
-                action=action,
-                arguments=arguments,
-                points=points,
-                screen_points=points,
-                ok=error is None,
-                error=error,
-                started_at=started,
-                duration_ms=round((time.time() - started) * 1000, 2),
-                cursor_after=cursor,
-                active_window_after=window,
-                summary=summary if error is None else f"{summary} -> failed: {error}",
-                grounding=[g for t in targets for g in t.grounding],
-            )
-            await self._log_and_notify(record)
+                await asyncio.sleep(self.settings.settle_seconds)
+            summary = summary if error is None else f"{summary} -> failed: {error}"
+            record = await self.recorder.record(action, arguments, summary, started, error=error, targets=targets)
         return record
-
-    async def note(
-        self, action: str, arguments: dict[str, Any], summary: str, started_at: float, error: str | None = None
-    ) -> ActionRecord:
-        """Record an action done off the screen (a Coder run) as the desktop's own are, so the session's
-        trajectory gets it as a step; the screen after it is captured by the recorder as usual."""
-        cursor, window = await self._post_state()
-        record = ActionRecord(
-            id=self.actions.next_id(),
-            action=action,
-            arguments=arguments,
-            ok=error is None,
-            error=error,
-            started_at=started_at,
-            duration_ms=round((time.time() - started_at) * 1000, 2),
-            cursor_after=cursor,
-            active_window_after=window,
-            summary=summary,
-        )
-        with anyio.CancelScope(shield=True):
-            await self._log_and_notify(record)
-        return record
-
-    async def _log_and_notify(self, record: ActionRecord) -> None:
-        """Append the record to the session's action log and hand it to every action listener."""
-        self.actions.append(record)
-        for listener in self._listeners:
-            try:
-                await listener(record)
-            except Exception:  # recording must never fail the action itself
-                log.exception("action listener failed for %s", record.summary)
-
-    async def _post_state(self) -> tuple[Point | None, WindowInfo | None]:
-        try:
-            return await self.thread.run(lambda d: (d.cursor(), d.active_window()))
-        except Exception:
-            return None, None  # the display went away; the action's own outcome is what matters
 
     async def _keys(self, keys: Sequence[str]) -> list[str]:
         return await self.thread.run(lambda d: d.normalize_keys(keys))
@@ -396,9 +176,9 @@ class DesktopController:
         target: Target | None = None,
     ) -> ActionRecord:
         """Type into the focused element, or first click the field at `target` to focus it."""
-        text = _check_text(text, self.settings.input.max_text_length, allow_empty=overwrite or enter)
+        text = _check_text(text, self.settings.max_text_length, allow_empty=overwrite or enter)
         point = target.point if target is not None else None
-        settle = self.settings.input.settle_seconds
+        settle = self.settings.settle_seconds
         # Ctrl+End then Ctrl+Shift+Home selects a whole field in GTK, Qt, Chromium, Windows and Tk
         # (Tk binds Ctrl+A to "line start", so the usual Ctrl+A would prepend instead of replace).
         select_all = [["command", "a"]] if sys.platform == "darwin" else [["ctrl", "end"], ["ctrl", "shift", "home"]]
@@ -454,13 +234,12 @@ class DesktopController:
         )
 
     async def wait(self, seconds: float) -> ActionRecord:
-        limit = self.settings.input.max_wait_seconds
+        limit = self.settings.max_wait_seconds
         if not 0 <= seconds <= limit:
             raise InvalidInputError(f"seconds must be 0..{limit:g}, got {seconds:g}")
         await asyncio.sleep(seconds)
         return await self._perform("wait", {"seconds": seconds}, lambda d: None, f"waited {seconds:g} s", settle=False)
 
-    # --- windows and apps ----------------------------------------------------------------------
     async def list_windows(self) -> list[WindowInfo]:
         return await self.thread.run(lambda d: d.windows())
 
@@ -494,7 +273,7 @@ class DesktopController:
 
         The default wait is short (clients with a 5 s timeout must get the answer) and never above the
         server's max_wait_seconds, so a call that leaves it out is always valid."""
-        limit = self.settings.input.max_wait_seconds
+        limit = self.settings.max_wait_seconds
         wait_seconds = min(DEFAULT_OPEN_WAIT_SECONDS, limit) if wait_seconds is None else wait_seconds
         if not 0 <= wait_seconds <= limit:
             raise InvalidInputError(f"wait_seconds must be 0..{limit:g}")
@@ -510,7 +289,7 @@ class DesktopController:
             if new_windows:
                 break
             await asyncio.sleep(0.1)
-        await asyncio.sleep(self.settings.input.settle_seconds)
+        await asyncio.sleep(self.settings.settle_seconds)
         started = launched[0]
         return OpenResult(
             target=target,
@@ -546,10 +325,6 @@ def _where(target: Target | None, view: CallerSpace, preposition: str = "at") ->
     point = view.point(target.point)
     where = "screen" if view.space == "screen" else f"frame {view.frame_id}"
     return f"{preposition} ({point.x}, {point.y}) of {where}"
-
-
-def _monitor_rect(desktop: Desktop, index: int) -> Rect:
-    return select_monitor(desktop.monitors(), index)
 
 
 def _check_duration(duration: float) -> None:
