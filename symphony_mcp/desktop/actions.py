@@ -19,7 +19,7 @@ from symphony_mcp.desktop.frames import CallerSpace
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionRecord, Target
-from symphony_mcp.desktop.results import OpenResult
+from symphony_mcp.desktop.result_schemas import OpenResult
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.desktop.types import Launched, MouseButton, WindowInfo
 from symphony_mcp.errors import InvalidInputError, clip

@@ -18,7 +18,7 @@ from symphony_mcp.config import DisplaySettings, ScreenshotSettings
 from symphony_mcp.desktop.capture import Frame, select_monitor
 from symphony_mcp.desktop.frames import CallerSpace, FrameRegistry, new_frame_id
 from symphony_mcp.desktop.protocol import Desktop
-from symphony_mcp.desktop.results import ScreenInfo, ScreenshotInfo
+from symphony_mcp.desktop.result_schemas import ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size

@@ -26,7 +26,7 @@ from PIL import Image as PILImage
 from symphony_mcp.code.results import CoderResult
 from symphony_mcp.config import OrchestratorSettings
 from symphony_mcp.desktop.records import ActionRecord
-from symphony_mcp.desktop.results import ScreenshotInfo, WindowList
+from symphony_mcp.desktop.result_schemas import ScreenshotInfo, WindowList
 from symphony_mcp.errors import ModelError, SymphonyError
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.results import ReflectOutcome

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from symphony_mcp.desktop.results import ScreenInfo, ScreenshotInfo
+from symphony_mcp.desktop.result_schemas import ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.tools.arguments import AreaRegion, FrameId, Monitor, Space
 from symphony_mcp.tools.common import READ_ONLY, caller_errors

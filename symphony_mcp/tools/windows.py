@@ -9,7 +9,7 @@ from pydantic import Field
 
 from symphony_mcp.desktop.actions import DEFAULT_OPEN_WAIT_SECONDS, DesktopActions
 from symphony_mcp.desktop.records import ActionRecord
-from symphony_mcp.desktop.results import OpenResult, WindowList
+from symphony_mcp.desktop.result_schemas import OpenResult, WindowList
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.limits import MAX_ID, MAX_OPEN_TARGET, MAX_WAIT_SECONDS
 from symphony_mcp.tools.arguments import FrameId, Space, state_in_schema
