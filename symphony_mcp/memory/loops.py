@@ -22,7 +22,7 @@ from skimage.metrics import structural_similarity
 
 from symphony_mcp.config import MemorySettings
 from symphony_mcp.desktop.records import ActionRecord
-from symphony_mcp.memory.results import LoopReport
+from symphony_mcp.memory.result_schemas import LoopReport
 
 _PRINT_WIDTH = 320  # screens are compared at about this width: SSIM at full size costs ~50x more
 _HASH_BITS = 64

@@ -32,7 +32,7 @@ from symphony_mcp.memory.layout import (
     step_screenshot_path,
 )
 from symphony_mcp.memory.owner import this_process
-from symphony_mcp.memory.results import ReflectOutcome
+from symphony_mcp.memory.result_schemas import ReflectOutcome
 from symphony_mcp.memory.task import Task
 from symphony_mcp.memory.trajectory import read_trajectory, settle_after_crash, write_json_atomically
 from symphony_mcp.models.registry import ModelRegistry

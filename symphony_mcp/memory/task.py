@@ -19,7 +19,7 @@ from symphony_mcp.memory.judgements import StepVerdict
 from symphony_mcp.memory.layout import TASK_FILE, TaskInfo, TaskStatus, step_screenshot, step_screenshot_path
 from symphony_mcp.memory.loops import ActionSignature, LoopDetector, ScreenPrint
 from symphony_mcp.memory.milestones import MilestoneMemory, StepSummary
-from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome, StepAction
+from symphony_mcp.memory.result_schemas import LoopReport, MemoryState, ReflectOutcome, StepAction
 from symphony_mcp.memory.trajectory import (
     MAX_QUEUED_WRITES,
     TrajectoryStep,

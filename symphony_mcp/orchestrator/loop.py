@@ -29,7 +29,7 @@ from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.result_schemas import ScreenshotInfo, WindowList
 from symphony_mcp.errors import ModelError, SymphonyError
 from symphony_mcp.memory.judgements import Reflection
-from symphony_mcp.memory.results import ReflectOutcome
+from symphony_mcp.memory.result_schemas import ReflectOutcome
 from symphony_mcp.models.client import ChatClient, Completion
 from symphony_mcp.models.messages import ModelImage, assistant, user
 from symphony_mcp.models.registry import ModelStatus

@@ -14,7 +14,7 @@ from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.limits import MAX_COUNTER, MAX_ID, MAX_INSTRUCTION, MAX_NOTE, TASK_ID_PATTERN
 from symphony_mcp.memory.layout import EndStatus, TaskInfo
 from symphony_mcp.memory.manager import TaskManager
-from symphony_mcp.memory.results import LoopReport, MemoryState, ReflectOutcome
+from symphony_mcp.memory.result_schemas import LoopReport, MemoryState, ReflectOutcome
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from symphony_mcp.tools.arguments import FrameId, Space, missing, refuse_combinations
 from symphony_mcp.tools.common import READ_ONLY, caller_errors, in_latest_space, resource_errors
