@@ -47,7 +47,7 @@ from benchmarks.common import (
     table,
     verdict,
 )
-from symphony_mcp.code.results import CoderResult, CoderTranscript
+from symphony_mcp.code.result_schemas import CoderResult, CoderTranscript
 from symphony_mcp.models.registry import ModelStatus
 from testkit.model_server import ModelRequest, StandInModel
 

@@ -13,7 +13,7 @@ import openpyxl
 import pytest
 from mcp import Client
 
-from symphony_mcp.code.results import CoderResult, CoderTranscript
+from symphony_mcp.code.result_schemas import CoderResult, CoderTranscript
 from symphony_mcp.config import load_settings
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.api import run_task

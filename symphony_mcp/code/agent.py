@@ -18,7 +18,7 @@ from PIL import Image
 
 from symphony_mcp.code.parsing import AnswerError, parse_answer
 from symphony_mcp.code.prompts import SUMMARY_PROMPT, SYSTEM_PROMPT, first_turn, retry, run_outcome, unusable
-from symphony_mcp.code.results import CoderResult, CoderTranscript, CoderTurn, CompletionReason
+from symphony_mcp.code.result_schemas import CoderResult, CoderTranscript, CoderTurn, CompletionReason
 from symphony_mcp.code.types import CodeExecutor, Language
 from symphony_mcp.code.workspace import changes, environment_facts, snapshot
 from symphony_mcp.errors import ModelError

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from symphony_mcp.code.agent import TRANSCRIPT_FILE, CoderLoop, CoderSetup, Progress
-from symphony_mcp.code.results import CoderResult
+from symphony_mcp.code.result_schemas import CoderResult
 from symphony_mcp.code.types import CodeExecutor
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.desktop.recorder import ActionRecorder

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from symphony_mcp.code.folders import normalised, open_directory
-from symphony_mcp.code.results import ChangedFile
+from symphony_mcp.code.result_schemas import ChangedFile
 from symphony_mcp.errors import InvalidInputError
 
 MAX_WALKED = 20_000  # files looked at per snapshot

@@ -23,7 +23,7 @@ from mcp import Client
 from mcp.types import ImageContent, TextContent
 from PIL import Image as PILImage
 
-from symphony_mcp.code.results import CoderResult
+from symphony_mcp.code.result_schemas import CoderResult
 from symphony_mcp.config import OrchestratorSettings
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.result_schemas import ScreenshotInfo, WindowList

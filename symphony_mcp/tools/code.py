@@ -11,7 +11,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symphony_mcp.code.coder import CoderService
-from symphony_mcp.code.results import CoderResult
+from symphony_mcp.code.result_schemas import CoderResult
 from symphony_mcp.code.types import CodeExecutor, CodeRun, Language
 from symphony_mcp.limits import MAX_CODE, MAX_CODE_SECONDS, MAX_INSTRUCTION, MAX_PATH
 from symphony_mcp.tools.arguments import state_in_schema
