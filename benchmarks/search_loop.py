@@ -49,7 +49,7 @@ from benchmarks.common import (
     verdict,
 )
 from symphony_mcp.models.registry import ModelStatus
-from symphony_mcp.search.results import SearchTranscript, TutorialResult
+from symphony_mcp.search.result_schemas import SearchTranscript, TutorialResult
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.web_site import running_site
 

@@ -26,7 +26,7 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.search.docs_index import build_index
-from symphony_mcp.search.results import SearchTranscript, TutorialResult
+from symphony_mcp.search.result_schemas import SearchTranscript, TutorialResult
 from symphony_mcp.server import build_server
 from testkit.model_server import ModelRequest, Reply, StandInModel
 from testkit.server_process import ServerProcess, base_env

@@ -47,7 +47,7 @@ from symphony_mcp.orchestrator.prompts import (
 )
 from symphony_mcp.orchestrator.records import CLAIMED_DONE, ParsedAction, RunRecord, RunStep, State
 from symphony_mcp.orchestrator.state import StateMachine
-from symphony_mcp.search.results import TutorialResult
+from symphony_mcp.search.result_schemas import TutorialResult
 
 log = logging.getLogger(__name__)
 CODE_AGENT = "code_agent"

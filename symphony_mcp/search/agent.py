@@ -31,7 +31,7 @@ from symphony_mcp.models.messages import ChatMessage, ModelImage, assistant, sys
 from symphony_mcp.search.browser import marked_image
 from symphony_mcp.search.parsing import SearchAction, parse_action
 from symphony_mcp.search.prompts import OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, retry, step_message
-from symphony_mcp.search.results import (
+from symphony_mcp.search.result_schemas import (
     MAX_REFUSED,
     CompletionReason,
     RefusedRequest,

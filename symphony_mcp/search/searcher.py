@@ -18,7 +18,7 @@ from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.search.agent import TRANSCRIPT_FILE, Progress, SearchLoop, SearchSetup
 from symphony_mcp.search.backends import open_backend
 from symphony_mcp.search.browser import ChromiumBrowser
-from symphony_mcp.search.results import TutorialResult
+from symphony_mcp.search.result_schemas import TutorialResult
 from symphony_mcp.search.types import DocHit, SearchBackend
 from symphony_mcp.search.urls import UrlPolicy
 

@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from symphony_mcp.limits import MAX_QUERY
-from symphony_mcp.search.results import TutorialResult
+from symphony_mcp.search.result_schemas import TutorialResult
 from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.search.types import DocHit
 from symphony_mcp.tools.common import caller_errors, resource_errors
