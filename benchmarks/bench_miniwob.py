@@ -46,7 +46,7 @@ from benchmarks.common import Stats, interpreter, log, machine_facts, publish_re
 from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.miniwob import DEFAULT_SUBSET, DEFAULT_ZOOM, MiniWobAdapter
 from symphony_mcp.bench.request import BenchRequest
-from symphony_mcp.bench.results import read_evaluation
+from symphony_mcp.bench.results_layout import read_evaluation
 from symphony_mcp.bench.types import Environment, TaskEvaluation, TaskFilter
 from symphony_mcp.config import DisplaySettings, load_settings
 from symphony_mcp.desktop.virtual_display import start_virtual_display

@@ -46,7 +46,7 @@ from rich.console import Console
 from benchmarks.common import Stats, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.request import Backend, BenchRequest
-from symphony_mcp.bench.results import read_evaluation, write_evaluation
+from symphony_mcp.bench.results_layout import read_evaluation, write_evaluation
 from symphony_mcp.bench.summary import BenchSummary
 from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
 from symphony_mcp.config import load_settings

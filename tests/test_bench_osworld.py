@@ -30,7 +30,7 @@ from symphony_mcp.bench.osworld.adapter import OSWorldError
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
 from symphony_mcp.bench.osworld.turns import HomeTurns, turn_file
-from symphony_mcp.bench.results import read_evaluation, task_dir
+from symphony_mcp.bench.results_layout import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
 from symphony_mcp.bench.types import BenchTask, Environment, TaskEvaluation, TaskFilter
 from symphony_mcp.config import Settings, load_settings

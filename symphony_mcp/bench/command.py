@@ -18,7 +18,7 @@ from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.progress import progress_view
 from symphony_mcp.bench.registry import AdapterOptions, load_adapter
 from symphony_mcp.bench.request import BenchRequest
-from symphony_mcp.bench.results import benchmark_dir
+from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, summarise, write_summary
 from symphony_mcp.bench.types import Adapter, TaskFilter

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from symphony_mcp.bench.environments import server_for_task
-from symphony_mcp.bench.results import domain_dir, read_evaluation, task_dir, write_evaluation
+from symphony_mcp.bench.results_layout import domain_dir, read_evaluation, task_dir, write_evaluation
 from symphony_mcp.bench.types import Adapter, BenchTask, Environment, FailureReason, TaskEvaluation, TaskFilter
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SymphonyError, clip_message
