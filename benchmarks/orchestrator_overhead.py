@@ -76,7 +76,7 @@ from symphony_mcp.orchestrator import api
 from symphony_mcp.orchestrator.api import TaskOutcome, run_task
 from symphony_mcp.orchestrator.loop import RunEvent
 from symphony_mcp.orchestrator.records import RunRecord, State
-from symphony_mcp.orchestrator.results import save_record
+from symphony_mcp.orchestrator.task_folders import save_record
 from testkit.model_server import ModelRequest, StandInModel
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "orchestrator_overhead.md"

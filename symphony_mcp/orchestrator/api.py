@@ -25,7 +25,7 @@ from symphony_mcp.orchestrator.checker import Checker
 from symphony_mcp.orchestrator.connection import ServerConnection, SpawnServer, connect
 from symphony_mcp.orchestrator.loop import EventSink, Orchestrator
 from symphony_mcp.orchestrator.records import Outcome, RunRecord
-from symphony_mcp.orchestrator.results import (
+from symphony_mcp.orchestrator.task_folders import (
     finished_record,
     mirror_trajectory,
     save_record,

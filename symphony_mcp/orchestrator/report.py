@@ -39,7 +39,7 @@ INDEX_FILE = "index.html"
 MAX_TOOL_RESULT_CHARS = 20_000
 OUTCOMES = ("success", "unverified", "fail", "error", "unfinished")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
-# An earlier attempt moved aside by symphony_mcp.orchestrator.results.set_aside: listed, never counted.
+# An earlier attempt moved aside by symphony_mcp.orchestrator.task_folders.set_aside: listed, never counted.
 _ATTEMPT = re.compile(r"^(?P<task>.+)\.attempt-\d{8}-\d{6}(-\d+)?$")
 
 
