@@ -36,7 +36,7 @@ DEFAULT_SUBSET = (
 _TASK_ID = re.compile(r"^(?P<name>[a-z0-9-]+)\.seed-(?P<seed>[0-9]{1,9})$")
 
 
-class MiniWobMissing(SymphonyError, RuntimeError):
+class MiniWobMissingError(SymphonyError, RuntimeError):
     """The `miniwob` package (its HTML tasks) is not installed."""
 
 
@@ -46,11 +46,11 @@ def html_directory() -> Path:
     # importlib.resources.files("miniwob"), which imports the package, fails where the data is present).
     spec = importlib.util.find_spec("miniwob")
     if spec is None or not spec.submodule_search_locations:
-        raise MiniWobMissing(f"MiniWoB++ is not installed: {INSTALL_HINT}")
+        raise MiniWobMissingError(f"MiniWoB++ is not installed: {INSTALL_HINT}")
     root = Path(next(iter(spec.submodule_search_locations)))
     folder = root / "html" / "miniwob"
     if not (folder / "click-button.html").is_file():
-        raise MiniWobMissing(f"the miniwob package at {root} has no HTML tasks in {folder}: {INSTALL_HINT}")
+        raise MiniWobMissingError(f"the miniwob package at {root} has no HTML tasks in {folder}: {INSTALL_HINT}")
     return folder
 
 
