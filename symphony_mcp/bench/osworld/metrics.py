@@ -29,7 +29,7 @@ PACKAGE = "desktop_env.evaluators.metrics"
 INSTALL_HINT = "install the OSWorld extra: pip install 'symphony-mcp[osworld]' and pip install --no-deps desktop-env"
 
 
-class MetricUnavailable(Exception):
+class MetricUnavailableError(Exception):
     """The metric cannot be used here (desktop-env missing, unknown name, a dependency not installed)."""
 
 
@@ -40,7 +40,7 @@ def metrics_folder() -> Path:
     except ModuleNotFoundError:  # no desktop_env at all: find_spec raises for a missing parent package
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise MetricUnavailable(f"desktop-env is not installed: {INSTALL_HINT}")
+        raise MetricUnavailableError(f"desktop-env is not installed: {INSTALL_HINT}")
     return Path(next(iter(spec.submodule_search_locations))) / "metrics"
 
 
@@ -59,7 +59,7 @@ def metric_modules() -> dict[str, str]:
 def module_of(name: str) -> str:
     module = metric_modules().get(name)
     if module is None:
-        raise MetricUnavailable(f"OSWorld has no metric function {name!r}")
+        raise MetricUnavailableError(f"OSWorld has no metric function {name!r}")
     return module
 
 
@@ -68,7 +68,7 @@ def load_metric(name: str) -> Callable[..., Any]:
     module = _load_module(module_of(name))
     function = getattr(module, name, None)
     if not callable(function):
-        raise MetricUnavailable(f"{PACKAGE}.{module.__name__} has no function {name!r}")
+        raise MetricUnavailableError(f"{PACKAGE}.{module.__name__} has no function {name!r}")
     return function
 
 
@@ -78,7 +78,7 @@ def _load_module(stem: str) -> types.ModuleType:
     try:
         return importlib.import_module(f"{PACKAGE}.{stem}")
     except ImportError as exc:
-        raise MetricUnavailable(f"OSWorld's metric module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
+        raise MetricUnavailableError(f"OSWorld's metric module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
 
 
 def _register_package() -> None:

@@ -23,7 +23,7 @@ from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import is_pyautogui
 from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
 from symphony_mcp.bench.osworld.getters import GETTERS
-from symphony_mcp.bench.osworld.metrics import MetricUnavailable, load_metric
+from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, cloud_copy, download_copy
 from symphony_mcp.bench.osworld.setup import SETUP_STEPS
 from symphony_mcp.bench.types import BenchTask
@@ -239,7 +239,7 @@ def _evaluator_reasons(task_id: str, evaluator: dict[str, Any], host: Host) -> I
                 yield f"getter {kind!r} is not available locally (needs the VM's apps or services)"
         try:
             load_metric(metric.func)
-        except MetricUnavailable as exc:
+        except MetricUnavailableError as exc:
             yield str(exc)
 
 
