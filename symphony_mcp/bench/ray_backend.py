@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony_mcp.bench.environments import started_environment
-from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailable, load_adapter
+from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailableError, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.runner import NoEnvironment, Plan, RunObserver, RunResult, run_one
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation
@@ -74,7 +74,7 @@ def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path
     try:
         import ray
     except ImportError as exc:
-        raise BenchmarkUnavailable("the Ray backend needs ray: pip install 'symphony-mcp[ray]'") from exc
+        raise BenchmarkUnavailableError("the Ray backend needs ray: pip install 'symphony-mcp[ray]'") from exc
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=request.ray_address, include_dashboard=False, log_to_driver=False)

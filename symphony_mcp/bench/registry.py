@@ -20,7 +20,7 @@ from symphony_mcp.bench.types import Adapter
 from symphony_mcp.errors import SettingsError, SymphonyError
 
 
-class BenchmarkUnavailable(SymphonyError):
+class BenchmarkUnavailableError(SymphonyError):
     """A benchmark whose module or optional dependencies are not installed (a misspelt name or option is a
     SettingsError)."""
 
@@ -75,9 +75,9 @@ def load_adapter(spec: str, options: AdapterOptions = ()) -> Adapter:
     except ImportError as exc:
         missing = exc.name or module_name
         if module_name == missing or module_name.startswith(f"{missing}."):
-            raise BenchmarkUnavailable(f"no module {module_name} in this installation (from {spec!r})") from exc
+            raise BenchmarkUnavailableError(f"no module {module_name} in this installation (from {spec!r})") from exc
         how = f": {install}" if install else ""
-        raise BenchmarkUnavailable(f"cannot import {module_name} ({missing} is missing){how}") from exc
+        raise BenchmarkUnavailableError(f"cannot import {module_name} ({missing} is missing){how}") from exc
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise SettingsError(f"{module_name} has no callable {attribute!r} (from {spec!r})")
