@@ -24,7 +24,7 @@ from typing import Any
 from symphony_mcp.bench.environments import started_environment
 from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailableError, load_adapter
 from symphony_mcp.bench.request import BenchRequest
-from symphony_mcp.bench.runner import NoEnvironment, Plan, RunObserver, RunResult, run_one
+from symphony_mcp.bench.runner import NoEnvironmentError, Plan, RunObserver, RunResult, run_one
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation
 from symphony_mcp.config import Settings
 
@@ -90,7 +90,7 @@ def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path
         errors = ray.get([actor.setup.remote() for actor in actors])
         ready = [(actor, name) for actor, name, error in zip(actors, names, errors, strict=True) if error is None]
         if not ready:
-            raise NoEnvironment(f"no environment could be set up: {'; '.join(e for e in errors if e)}")
+            raise NoEnvironmentError(f"no environment could be set up: {'; '.join(e for e in errors if e)}")
         _dispatch(ray, ready, plan, results, observer, result)
         for closing in [actor.close.remote() for actor in actors]:
             with contextlib.suppress(ray.exceptions.RayError):  # a dead actor has nothing left to close

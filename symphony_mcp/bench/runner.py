@@ -61,7 +61,7 @@ class RunResult:
     seconds: float = 0.0
 
 
-class NoEnvironment(SymphonyError):
+class NoEnvironmentError(SymphonyError):
     """Every environment failed its setup: nothing could run."""
 
 
@@ -125,7 +125,7 @@ async def run_local(
     result.not_run = [queue.get_nowait() for _ in range(queue.qsize())]
     result.seconds = time.monotonic() - started
     if result.not_run and len(setup_errors) == len(environments):
-        raise NoEnvironment(f"no environment could be set up: {'; '.join(setup_errors)}")
+        raise NoEnvironmentError(f"no environment could be set up: {'; '.join(setup_errors)}")
     return result
 
 
