@@ -19,7 +19,7 @@ from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.search.agent import NOTE_PADDING, note_crop
 from symphony_mcp.search.browser import ChromiumBrowser, marked_image
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
-from symphony_mcp.search.types import BrowserFailure, PageElement, PageView, UrlRefusedError
+from symphony_mcp.search.types import BrowserError, PageElement, PageView, UrlRefusedError
 from symphony_mcp.search.urls import UrlPolicy
 from testkit.web_site import WebSite
 from tests.conftest import wait_for
@@ -325,7 +325,7 @@ async def test_a_crashed_page_is_reopened_once_then_the_session_fails(web_site: 
         assert view.url == web_site.url("/help/insert-rows.html")
         assert f"the page crashed and was reopened at {web_site.url('/help/insert-rows.html')}" in view.notices
         assert kill_renderers(others)
-        with pytest.raises(BrowserFailure, match="crashed again after being reopened once"):
+        with pytest.raises(BrowserError, match="crashed again after being reopened once"):
             await browser.view()
 
 
@@ -339,9 +339,9 @@ async def test_close_leaves_no_chromium_process(web_site: WebSite) -> None:
 
 
 async def test_a_browser_that_cannot_start_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(BrowserFailure, match="not an executable file"):
+    with pytest.raises(BrowserError, match="not an executable file"):
         await launch_chromium(SearchSettings(browser=tmp_path / "nothing"))
-    with pytest.raises(BrowserFailure, match=r"/bin/false\) did not start.*apt-get install chromium"):
+    with pytest.raises(BrowserError, match=r"/bin/false\) did not start.*apt-get install chromium"):
         await launch_chromium(SearchSettings(browser=Path("/bin/false")))
 
 

@@ -20,7 +20,7 @@ from symphony_mcp.config import SearchSettings
 from symphony_mcp.search.browser import ChromiumBrowser
 from symphony_mcp.search.chromium import launch_chromium
 from symphony_mcp.search.proxy import MAX_HEAD_BYTES, PROXY_ERROR_HEADER, PolicyProxy
-from symphony_mcp.search.types import BrowserFailure, Refusal, UrlRefusedError
+from symphony_mcp.search.types import BrowserError, Refusal, UrlRefusedError
 from symphony_mcp.search.urls import IPAddress, UrlPolicy
 from testkit.listeners import PrivateListeners
 
@@ -146,7 +146,7 @@ async def test_without_namespaces_the_browser_is_refused_unless_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no unshare on PATH
-    with pytest.raises(BrowserFailure, match=r"network namespace.*SYMPHONY_SEARCH__ALLOW_UNCONFINED_NETWORK=true"):
+    with pytest.raises(BrowserError, match=r"network namespace.*SYMPHONY_SEARCH__ALLOW_UNCONFINED_NETWORK=true"):
         await launch_chromium(SearchSettings())
     settings = SearchSettings(allow_unconfined_network=True, step_timeout_seconds=10)
     private = PrivateListeners()

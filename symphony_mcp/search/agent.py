@@ -41,7 +41,7 @@ from symphony_mcp.search.result_schemas import (
     TutorialImage,
     TutorialResult,
 )
-from symphony_mcp.search.types import Browser, BrowserFailure, PageElement, PageView, UrlRefusedError
+from symphony_mcp.search.types import Browser, BrowserError, PageElement, PageView, UrlRefusedError
 
 log = logging.getLogger(__name__)
 TRANSCRIPT_FILE = "transcript.json"
@@ -159,7 +159,7 @@ class SearchLoop:
             reason, error = ended.reason, ended.message
         except TimeoutError:
             reason, error = "ERROR", f"the search took longer than its bound of {setup.deadline_s:g} s"
-        except BrowserFailure as exc:
+        except BrowserError as exc:
             reason, error = "ERROR", str(exc)
         except ModelError as exc:
             reason, error = "ERROR", f"the searcher model failed: {exc}"
@@ -291,7 +291,7 @@ class SearchLoop:
                 return f"note {len(self.notes)} saved"
         except UrlRefusedError as exc:
             return f"refused, nothing was opened: {exc}"
-        except (BrowserFailure, TimeoutError):
+        except (BrowserError, TimeoutError):
             raise
         except SymphonyError as exc:
             return f"the action failed: {exc}"

@@ -42,7 +42,7 @@ from symphony_mcp.search.dom import (
 from symphony_mcp.search.proxy import PROXY_ERROR_HEADER
 from symphony_mcp.search.types import (
     SCROLL_STEP_PX,
-    BrowserFailure,
+    BrowserError,
     PageElement,
     PageView,
     Refusal,
@@ -126,7 +126,7 @@ class ChromiumBrowser:
         owns_process = process is None
         running = process if process is not None else await launch_chromium(settings)
         if running.proxy.policy is not None:
-            raise BrowserFailure("this Chromium already has an open browsing session; close it first")
+            raise BrowserError("this Chromium already has an open browsing session; close it first")
         running.proxy.policy = policy
         try:
             width, height = settings.viewport_size
@@ -155,7 +155,7 @@ class ChromiumBrowser:
             running.proxy.policy = running.proxy.on_refused = None
             if owns_process:
                 await running.close()
-            raise BrowserFailure(f"could not open a browser session in {running.executable}: {exc.message}") from None
+            raise BrowserError(f"could not open a browser session in {running.executable}: {exc.message}") from None
         return browser
 
     @property
@@ -189,7 +189,7 @@ class ChromiumBrowser:
             try:
                 screenshot, raw = await self._read(page)
             except PlaywrightError as again:
-                raise BrowserFailure(f"the page could not be read: {clip(again.message, 300)}") from None
+                raise BrowserError(f"the page could not be read: {clip(again.message, 300)}") from None
         snapshot = read_snapshot(raw)
         image = Image.open(io.BytesIO(screenshot))
         image.load()
@@ -496,14 +496,14 @@ class ChromiumBrowser:
     # -- pages and crashes ----------------------------------------------------------------------------------
 
     async def _current_page(self) -> Page:
-        """The current page; after a crash, a new page at the last good URL (once), else BrowserFailure."""
+        """The current page; after a crash, a new page at the last good URL (once), else BrowserError."""
         page = self._page
         if page is not None and not self._crashed and not page.is_closed():
             return page
         self._crashes += 1
         where = self._last_good_url
         if self._crashes > 1:
-            raise BrowserFailure(
+            raise BrowserError(
                 f"the page crashed again after being reopened once (last good page: {where or 'none'}); "
                 "the browsing session cannot go on"
             )

@@ -30,7 +30,7 @@ from playwright.async_api import Playwright, async_playwright
 from symphony_mcp.config import SearchSettings
 from symphony_mcp.search import netns_relay
 from symphony_mcp.search.proxy import PolicyProxy
-from symphony_mcp.search.types import BrowserFailure
+from symphony_mcp.search.types import BrowserError
 
 _REAL_BINARIES = ("/usr/lib/chromium/chromium", "/usr/lib/chromium-browser/chromium-browser")
 _ON_PATH = ("chromium", "chromium-browser", "google-chrome")
@@ -71,7 +71,7 @@ def chromium_executable(settings: SearchSettings) -> str:
     """The Chromium to run: settings.browser, else the real binary of the OS package, else one on PATH."""
     if settings.browser is not None:
         if not os.access(settings.browser, os.X_OK):
-            raise BrowserFailure(f"the browser {settings.browser} (settings search.browser) is not an executable file")
+            raise BrowserError(f"the browser {settings.browser} (settings search.browser) is not an executable file")
         return str(settings.browser)
     for candidate in _REAL_BINARIES:
         if Path(candidate).exists():
@@ -80,7 +80,7 @@ def chromium_executable(settings: SearchSettings) -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise BrowserFailure(f"no Chromium found ({', '.join(_REAL_BINARIES + _ON_PATH)}); {_INSTALL_HINT}")
+    raise BrowserError(f"no Chromium found ({', '.join(_REAL_BINARIES + _ON_PATH)}); {_INSTALL_HINT}")
 
 
 @functools.cache
@@ -98,7 +98,7 @@ def network_namespace(settings: SearchSettings) -> str | None:
         return unshare
     if settings.allow_unconfined_network:
         return None
-    raise BrowserFailure(
+    raise BrowserError(
         "the searcher's browser cannot get a network namespace of its own here (`unshare --user --map-root-user "
         "--net` is missing or refused: user namespaces may be off), and without one the URL policy cannot be "
         "enforced on all of its connections. Enable unprivileged user namespaces (sysctl "
@@ -140,10 +140,10 @@ class ChromiumProcess:
 
 async def launch_chromium(settings: SearchSettings) -> ChromiumProcess:
     """Start Chromium behind its policy proxy: headless, or on the server's DISPLAY when settings.headful.
-    BrowserFailure says why not."""
+    BrowserError says why not."""
     executable = chromium_executable(settings)
     if settings.headful and not os.environ.get("DISPLAY"):
-        raise BrowserFailure("search.headful is set but the server has no DISPLAY; unset it or start a display")
+        raise BrowserError("search.headful is set but the server has no DISPLAY; unset it or start a display")
     unshare = network_namespace(settings)
     folder = tempfile.TemporaryDirectory(prefix="symphony-browser-")
     proxy = PolicyProxy(connect_timeout=settings.step_timeout_seconds)
@@ -165,7 +165,7 @@ async def launch_chromium(settings: SearchSettings) -> ChromiumProcess:
     except PlaywrightError as exc:
         await _undo(playwright, proxy, folder)
         first_lines = " ".join(str(exc.message).splitlines()[:3])
-        raise BrowserFailure(f"Chromium ({executable}) did not start: {first_lines}; {_INSTALL_HINT}") from None
+        raise BrowserError(f"Chromium ({executable}) did not start: {first_lines}; {_INSTALL_HINT}") from None
     except BaseException:
         await _undo(playwright, proxy, folder)
         raise

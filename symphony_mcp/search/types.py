@@ -70,7 +70,7 @@ class HostUnresolvedError(UrlRefusedError):
     network failure rather than the policy's verdict."""
 
 
-class BrowserFailure(SymphonyError):
+class BrowserError(SymphonyError):
     """The browser cannot go on: it did not start, or the page crashed again after being reopened once."""
 
 
