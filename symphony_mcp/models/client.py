@@ -57,7 +57,7 @@ class Completion:
     reasoning: str = ""  # the thinking a reasoning model sends beside its answer (reasoning_content or reasoning)
 
 
-class _Transient(Exception):
+class _TransientError(Exception):
     """A failure worth retrying; `reason` is what the caller sees if the retries run out."""
 
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
@@ -105,7 +105,7 @@ class ChatClient:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(endpoint.max_retries + 1),
             wait=_backoff(endpoint.backoff_seconds),
-            retry=retry_if_exception_type(_Transient),
+            retry=retry_if_exception_type(_TransientError),
             before_sleep=self._log_retry,
             reraise=True,
         )
@@ -115,7 +115,7 @@ class ChatClient:
                     attempts += 1
                     payload = await self._post(body, headers)
             completion = self._completion(payload, started, attempts)
-        except _Transient as exc:
+        except _TransientError as exc:
             self._account(None, attempts, started, ok=False)
             raise ModelUnavailableError(
                 f"{endpoint.describe()}: {exc.reason} (gave up after {attempts} attempt(s); "
@@ -134,16 +134,17 @@ class ChatClient:
                 endpoint.chat_url, json=body, headers=headers, timeout=httpx.Timeout(endpoint.timeout)
             )
         except httpx.TimeoutException as exc:
-            raise _Transient(
+            raise _TransientError(
                 f"no answer within {endpoint.timeout:g} s ({setting_name(endpoint.role, 'timeout')})"
             ) from exc
         except httpx.TransportError as exc:
-            raise _Transient(
+            raise _TransientError(
                 f"cannot reach the endpoint ({type(exc).__name__}: {exc}); is it running, and is "
                 f"{setting_name(endpoint.role, 'base_url')} right?"
             ) from exc
         if response.status_code in _RETRY_STATUSES:
-            raise _Transient(f"HTTP {response.status_code} {_server_message(response)}", _retry_after(response.headers))
+            message = f"HTTP {response.status_code} {_server_message(response)}"
+            raise _TransientError(message, _retry_after(response.headers))
         if response.status_code >= 400:
             raise self._http_error(response)
         try:
@@ -222,7 +223,7 @@ def _backoff(initial: float) -> Any:
     def wait(state: RetryCallState) -> float:
         delay = exponential(state)
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Transient) and exc.retry_after is not None:
+        if isinstance(exc, _TransientError) and exc.retry_after is not None:
             delay = max(delay, min(exc.retry_after, _MAX_RETRY_AFTER))
         return float(delay)
 
