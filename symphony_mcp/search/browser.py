@@ -69,7 +69,7 @@ _FETCH_ERRORS = (
 )
 
 
-class _FetchFailed(Exception):
+class _FetchError(Exception):
     """A request the route could not fetch: the abort code for Chromium and what to tell the agent."""
 
     def __init__(self, code: str, error: str, reason: str) -> None:
@@ -435,7 +435,7 @@ class ChromiumBrowser:
         except UrlRefusedError as exc:
             self._refused(request, str(exc))
             await _abort_quietly(route, "blockedbyclient")
-        except _FetchFailed as exc:
+        except _FetchError as exc:
             self._fetch_failures[request.url] = f"{request.url} could not be loaded: {exc}"
             await _abort_quietly(route, exc.code)
         except PlaywrightError:  # the page or the session closed meanwhile
@@ -491,7 +491,7 @@ class ChromiumBrowser:
             # Another host gets none of the first one's credentials (the context's own cookies for it still go).
             kept = headers if headers is not None else request.headers
             headers = {k: v for k, v in kept.items() if k.lower() not in ("cookie", "authorization", "host")}
-        raise _FetchFailed("failed", "net::ERR_TOO_MANY_REDIRECTS", f"more than {MAX_REDIRECTS} redirects")
+        raise _FetchError("failed", "net::ERR_TOO_MANY_REDIRECTS", f"more than {MAX_REDIRECTS} redirects")
 
     # -- pages and crashes ----------------------------------------------------------------------------------
 
@@ -542,11 +542,11 @@ class ChromiumBrowser:
         return x, y
 
 
-def _fetch_failure(message: str) -> _FetchFailed:
+def _fetch_failure(message: str) -> _FetchError:
     for marker, code, error, reason in _FETCH_ERRORS:
         if marker in message:
-            return _FetchFailed(code, error, reason)
-    return _FetchFailed("failed", "net::ERR_FAILED", clip(message.splitlines()[0] if message else "failed", 200))
+            return _FetchError(code, error, reason)
+    return _FetchError("failed", "net::ERR_FAILED", clip(message.splitlines()[0] if message else "failed", 200))
 
 
 async def _abort_quietly(route: Route, code: str) -> None:
