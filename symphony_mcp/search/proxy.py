@@ -32,7 +32,7 @@ PROXY_ERROR_HEADER = "x-symphony-proxy-error"
 _DROPPED_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
 
 
-class _BadRequest(Exception):
+class _BadRequestError(Exception):
     """A request the proxy does not serve; the message goes back in the 400 answer."""
 
 
@@ -90,7 +90,7 @@ class PolicyProxy:
         except TimeoutError:
             await _answer(writer, 408, "Request Timeout", f"no request head within {HEAD_TIMEOUT_SECONDS:g} s")
             return
-        except _BadRequest as exc:
+        except _BadRequestError as exc:
             await _answer(writer, 400, "Bad Request", str(exc))
             return
         try:
@@ -133,17 +133,17 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes | None]:
     try:
         method, target, version = lines[0].decode("ascii").split(" ")
     except (UnicodeDecodeError, ValueError):
-        raise _BadRequest("the request line is not METHOD TARGET HTTP/1.x") from None
+        raise _BadRequestError("the request line is not METHOD TARGET HTTP/1.x") from None
     if version not in ("HTTP/1.0", "HTTP/1.1"):
-        raise _BadRequest(f"{clip(version)} is not HTTP/1.0 or HTTP/1.1")
+        raise _BadRequestError(f"{clip(version)} is not HTTP/1.0 or HTTP/1.1")
     if method == "CONNECT":
         parts = urlsplit("//" + target)
         if not parts.hostname or parts.port is None or parts.path or parts.username is not None:
-            raise _BadRequest(f"CONNECT needs host:port, got {clip(target)}")
+            raise _BadRequestError(f"CONNECT needs host:port, got {clip(target)}")
         return target, parts.hostname, parts.port, None
     parts = urlsplit(target)
     if parts.scheme != "http" or not parts.hostname or parts.username is not None:
-        raise _BadRequest(f"only CONNECT and absolute http:// requests are served, got {clip(target)}")
+        raise _BadRequestError(f"only CONNECT and absolute http:// requests are served, got {clip(target)}")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     headers = [line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _DROPPED_HEADERS]
     forward = b"\r\n".join([f"{method} {path} {version}".encode("ascii"), *headers, b"Connection: close", b"", b""])
