@@ -68,7 +68,7 @@ class CannotAsk:
     """The resolver's answer when the host declared no form elicitation: the call must not go ahead."""
 
 
-class PolicyStop(ToolError):
+class PolicyStopError(ToolError):
     """A call the policy stopped; `outcome` names how for the audit log."""
 
     def __init__(self, message: str, outcome: Outcome) -> None:
@@ -118,12 +118,12 @@ class PolicyServer(MCPServer):
         token = _call.set((name, arguments))
         try:
             if (refusal := self.policy.refusal(name)) is not None:
-                raise PolicyStop(refusal, "refused")
+                raise PolicyStopError(refusal, "refused")
             result = await super().call_tool(name, arguments, context)
             return compact_text(result) if isinstance(result, CallToolResult) and not result.is_error else result
         except Exception as exc:
-            stop = exc if isinstance(exc, PolicyStop) else exc.__cause__
-            if isinstance(stop, PolicyStop) and (verdict := _verdict.get()) is not None:
+            stop = exc if isinstance(exc, PolicyStopError) else exc.__cause__
+            if isinstance(stop, PolicyStopError) and (verdict := _verdict.get()) is not None:
                 verdict.outcome = stop.outcome
             raise
         finally:
@@ -198,7 +198,7 @@ def _guarded(fn: Callable[..., Any], facts: ToolFacts, policy: ToolPolicy) -> Ca
                 return await fn(**kwargs)
             return await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
         if scope.cancelled_caught:
-            raise PolicyStop(
+            raise PolicyStopError(
                 f"{facts.name!r} did not finish within its time bound of {seconds:g} s ({setting}) and was "
                 "stopped; an action under way on the desktop was finished and recorded first (see "
                 "action_history), so no key or button is left pressed. The server keeps serving",
@@ -243,13 +243,13 @@ def _asker(tool: str) -> Callable[[Context[Any, Any]], Any]:
 
 def _check_confirmed(tool: str, outcome: ElicitationResult[Any]) -> None:
     if not isinstance(outcome, AcceptedElicitation):
-        raise PolicyStop(f"the user declined {tool!r} ({outcome.action}); nothing was done", "declined")
+        raise PolicyStopError(f"the user declined {tool!r} ({outcome.action}); nothing was done", "declined")
     if isinstance(outcome.data, CannotAsk):
-        raise PolicyStop(
+        raise PolicyStopError(
             f"{tool!r} needs the user's confirmation ({setting_name('confirm_tools')} or confirm_groups), but "
             "this MCP host cannot ask: it declared no form elicitation capability. Nothing was done. Use a host "
             "that supports elicitation, or take the tool and its groups out of those settings",
             "unconfirmed",
         )
     if not isinstance(outcome.data, Confirmation) or not outcome.data.allow:
-        raise PolicyStop(f"the user did not allow {tool!r}; nothing was done", "declined")
+        raise PolicyStopError(f"the user did not allow {tool!r}; nothing was done", "declined")
