@@ -104,8 +104,8 @@ class SearchSetup:
     format_retries: int = 2
 
 
-class _Ended(Exception):
-    """The search ends here, with this reason and message."""
+class _StartPageError(Exception):
+    """The search engine's results page could not be opened: the search ends here, with this reason and message."""
 
     def __init__(self, reason: CompletionReason, message: str) -> None:
         super().__init__(message)
@@ -155,7 +155,7 @@ class SearchLoop:
                         break
                     feedback = record.outcome
                     view = self._seen(await self.browser.view())
-        except _Ended as ended:
+        except _StartPageError as ended:
             reason, error = ended.reason, ended.message
         except TimeoutError:
             reason, error = "ERROR", f"the search took longer than its bound of {setup.deadline_s:g} s"
@@ -191,10 +191,11 @@ class SearchLoop:
         try:
             await self.browser.open(start_url)
         except UrlRefusedError as exc:
-            raise _Ended("ERROR", f"the search engine's page {clip(start_url)} may not be opened: {exc}") from exc
+            refused = f"the search engine's page {clip(start_url)} may not be opened: {exc}"
+            raise _StartPageError("ERROR", refused) from exc
         view = self._seen(await self.browser.view())
         if view.load_error:
-            raise _Ended("ERROR", f"the search engine at {clip(start_url)} did not answer: {view.load_error}")
+            raise _StartPageError("ERROR", f"the search engine at {clip(start_url)} did not answer: {view.load_error}")
         return view
 
     def _seen(self, view: PageView) -> PageView:
