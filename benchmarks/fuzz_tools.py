@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO, interpreter, log, machine_facts, publish_report, table
-from testkit.fuzz.harness import Stats, Violation, server_peak_rss_kib
+from testkit.fuzz.harness import Stats, ViolationError, server_peak_rss_kib
 from testkit.fuzz.runner import Session, connected, fuzz_sequences, fuzz_template, fuzz_tool, fuzz_uris
 from testkit.fuzz.sandbox import RESOLUTION, Sandbox, make_sandbox
 from testkit.model_server import StandInModel
@@ -38,7 +38,7 @@ class Run:
     def attempt(self, what: str, fuzz: Callable[..., None], *args: Any) -> None:
         try:
             fuzz(*args)
-        except Violation as violation:
+        except ViolationError as violation:
             self.failures.append(f"{what}: {violation}")
             log(f"FAILURE in {what}: {str(violation)[:300]}")
         except Exception as exc:  # not an invariant: the harness or hypothesis itself; recorded all the same

@@ -5,7 +5,7 @@ the bound without a crash (the SDK's generic texts, the server's 'internal error
 and answers a cheap call; no pointer button is held; no key is held that was not held
 before the call, except by `key_down`, whose keys the harness releases with `key_up` (same arguments) at the end
 of each sequence, after which nothing may be held at all; no file was created outside the trajectory folder.
-A violation raises `Violation` with the call that caused it.
+A violation raises `ViolationError` with the call that caused it.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ CRASH = re.compile(
 )
 
 
-class Violation(AssertionError):
+class ViolationError(AssertionError):
     pass
 
 
@@ -101,7 +101,7 @@ class Harness:
         self.pressed: list[dict[str, Any]] = []  # arguments of this sequence's successful key_down calls
         # The first violation as it happened: hypothesis replays a failing example, on a server whose state the
         # first run changed (a key still held), so the replay may report a later symptom instead.
-        self.first_violation: Violation | None = None
+        self.first_violation: ViolationError | None = None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> str:
         async def call() -> tuple[str, str]:
@@ -123,7 +123,7 @@ class Harness:
         """Make one call and check every invariant after it; returns the outcome's kind."""
         try:
             return await self._checked(tool, what, call, fault_codes)
-        except Violation as violation:
+        except ViolationError as violation:
             self.first_violation = self.first_violation or violation
             raise
 
@@ -134,17 +134,17 @@ class Harness:
             with anyio.fail_after(self.bound):
                 outcome, text = await call()
         except TimeoutError:
-            raise Violation(f"{what} did not end within {self.bound:g} s (hang)") from None
+            raise ViolationError(f"{what} did not end within {self.bound:g} s (hang)") from None
         except MCPError as exc:
             outcome, text = f"jsonrpc_error {exc.error.code}", exc.error.message
             if exc.error.code not in fault_codes:
-                raise Violation(f"{what} got JSON-RPC error {exc.error.code}: {text[:500]}") from exc
+                raise ViolationError(f"{what} got JSON-RPC error {exc.error.code}: {text[:500]}") from exc
         seconds = time.perf_counter() - start
         self.stats.add(tool, outcome, seconds)
         if CRASH.search(text):
-            raise Violation(f"{what} crashed instead of giving a clear error: {text[:500]}")
+            raise ViolationError(f"{what} crashed instead of giving a clear error: {text[:500]}")
         if len(text) > MAX_ERROR_TEXT:
-            raise Violation(f"{what} gave an error of {len(text)} characters (echoes its input?): {text[:300]}")
+            raise ViolationError(f"{what} gave an error of {len(text)} characters (echoes its input?): {text[:300]}")
         await self.check_alive(what)
         self.check_held(tool, what, before)
         self.check_files(what)
@@ -155,24 +155,24 @@ class Harness:
             with anyio.fail_after(PING_BOUND):
                 result = await self.client.call_tool(ALIVE, {})
         except Exception as exc:
-            raise Violation(f"after {what} the server no longer answers {ALIVE}: {exc!r}") from exc
+            raise ViolationError(f"after {what} the server no longer answers {ALIVE}: {exc!r}") from exc
         if result.is_error:
-            raise Violation(f"after {what} {ALIVE} fails: {_outcome(result)[1][:500]}")
+            raise ViolationError(f"after {what} {ALIVE} fails: {_outcome(result)[1][:500]}")
 
     def check_held(self, tool: str, what: str, before: Held) -> None:
         held = self.desktop.held()
         if held.buttons:
-            raise Violation(f"after {what} pointer buttons are held: {self.desktop.describe(held)}")
+            raise ViolationError(f"after {what} pointer buttons are held: {self.desktop.describe(held)}")
         new = held.keycodes - before.keycodes
         if new and tool != HOLD:
             extra = Held(frozenset(new), frozenset())
-            raise Violation(f"after {what} keys are held that were not before: {self.desktop.describe(extra)}")
+            raise ViolationError(f"after {what} keys are held that were not before: {self.desktop.describe(extra)}")
 
     def check_files(self, what: str, deep: bool = False) -> None:
         stray = self.sandbox.stray_files(deep=deep)
         if stray:
             listing = ", ".join(str(p) for p in stray[:10])
-            raise Violation(f"after {what} files exist outside the trajectory folder: {listing}")
+            raise ViolationError(f"after {what} files exist outside the trajectory folder: {listing}")
 
     async def end_sequence(self) -> None:
         """Release what key_down pressed (key_up with the same arguments); then nothing may be held."""
@@ -182,7 +182,7 @@ class Harness:
         held = self.desktop.held()
         if held.keycodes or held.buttons:
             done = ", ".join(describe(HOLD, a) for a in pressed) or "no key_down"
-            violation = Violation(f"after releasing ({done}) still held: {self.desktop.describe(held)}")
+            violation = ViolationError(f"after releasing ({done}) still held: {self.desktop.describe(held)}")
             self.first_violation = self.first_violation or violation
             raise violation
 
