@@ -8,15 +8,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from symphony_mcp.config import load_settings
+from symphony_mcp.config import OrchestratorSettings, load_settings
 from symphony_mcp.errors import ModelAnswerError
 from symphony_mcp.models.client import ChatClient, Completion
 from symphony_mcp.models.messages import system, user
-from symphony_mcp.models.reask import UnusableAnswerError, ask_until_usable
+from symphony_mcp.models.reask import LOOP_REASKS, UnusableAnswerError, ask_until_usable
 from symphony_mcp.models.registry import ModelRegistry
 from testkit.model_server import Reply, StandInModel
 
 pytestmark = pytest.mark.anyio
+DIGITS = "with digits only."
 QUESTION = [system("Answer with one whole number."), user("How many sides has a square?")]
 
 
@@ -25,10 +26,6 @@ def whole_number(completion: Completion) -> int:
     if not text.isdigit():
         raise UnusableAnswerError(f"{text[:40]!r} is not a whole number")
     return int(text)
-
-
-def feedback(problem: str) -> str:
-    return f"That answer could not be used: {problem}. Answer with digits only."
 
 
 @pytest.fixture
@@ -50,7 +47,7 @@ async def test_bad_answers_are_reasked_with_the_reason_until_a_good_one(
 ) -> None:
     stand_in.script("four", "It has 4 sides.", "4")
     asked = list(QUESTION)
-    answer = await ask_until_usable(client, asked, whole_number, feedback, purpose="count", reasks=3)
+    answer = await ask_until_usable(client, asked, whole_number, DIGITS, purpose="count", reasks=3)
 
     assert (answer.value, answer.answers, answer.refused) == (4, ("four", "It has 4 sides.", "4"), answer.answers[:2])
     assert answer.reasons == ("'four' is not a whole number", "'It has 4 sides.' is not a whole number")
@@ -61,7 +58,7 @@ async def test_bad_answers_are_reasked_with_the_reason_until_a_good_one(
         {"role": "assistant", "content": "four"},
         {
             "role": "user",
-            "content": "That answer could not be used: 'four' is not a whole number. Answer with digits only.",
+            "content": "That answer could not be used: 'four' is not a whole number. Answer again with digits only.",
         },
     ]
     assert third[:-2] == second and third[-2]["content"] == "It has 4 sides."
@@ -77,7 +74,7 @@ async def test_a_model_that_never_answers_well_is_asked_within_the_bound_then_re
     stand_in.script("four", "IV", "a few", default="never reached")
     with pytest.raises(ModelAnswerError) as raised:
         await ask_until_usable(
-            client, QUESTION, whole_number, feedback, purpose="count", reasks=2, hint=". Try another model"
+            client, QUESTION, whole_number, DIGITS, purpose="count", reasks=2, hint=". Try another model"
         )
 
     error = raised.value
@@ -97,7 +94,7 @@ async def test_a_model_that_never_answers_well_is_asked_within_the_bound_then_re
 async def test_with_no_reasks_the_first_bad_answer_is_reported(stand_in: StandInModel, client: ChatClient) -> None:
     stand_in.script("four", default="4")
     with pytest.raises(ModelAnswerError, match="answer 1: 'four'"):
-        await ask_until_usable(client, QUESTION, whole_number, feedback, purpose="count", reasks=0)
+        await ask_until_usable(client, QUESTION, whole_number, DIGITS, purpose="count", reasks=0)
     assert len(stand_in.requests) == 1
 
 
@@ -107,7 +104,7 @@ async def test_a_parser_that_breaks_is_not_taken_for_a_bad_answer(stand_in: Stan
 
     stand_in.script("4", default="4")
     with pytest.raises(KeyError):
-        await ask_until_usable(client, QUESTION, broken, feedback, purpose="count", reasks=3)
+        await ask_until_usable(client, QUESTION, broken, DIGITS, purpose="count", reasks=3)
     assert len(stand_in.requests) == 1
 
 
@@ -126,10 +123,14 @@ async def test_native_calls_are_fed_back_as_written_and_the_tools_are_sent_on_ev
         Reply(tool_calls=[("count", {"n": 4})]),
     )
     answer = await ask_until_usable(
-        client, QUESTION, one_call, feedback, purpose="call", reasks=1, tools=tools, tool_choice="required"
+        client, QUESTION, one_call, DIGITS, purpose="call", reasks=1, tools=tools, tool_choice="required"
     )
 
     written = 'Thinking.\n```python\ncount({"n": 4})\ncount({"n": 5})\n```'
     assert answer.value == '{"n": 4}' and answer.refused == (written,)
     assert stand_in.requests[1].messages[-2] == {"role": "assistant", "content": written}
     assert all(r.body["tools"] == tools and r.body["tool_choice"] == "required" for r in stand_in.requests)
+
+
+def test_the_planners_default_bound_is_the_loops() -> None:
+    assert OrchestratorSettings().format_retries == LOOP_REASKS

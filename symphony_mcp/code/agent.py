@@ -17,7 +17,7 @@ from pathlib import Path
 from PIL import Image
 
 from symphony_mcp.code.parsing import parse_answer
-from symphony_mcp.code.prompts import SUMMARY_PROMPT, SYSTEM_PROMPT, first_turn, retry, run_outcome, unusable
+from symphony_mcp.code.prompts import ANSWER_AGAIN, SUMMARY_PROMPT, SYSTEM_PROMPT, first_turn, run_outcome, unusable
 from symphony_mcp.code.results import CoderResult, CoderTranscript, CoderTurn, CompletionReason
 from symphony_mcp.code.types import CodeExecutor, Language
 from symphony_mcp.code.workspace import changes, environment_facts, snapshot
@@ -118,7 +118,7 @@ class CoderLoop:
                 self.model,
                 messages,
                 lambda completion: parse_answer(completion.text, step >= budget, self.setup.languages),
-                retry,
+                ANSWER_AGAIN,
                 purpose="block or verdict",
                 reasks=LOOP_REASKS,
             )

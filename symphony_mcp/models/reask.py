@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 # A loop's malformed step (planner, Coder, searcher) is re-asked up to 3 times, as the design's orchestrator is;
-# the planner's count is the setting orchestrator.format_retries, whose default is this.
+# the planner's count is the setting orchestrator.format_retries, whose default (config.py, below this layer) is
+# the same 3 (tests/test_reask.py holds them together).
 LOOP_REASKS = 3
 # An answer a tool call waits on (a grounded point, a step check, an audit) is re-asked once: the host waits, and a
 # model that misses twice is the wrong model or family, which the error's hint names; more asks would not fix it.
@@ -33,6 +34,11 @@ class UnusableAnswerError(ValueError):
 
     Parsers raise it; `ask_until_usable` turns it into a re-ask. Anything else a parser raises is a bug, not the
     model's fault, and is not fed back."""
+
+
+def refusal(reason: str, answer_again: str) -> str:
+    """What the model is told about an answer that could not be used: why, and what to answer instead."""
+    return f"That answer could not be used: {reason}. Answer again {answer_again}"
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ async def ask_until_usable(
     client: ChatClient,
     messages: Sequence[ChatMessage],
     parse: Callable[[Completion], R],
-    feedback: Callable[[str], str],
+    answer_again: str,
     *,
     purpose: str,
     reasks: int,
@@ -67,7 +73,8 @@ async def ask_until_usable(
     tool_choice: str | None = None,
 ) -> UsableAnswer[R]:
     """`parse(completion)`; while it raises UnusableAnswerError, at most `reasks` times, the model is shown its answer
-    and `feedback(reason)` and asked again. Past the bound: ModelAnswerError quoting each answer and its reason, then
+    and `refusal(reason, answer_again)` and asked again (`answer_again`: what a usable answer is, e.g. "with only one
+    JSON object"). Past the bound: ModelAnswerError quoting each answer and its reason, then
     `hint`. The conversation the caller keeps is not changed: refused answers and feedback stay out of its history.
     """
     conversation = list(messages)
@@ -84,7 +91,7 @@ async def ask_until_usable(
             reasons.append(str(exc))
             client.note_refused()
             log.info("the %s model's answer %d (%s) was refused: %s", client.endpoint.role, attempt, purpose, exc)
-            conversation += [assistant(completion.written), user(feedback(str(exc)))]
+            conversation += [assistant(completion.written), user(refusal(str(exc), answer_again))]
             continue
         return UsableAnswer(value, completion, tuple(answers), tuple(reasons), round(model_ms, 2))
     listing = "; ".join(

@@ -30,10 +30,7 @@ async def ask_structured(
         client,
         messages,
         lambda completion: parse_json_answer(completion.text, schema),
-        lambda problem: (
-            f"That answer could not be used: {problem}. Answer again with only one JSON object "
-            f"matching this schema: {schema_text(schema)}"
-        ),
+        f"with only one JSON object matching this schema: {schema_text(schema)}",
         purpose=purpose,
         reasks=TOOL_REASKS,
     )

@@ -42,8 +42,8 @@ from symphony_mcp.orchestrator.prompts import (
     StepContext,
     Turn,
     Tutorial,
+    answer_again,
     build_messages,
-    retry_feedback,
     system_prompt,
 )
 from symphony_mcp.orchestrator.records import CLAIMED_DONE, ParsedAction, RunRecord, RunStep, State
@@ -258,7 +258,7 @@ class _Run:
                 self.owner.planner,
                 messages,
                 lambda completion: self._action(completion, context.final),
-                lambda problem: retry_feedback(problem, calling),
+                answer_again(calling),
                 purpose=f"action for step {current.step}",
                 reasks=self.settings.format_retries,
                 tools=tools,

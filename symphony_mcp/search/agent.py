@@ -30,7 +30,7 @@ from symphony_mcp.models.messages import ChatMessage, ModelImage, system, user
 from symphony_mcp.models.reask import LOOP_REASKS, UnusableAnswerError, ask_until_usable
 from symphony_mcp.search.browser import marked_image
 from symphony_mcp.search.parsing import SearchAction, parse_action
-from symphony_mcp.search.prompts import OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, retry, step_message
+from symphony_mcp.search.prompts import ANSWER_AGAIN, OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, step_message
 from symphony_mcp.search.results import (
     MAX_REFUSED,
     CompletionReason,
@@ -229,7 +229,7 @@ class SearchLoop:
                 self.model,
                 asked,
                 lambda completion: parse(completion.text),
-                retry,
+                ANSWER_AGAIN,
                 purpose="action",
                 reasks=LOOP_REASKS,
             )

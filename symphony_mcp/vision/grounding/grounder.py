@@ -144,7 +144,7 @@ class VisionGrounder:
             client,
             messages,
             lambda completion: parse(completion.text),
-            lambda problem: family.feedback(problem, image),
+            family.answer_again(image),
             purpose=f"point for {description!r}",
             reasks=TOOL_REASKS,
             hint=f". If the model is not a {family.name} model, set SYMPHONY_GROUNDING__FAMILY to its family",
