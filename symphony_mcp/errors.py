@@ -51,7 +51,18 @@ class ModelUnavailableError(ModelError):
 
 
 class ModelAnswerError(ModelError):
-    """The model answered, but not in a form that can be used (also after being re-asked)."""
+    """The model answered, but not in a form that can be used, also after being re-asked (models/reask.py).
+
+    `answers` are what it wrote, the last one last; `reasons` why each was refused; `model_ms` the wait for them all.
+    """
+
+    def __init__(
+        self, message: str, answers: tuple[str, ...] = (), reasons: tuple[str, ...] = (), model_ms: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.answers = answers
+        self.reasons = reasons
+        self.model_ms = model_ms
 
 
 class PolicyError(SymphonyError, PermissionError):

@@ -9,7 +9,8 @@ import pytest
 from mcp import Client
 
 from symphony_mcp.config import load_settings
-from symphony_mcp.orchestrator.action_space import ActionError, ActionSpace, section
+from symphony_mcp.models.reask import UnusableAnswerError
+from symphony_mcp.orchestrator.action_space import ActionSpace, section
 from symphony_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -79,7 +80,7 @@ async def test_answers_parse_into_validated_calls(space: ActionSpace, code: str,
     ],
 )
 async def test_bad_answers_are_refused_with_feedback(space: ActionSpace, code: str, problem: str) -> None:
-    with pytest.raises(ActionError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+    with pytest.raises(UnusableAnswerError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
         space.parse(answer(code), final_step=False)
 
 
@@ -94,14 +95,14 @@ async def test_refused_combinations_are_one_readable_line_when_the_server_states
     """A server run with --schema-rules lists them as a root `not`; the default server's tools refuse them when
     called, with their own message."""
     space = await listed_space(schema_rules=True)
-    with pytest.raises(ActionError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(UnusableAnswerError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         space.parse(answer(code), final_step=False)
 
 
 async def test_no_code_block_and_the_last_step_rule(space: ActionSpace) -> None:
-    with pytest.raises(ActionError, match="no action found"):
+    with pytest.raises(UnusableAnswerError, match="no action found"):
         space.parse("I would click the button.", final_step=False)
-    with pytest.raises(ActionError, match="only done"):
+    with pytest.raises(UnusableAnswerError, match="only done"):
         space.parse(answer('click(description="OK")'), final_step=True)
     assert space.parse(answer("done()"), final_step=True).name == "done"
     assert section(answer("done()"), "Next action") == "Click it."
@@ -118,9 +119,9 @@ async def test_native_calls_are_checked_like_written_ones(space: ActionSpace) ->
         ("click", '{"count": "two"}', "invalid arguments for click(): count"),
         ("teleport", "{}", "there is no action 'teleport'"),
     ]:
-        with pytest.raises(ActionError, match=re.escape(problem)):
+        with pytest.raises(UnusableAnswerError, match=re.escape(problem)):
             space.parse_call(name, arguments, final_step=False)
-    with pytest.raises(ActionError, match="only done"):
+    with pytest.raises(UnusableAnswerError, match="only done"):
         space.parse_call("click", '{"description": "OK"}', final_step=True)
     definitions = space.tool_definitions(final_step=True)
     assert [d["function"]["name"] for d in definitions] == ["done", "fail"]
@@ -136,7 +137,7 @@ async def test_code_agent_is_offered_as_os_symphonys_call_code_agent(space: Acti
         "code_agent",
         {"task": "Set autosave to true in ~/app.json"},
     )
-    with pytest.raises(ActionError, match="has no parameter 'budget'"):
+    with pytest.raises(UnusableAnswerError, match="has no parameter 'budget'"):
         space.parse(answer('call_code_agent(task="x", budget=3)'), final_step=False)
     called = space.parse_call("call_code_agent", '{"task": "x"}', final_step=False)
     assert called.tool == "code_agent"

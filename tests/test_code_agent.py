@@ -131,9 +131,10 @@ async def test_budget_exhaustion_and_infeasible_give_their_documented_results(
     async with coder_server(xdisplay, stand_in, tmp_path, files) as client:
         stand_in.script(
             said("Look around.", "bash", "ls"),
-            said("One more look.", "bash", "ls -la"),  # the last turn: code is refused, and again, and again
+            said("One more look.", "bash", "ls -la"),  # the last turn: code is refused, re-asked LOOP_REASKS times
             said("Still looking.", "bash", "pwd"),
             said("And again.", "bash", "pwd"),
+            said("Once more.", "bash", "pwd"),
             long_summary,
         )
         result = CoderResult.model_validate(
@@ -151,12 +152,12 @@ async def test_budget_exhaustion_and_infeasible_give_their_documented_results(
         assert (result.completion_reason, result.steps_used, result.files) == ("INFEASIBLE", 1, [])
         assert result.summary == "Nothing to migrate."
 
-        # A model that never keeps the format: two turns of three refused answers each end the run as FAIL.
-        stand_in.script(*["(100,100)"] * 6, "The model gave no usable answer.")
+        # A model that never keeps the format: two turns of four refused answers each (LOOP_REASKS) end the run as FAIL.
+        stand_in.script(*["(100,100)"] * 8, "The model gave no usable answer.")
         result = CoderResult.model_validate(
             (await client.call_tool("code_agent", {"task": "Tidy the files"})).structured_content
         )
-        assert (result.completion_reason, result.steps_used, len(stand_in.requests)) == ("FAIL", 2, 7)
+        assert (result.completion_reason, result.steps_used, len(stand_in.requests)) == ("FAIL", 2, 9)
         assert "no code block and no verdict" in stand_in.requests[1].texts()[-1]
 
 

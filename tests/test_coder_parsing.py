@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from symphony_mcp.code.agent import clip_words
-from symphony_mcp.code.parsing import AnswerError, parse_answer
+from symphony_mcp.code.parsing import parse_answer
 from symphony_mcp.code.workspace import changes, named_files
 from symphony_mcp.config import PolicySettings
+from symphony_mcp.models.reask import UnusableAnswerError
 from symphony_mcp.policy.tools import ToolPolicy
 
 
@@ -45,12 +46,12 @@ def test_verdicts_on_their_own_line(text: str, verdict: str) -> None:
     ],
 )
 def test_unusable_answers_say_what_is_wrong(text: str, final: bool, problem: str) -> None:
-    with pytest.raises(AnswerError, match=problem):
+    with pytest.raises(UnusableAnswerError, match=problem):
         parse_answer(text, final=final)
 
 
 def test_a_disabled_language_is_refused() -> None:
-    with pytest.raises(AnswerError, match="bash is not enabled"):
+    with pytest.raises(UnusableAnswerError, match="bash is not enabled"):
         parse_answer("```bash\nls\n```", final=False, languages=("python",))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from symphony_mcp.vision.grounding.parsing import AnswerFormatError, parse_point, to_image_point
+from symphony_mcp.models.reask import UnusableAnswerError
+from symphony_mcp.vision.grounding.parsing import parse_point, to_image_point
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ def test_parser_reads_every_family_format(answer: str, point: tuple[float, float
 
 @pytest.mark.parametrize("answer", ["", "I cannot find it", "at 1, 2, 3", "step 3 of 5 then 7"])
 def test_parser_refuses_answers_without_one_point(answer: str) -> None:
-    with pytest.raises(AnswerFormatError):
+    with pytest.raises(UnusableAnswerError):
         parse_point(answer)
 
 
@@ -44,9 +45,9 @@ def test_conventions_map_into_the_image_and_out_of_frame_is_refused() -> None:
     assert to_image_point(parse_point("(500, 250)"), "relative-1000", 1932, 1092) == pytest.approx((966, 273))
     assert to_image_point(parse_point("(0.5, 0.25)"), "pixels", 1932, 1092) == pytest.approx((966, 273))
     assert to_image_point(parse_point("(966, 273)"), "pixels", 1932, 1092) == (966, 273)
-    with pytest.raises(AnswerFormatError, match=r"0\.\.1931"):
+    with pytest.raises(UnusableAnswerError, match=r"0\.\.1931"):
         to_image_point(parse_point("(1932, 10)"), "pixels", 1932, 1092)
-    with pytest.raises(AnswerFormatError, match=r"0\.\.1000"):
+    with pytest.raises(UnusableAnswerError, match=r"0\.\.1000"):
         to_image_point(parse_point("(1200, 10)"), "relative-1000", 1932, 1092)
-    with pytest.raises(AnswerFormatError):
+    with pytest.raises(UnusableAnswerError):
         to_image_point(parse_point("(-3, 10)"), "pixels", 1932, 1092)

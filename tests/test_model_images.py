@@ -11,8 +11,9 @@ from PIL import Image
 from symphony_mcp.config import ModelsSettings
 from symphony_mcp.models.endpoints import resolve_endpoint
 from symphony_mcp.models.images import prepare_image
+from symphony_mcp.models.reask import UnusableAnswerError
 from symphony_mcp.vision.grounding.families import FAMILIES
-from symphony_mcp.vision.grounding.parsing import AnswerFormatError, parse_point, to_image_point
+from symphony_mcp.vision.grounding.parsing import parse_point, to_image_point
 
 
 def test_a_barely_larger_size_pads_instead_of_upscaling() -> None:
@@ -28,7 +29,7 @@ def test_a_barely_larger_size_pads_instead_of_upscaling() -> None:
         assert decoded.getpixel((100, 100)) == pytest.approx((200, 210, 220), abs=3)
         assert decoded.getpixel((1928, 1088)) == pytest.approx((0, 0, 0), abs=3)
     # A point in the padding is outside the picture, and says so in the image's terms.
-    with pytest.raises(AnswerFormatError, match=r"x within 0\.\.1919 .* 1932x1092 image"):
+    with pytest.raises(UnusableAnswerError, match=r"x within 0\.\.1919 .* 1932x1092 image"):
         to_image_point(parse_point("(1925, 500)"), "pixels", 1932, 1092, (1920, 1080))
     # A much larger size (tiny screenshots and min_pixels) is a real resize.
     small = prepare_image(Image.new("RGB", (100, 50)), endpoint, resize.size)

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 from symphony_mcp.imaging.geometry import Rect
-from symphony_mcp.models.calls import CallError
+from symphony_mcp.models.reask import UnusableAnswerError
 from symphony_mcp.search.parsing import parse_action
 from symphony_mcp.search.prompts import page_block
 from symphony_mcp.search.types import PageElement, PageView
@@ -73,18 +73,18 @@ def test_each_action_is_read_with_its_arguments(call: str, expected: dict[str, o
     ],
 )
 def test_unusable_answers_are_refused_with_the_reason(call: str, problem: str) -> None:
-    with pytest.raises(CallError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(UnusableAnswerError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         parse_action(answer(call), final=False)
 
 
 def test_the_last_step_accepts_only_a_verdict() -> None:
-    with pytest.raises(CallError, match="last step"):
+    with pytest.raises(UnusableAnswerError, match="last step"):
         parse_action(answer("click(1)"), final=True)
     assert parse_action(answer('fail("nothing found")'), final=True).name == "fail"
 
 
 def test_an_answer_without_a_block_is_refused() -> None:
-    with pytest.raises(CallError, match="no action found"):
+    with pytest.raises(UnusableAnswerError, match="no action found"):
         parse_action("click(3)", final=False)
 
 

@@ -176,6 +176,11 @@ async def test_descriptions_that_name_nothing_and_bad_answers_are_asked_again(
         result = await client.call_tool("search_tutorial", {"query": "freeze row", "budget": 4})
     found = TutorialResult.model_validate(result.structured_content)
     assert found.completion_reason == "FAIL" and found.hint == "try the Tabula Help Centre"
+    # Three refused answers and the fourth used, in one step: a step is re-asked up to LOOP_REASKS (3) times.
+    assert found.steps_used == 1 and len(searcher_requests(stand_in)) == 4
+    (step,) = SearchTranscript.model_validate_json(Path(found.transcript_file).read_text()).steps
+    assert len(step.rejected) == 3 and "there is no action 'eval'" in step.rejected[2]
+    assert step.action == 'fail(hint="try the Tabula Help Centre")'
     retries = [r.messages[-1]["content"] for r in searcher_requests(stand_in)[1:3]]
     assert "no element on this page matches 'the purple unicorn link'" in retries[0]
     assert "there is no element 999 on this page" in json.dumps(searcher_requests(stand_in)[2].messages[-1])

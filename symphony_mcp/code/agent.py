@@ -16,16 +16,17 @@ from pathlib import Path
 
 from PIL import Image
 
-from symphony_mcp.code.parsing import AnswerError, parse_answer
-from symphony_mcp.code.prompts import SUMMARY_PROMPT, SYSTEM_PROMPT, first_turn, retry, run_outcome, unusable
+from symphony_mcp.code.parsing import parse_answer
+from symphony_mcp.code.prompts import ANSWER_AGAIN, SUMMARY_PROMPT, SYSTEM_PROMPT, first_turn, run_outcome, unusable
 from symphony_mcp.code.result_schemas import CoderResult, CoderTranscript, CoderTurn, CompletionReason
 from symphony_mcp.code.types import CodeExecutor, Language
 from symphony_mcp.code.workspace import changes, environment_facts, snapshot
-from symphony_mcp.errors import ModelError
+from symphony_mcp.errors import ModelAnswerError, ModelError
 from symphony_mcp.memory.trajectory import write_json_atomically
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ChatMessage, assistant, system, user
+from symphony_mcp.models.reask import LOOP_REASKS, ask_until_usable
 
 log = logging.getLogger(__name__)
 SUMMARY_WORDS = 150
@@ -45,7 +46,6 @@ class CoderSetup:
     languages: tuple[Language, ...]
     writable: list[Path] = field(default_factory=list)
     block_timeout_s: float = 60.0
-    format_retries: int = 2
 
 
 class CoderLoop:
@@ -113,22 +113,26 @@ class CoderLoop:
         """Ask (re-asking malformed answers, bounded), run the block if any; the turn and the next prompt."""
         started = time.perf_counter()
         turn = CoderTurn(step=step, answer="")
-        asked = list(messages)
-        final = step >= budget
-        for _ in range(self.setup.format_retries + 1):
-            completion = await self.model.complete(asked)
-            turn.model_ms += completion.elapsed_ms
-            turn.answer = completion.text
-            try:
-                answer = parse_answer(completion.text, final, self.setup.languages)
-            except AnswerError as exc:
-                turn.rejected.append(str(exc))
-                asked = [*asked, assistant(completion.text), user(retry(str(exc)))]
-                continue
-            messages.append(assistant(completion.text))
-            turn.thought, turn.verdict = answer.thought or None, answer.verdict
-            if answer.code is None or answer.language is None:
-                break
+        try:
+            asked = await ask_until_usable(
+                self.model,
+                messages,
+                lambda completion: parse_answer(completion.text, step >= budget, self.setup.languages),
+                ANSWER_AGAIN,
+                purpose="block or verdict",
+                reasks=LOOP_REASKS,
+            )
+        except ModelAnswerError as exc:  # the turn is spent; the run goes on (MAX_UNUSABLE_TURNS ends it)
+            turn.answer, turn.rejected, turn.model_ms = exc.answers[-1], list(exc.reasons), exc.model_ms
+            messages.append(assistant(turn.answer))
+            turn.overhead_ms = round((time.perf_counter() - started) * 1000 - turn.model_ms, 2)
+            return turn, unusable(step, budget)
+        answer = asked.value
+        turn.answer, turn.rejected, turn.model_ms = asked.completion.text, list(asked.reasons), asked.model_ms
+        messages.append(assistant(turn.answer))
+        turn.thought, turn.verdict = answer.thought or None, answer.verdict
+        run_ms = 0.0
+        if answer.code is not None and answer.language is not None:
             turn.language, turn.code = answer.language, answer.code
             await self.progress(f"coder turn {step}: running {answer.language}")
             ran = time.perf_counter()
@@ -136,12 +140,8 @@ class CoderLoop:
                 answer.language, answer.code, self.setup.block_timeout_s, self.setup.workdir
             )
             run_ms = (time.perf_counter() - ran) * 1000
-            turn.overhead_ms = round((time.perf_counter() - started) * 1000 - turn.model_ms - run_ms, 2)
-            return turn, run_outcome(turn.run, step, budget)
-        else:
-            messages.append(assistant(turn.answer))
-        turn.overhead_ms = round((time.perf_counter() - started) * 1000 - turn.model_ms, 2)
-        return turn, unusable(step, budget)
+        turn.overhead_ms = round((time.perf_counter() - started) * 1000 - turn.model_ms - run_ms, 2)
+        return turn, "" if turn.run is None else run_outcome(turn.run, step, budget)  # a verdict ends the run
 
     async def _summary(self, task: str, reason: CompletionReason, transcript: CoderTranscript) -> str:
         """At most SUMMARY_WORDS words by a separate call; if that call fails, the last thought, said so."""

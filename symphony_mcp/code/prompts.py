@@ -41,8 +41,7 @@ def run_outcome(run: CodeRun, step: int, budget: int) -> str:
     return "\n".join(lines)
 
 
-def retry(problem: str) -> str:
-    return f"That answer could not be used: {problem}. Answer again: a thought, then one code block or a verdict."
+ANSWER_AGAIN = "with a thought, then one code block or a verdict."  # after a refused answer (models/reask.py)
 
 
 def unusable(step: int, budget: int) -> str:

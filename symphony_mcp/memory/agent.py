@@ -18,7 +18,8 @@ from symphony_mcp.memory.milestones import MilestoneMemory
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ChatMessage, ModelImage, system, user
-from symphony_mcp.models.structured import ValidAnswer, ask_structured, schema_text
+from symphony_mcp.models.reask import UsableAnswer
+from symphony_mcp.models.structured import ask_structured, schema_text
 
 _CROP_FRACTION = 0.25  # the zoomed crop shows a quarter of the screen's width and height
 _CROP_ZOOM = 2
@@ -74,7 +75,7 @@ class AuditEvidence:
     hints: list[str]
 
 
-async def check_step(client: ChatClient, evidence: StepEvidence) -> ValidAnswer[StepVerdict]:
+async def check_step(client: ChatClient, evidence: StepEvidence) -> UsableAnswer[StepVerdict]:
     crop = await asyncio.to_thread(
         lambda: prepare_image(zoomed_crop(evidence.after_image, evidence.area, evidence.points), client.endpoint)
     )
@@ -95,7 +96,7 @@ async def check_step(client: ChatClient, evidence: StepEvidence) -> ValidAnswer[
     return await ask_structured(client, messages, StepVerdict, "step check")
 
 
-async def audit(client: ChatClient, evidence: AuditEvidence) -> ValidAnswer[Reflection]:
+async def audit(client: ChatClient, evidence: AuditEvidence) -> UsableAnswer[Reflection]:
     kept, latest = evidence.milestone_images, evidence.latest_screen
     memory = evidence.memory
     summaries = (

@@ -11,13 +11,11 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from symphony_mcp.models.reask import UnusableAnswerError
+
 _MARKDOWN = MarkdownIt("commonmark")
 # Fences that can hold the action: Python's, or none. Other languages (a json or bash block in the reasoning) never do.
 _ACTION_LANGUAGES = frozenset({"", "python", "python3", "py"})
-
-
-class CallError(ValueError):
-    """The answer's call cannot be used; the message is feedback for the model."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ def action_block(answer: str) -> ActionBlock:
         if token.type == "fence" and token.map is not None and _language(token.info) in _ACTION_LANGUAGES
     ]
     if not fences:
-        raise CallError("no action found: end the answer with the action in a ```python code block")
+        raise UnusableAnswerError("no action found: end the answer with the action in a ```python code block")
     last = fences[-1]
     assert last.map is not None
     start, end = last.map
@@ -62,9 +60,11 @@ def single_call(code: str) -> ast.Call:
     try:
         tree = ast.parse(code, mode="eval")
     except SyntaxError as exc:
-        raise CallError(f"the action is not a valid Python call ({exc.msg}); write exactly one call") from exc
+        raise UnusableAnswerError(f"the action is not a valid Python call ({exc.msg}); write exactly one call") from exc
     if not isinstance(tree.body, ast.Call):
-        raise CallError('the action must be exactly one function call, e.g. click(description="the OK button")')
+        raise UnusableAnswerError(
+            'the action must be exactly one function call, e.g. click(description="the OK button")'
+        )
     return tree.body
 
 
@@ -73,30 +73,30 @@ def call_name(call: ast.Call) -> str:
         return call.func.id
     if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):  # agent.click(...)
         return call.func.attr
-    raise CallError("call the action by its name, e.g. click(...)")
+    raise UnusableAnswerError("call the action by its name, e.g. click(...)")
 
 
 def literal(node: ast.expr, where: str) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
-        raise CallError(f"{where} must be a literal value (string, number, list, True/False/None)") from exc
+        raise UnusableAnswerError(f"{where} must be a literal value (string, number, list, True/False/None)") from exc
 
 
 def bind_arguments(call: ast.Call, function: str, parameters: Sequence[str]) -> dict[str, Any]:
     """Positional and keyword arguments as one dict by parameter name, each a literal."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        raise CallError("write arguments out; *args and **kwargs are not allowed")
+        raise UnusableAnswerError("write arguments out; *args and **kwargs are not allowed")
     if len(call.args) > len(parameters):
         listed = ", ".join(parameters) or "none"
-        raise CallError(f"{function}() takes at most {len(parameters)} arguments ({listed})")
+        raise UnusableAnswerError(f"{function}() takes at most {len(parameters)} arguments ({listed})")
     arguments = {parameters[i]: literal(node, f"argument {i + 1}") for i, node in enumerate(call.args)}
     for keyword in call.keywords:
         assert keyword.arg is not None
         if keyword.arg in arguments:
-            raise CallError(f"{keyword.arg} is given twice")
+            raise UnusableAnswerError(f"{keyword.arg} is given twice")
         if keyword.arg not in parameters:
             listed = ", ".join(parameters) or "none"
-            raise CallError(f"{function}() has no parameter {keyword.arg!r}; its parameters: {listed}")
+            raise UnusableAnswerError(f"{function}() has no parameter {keyword.arg!r}; its parameters: {listed}")
         arguments[keyword.arg] = literal(keyword.value, keyword.arg)
     return arguments

@@ -56,6 +56,13 @@ class Completion:
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""  # the thinking a reasoning model sends beside its answer (reasoning_content or reasoning)
 
+    @property
+    def written(self) -> str:
+        """The answer as text; native calls are appended as code, so histories and reports read the same."""
+        calls = "\n".join(f"{c.name}({c.arguments})" for c in self.tool_calls)
+        code = f"```python\n{calls}\n```" if calls else ""
+        return "\n".join(part for part in (self.text, code) if part)
+
 
 class _TransientError(Exception):
     """A failure worth retrying; `reason` is what the caller sees if the retries run out."""
@@ -126,6 +133,10 @@ class ChatClient:
             raise
         self._account(completion.usage, attempts, started, ok=True)
         return completion
+
+    def note_refused(self) -> None:
+        """Count an answer that could not be used in this role's usage."""
+        self._usage.refused(self.endpoint.role)
 
     async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
         endpoint = self.endpoint

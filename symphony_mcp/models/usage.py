@@ -17,6 +17,9 @@ class RoleUsage(BaseModel):
     calls: int = Field(0, description="successful calls")
     failed_calls: int = 0
     retries: int = Field(0, description="extra attempts after 429/5xx/timeouts")
+    refused_answers: int = Field(
+        0, description="answers that could not be used (format, range), each re-asked or reported"
+    )
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -43,6 +46,11 @@ class UsageLedger:
                 usage.prompt_tokens += tokens.prompt_tokens
                 usage.completion_tokens += tokens.completion_tokens
                 usage.total_tokens += tokens.total_tokens
+
+    def refused(self, role: str) -> None:
+        """One answer of `role`'s model could not be used (models/reask.py)."""
+        with self._lock:
+            self._roles.setdefault(role, RoleUsage()).refused_answers += 1
 
     def snapshot(self) -> dict[str, RoleUsage]:
         with self._lock:

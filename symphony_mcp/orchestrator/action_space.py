@@ -16,7 +16,8 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from mcp.types import Tool
 
-from symphony_mcp.models.calls import CallError, bind_arguments, call_name, last_code_block, literal, single_call
+from symphony_mcp.models.calls import bind_arguments, call_name, last_code_block, literal, single_call
+from symphony_mcp.models.reask import UnusableAnswerError
 from symphony_mcp.orchestrator.records import ParsedAction
 
 # Tools the loop itself uses (observation, memory, bookkeeping) or that are too low-level to plan with.
@@ -64,9 +65,6 @@ _CONTROL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "object", "properties": {"reason": {"type": "string", "description": "why not"}}},
     ),
 }
-
-
-ActionError = CallError  # the answer's action cannot be used; the message is feedback for the model
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ class ActionSpace:
         return [*definitions, _function(DONE, *_CONTROL_SCHEMAS[DONE]), _function(FAIL, *_CONTROL_SCHEMAS[FAIL])]
 
     def parse(self, answer: str, final_step: bool) -> ParsedAction:
-        """The answer's one action, checked; ActionError says what is wrong and what is allowed."""
+        """The answer's one action, checked; UnusableAnswerError says what is wrong and what is allowed."""
         code = last_code_block(answer)
         call = single_call(code)
         name = call_name(call)
@@ -163,9 +161,9 @@ class ActionSpace:
         try:
             arguments = json.loads(arguments_json or "{}")
         except json.JSONDecodeError as exc:
-            raise ActionError(f"the arguments of {name} are not valid JSON ({exc.msg})") from exc
+            raise UnusableAnswerError(f"the arguments of {name} are not valid JSON ({exc.msg})") from exc
         if not isinstance(arguments, dict):
-            raise ActionError(f"the arguments of {name} must be a JSON object")
+            raise UnusableAnswerError(f"the arguments of {name} must be a JSON object")
         code = f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
         if name == DONE:
             return ParsedAction(name=name, arguments={}, code=code)
@@ -175,16 +173,18 @@ class ActionSpace:
         spec = self._spec(name, final_step)
         unknown = sorted(set(arguments) - set(spec.parameters))
         if unknown:
-            raise ActionError(f"{name}() has no parameter {unknown[0]!r}; its parameters: {', '.join(spec.parameters)}")
+            raise UnusableAnswerError(
+                f"{name}() has no parameter {unknown[0]!r}; its parameters: {', '.join(spec.parameters)}"
+            )
         return self._checked(spec, arguments, code)
 
     def _spec(self, name: str, final_step: bool) -> ActionSpec:
         if final_step:
-            raise ActionError(f"this is the last step: only done() or fail(reason) are allowed, not {name}()")
+            raise UnusableAnswerError(f"this is the last step: only done() or fail(reason) are allowed, not {name}()")
         spec = self.actions.get(name)
         if spec is None:
             allowed = ", ".join([*self.actions, DONE, FAIL])
-            raise ActionError(f"there is no action {name!r}; the actions are: {allowed}")
+            raise UnusableAnswerError(f"there is no action {name!r}; the actions are: {allowed}")
         return spec
 
     def _checked(self, spec: ActionSpec, arguments: dict[str, Any], code: str) -> ParsedAction:
@@ -194,7 +194,7 @@ class ActionSpace:
         )
         if problems:
             details = "; ".join(_problem(spec.name, e) for e in problems)
-            raise ActionError(f"invalid arguments for {spec.name}(): {details}")
+            raise UnusableAnswerError(f"invalid arguments for {spec.name}(): {details}")
         return ParsedAction(name=spec.name, tool=spec.tool, arguments=arguments, code=code)
 
 
@@ -220,11 +220,11 @@ def section(answer: str, title: str) -> str | None:
 def _control_arguments(name: str, call: ast.Call) -> dict[str, Any]:
     if name == DONE:
         if call.args or call.keywords:
-            raise ActionError("done() takes no arguments")
+            raise UnusableAnswerError("done() takes no arguments")
         return {}
     values = [literal(n, "reason") for n in call.args] + [literal(k.value, "reason") for k in call.keywords]
     if len(values) > 1 or any(k.arg not in (None, "reason") for k in call.keywords):
-        raise ActionError('fail takes one argument: fail(reason="...")')
+        raise UnusableAnswerError('fail takes one argument: fail(reason="...")')
     return {"reason": str(values[0])} if values else {}
 
 

@@ -27,22 +27,23 @@ from symphony_mcp.code.result_schemas import CoderResult
 from symphony_mcp.config import OrchestratorSettings
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.result_schemas import ScreenshotInfo, WindowList
-from symphony_mcp.errors import ModelError, SymphonyError
+from symphony_mcp.errors import ModelAnswerError, ModelError, SymphonyError
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.result_schemas import ReflectOutcome
 from symphony_mcp.models.client import ChatClient, Completion
-from symphony_mcp.models.messages import ModelImage, assistant, user
+from symphony_mcp.models.messages import ModelImage
+from symphony_mcp.models.reask import UnusableAnswerError, ask_until_usable
 from symphony_mcp.models.registry import ModelStatus
 from symphony_mcp.models.usage import UsageLedger
-from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionError, ActionSpace
+from symphony_mcp.orchestrator.action_space import DONE, FAIL, ActionSpace
 from symphony_mcp.orchestrator.checker import Checker
 from symphony_mcp.orchestrator.notes import step_notes
 from symphony_mcp.orchestrator.prompts import (
     StepContext,
     Turn,
     Tutorial,
+    answer_again,
     build_messages,
-    retry_feedback,
     system_prompt,
 )
 from symphony_mcp.orchestrator.records import CLAIMED_DONE, ParsedAction, RunRecord, RunStep, State
@@ -252,33 +253,37 @@ class _Run:
             system_text, context, self.history, self.settings.max_images, self.settings.keep_first_image
         )
         tools = self.space.tool_definitions(context.final) if calling else None
-        for attempt in range(self.settings.format_retries + 1):
-            completion = await self.owner.planner.complete(
-                messages, tools=tools, tool_choice="required" if calling else None
+        try:
+            answer = await ask_until_usable(
+                self.owner.planner,
+                messages,
+                lambda completion: self._action(completion, context.final),
+                answer_again(calling),
+                purpose=f"action for step {current.step}",
+                reasks=self.settings.format_retries,
+                tools=tools,
+                tool_choice="required" if calling else None,
             )
-            current.timings.model_ms += completion.elapsed_ms
-            try:
-                action = self._action(completion, context.final)
-            except ActionError as exc:
-                answer = _written(completion)
-                current.rejected_outputs.append(answer)
-                log.info("step %d: answer %d rejected: %s", current.step, attempt + 1, exc)
-                messages = [*messages, assistant(answer), user(retry_feedback(str(exc), calling))]
-                current.model_output = answer
-                continue
-            current.model_output, current.action = _written(completion), action
-            current.reasoning = completion.reasoning or None
-            notes = step_notes(completion, calling)
-            current.thought, current.plan = notes.thought, notes.plan
-            return action
-        return None
+        except ModelAnswerError as exc:  # no action this step; the run decides what that means
+            current.timings.model_ms += exc.model_ms
+            current.rejected_outputs += exc.answers
+            current.model_output = exc.answers[-1]
+            return None
+        completion = answer.completion
+        current.timings.model_ms += answer.model_ms
+        current.rejected_outputs += answer.refused
+        current.model_output, current.action = completion.written, answer.value
+        current.reasoning = completion.reasoning or None
+        notes = step_notes(completion, calling)
+        current.thought, current.plan = notes.thought, notes.plan
+        return answer.value
 
     def _action(self, completion: Completion, final: bool) -> ParsedAction:
         assert self.space is not None
         if not self.settings.function_calling:
             return self.space.parse(completion.text, final)
         if len(completion.tool_calls) != 1:
-            raise ActionError(f"call exactly one function; the answer made {len(completion.tool_calls)} calls")
+            raise UnusableAnswerError(f"call exactly one function; the answer made {len(completion.tool_calls)} calls")
         call = completion.tool_calls[0]
         return self.space.parse_call(call.name, call.arguments, final)
 
@@ -392,13 +397,6 @@ class _Run:
         for window in now:
             if window.id not in self.windows_before:
                 await self.client.call_tool("close_window", {"window_id": window.id})
-
-
-def _written(completion: Completion) -> str:
-    """The answer as text; native calls are appended as code, so histories and reports read the same."""
-    calls = "\n".join(f"{c.name}({c.arguments})" for c in completion.tool_calls)
-    written = f"```python\n{calls}\n```" if calls else ""
-    return "\n".join(part for part in (completion.text, written) if part)
 
 
 def _images(content: list[Any]) -> list[ModelImage]:

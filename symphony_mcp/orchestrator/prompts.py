@@ -164,6 +164,7 @@ def _current(context: StepContext, tutorial_images: list[ModelImage]) -> list[st
     return [*parts, "Current screenshot:", context.image]
 
 
-def retry_feedback(problem: str, function_calling: bool) -> str:
+def answer_again(function_calling: bool) -> str:
+    """What a usable answer is, for the planner whose answer could not be used (models/reask.py)."""
     where = "one function call" if function_calling else "exactly one action in the final ```python block"
-    return f"That answer could not be used: {problem}. Answer again in the required format, with {where}."
+    return f"in the required format, with {where}."

@@ -20,17 +20,17 @@ from pathlib import Path
 from PIL import Image
 from rapidfuzz import fuzz, process
 
-from symphony_mcp.errors import ModelError, SymphonyError, clip
+from symphony_mcp.errors import ModelAnswerError, ModelError, SymphonyError, clip
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.memory.trajectory import write_json_atomically
-from symphony_mcp.models.calls import CallError
 from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.images import prepare_image
-from symphony_mcp.models.messages import ChatMessage, ModelImage, assistant, system, user
+from symphony_mcp.models.messages import ChatMessage, ModelImage, system, user
+from symphony_mcp.models.reask import LOOP_REASKS, UnusableAnswerError, ask_until_usable
 from symphony_mcp.search.browser import marked_image
 from symphony_mcp.search.parsing import SearchAction, parse_action
-from symphony_mcp.search.prompts import OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, retry, step_message
+from symphony_mcp.search.prompts import ANSWER_AGAIN, OPENING, OPENING_NO_SCREEN, SYSTEM_PROMPT, step_message
 from symphony_mcp.search.result_schemas import (
     MAX_REFUSED,
     CompletionReason,
@@ -101,7 +101,6 @@ class SearchSetup:
     deadline_s: float  # the whole search, from its start
     max_images: int = 4
     image_max_side: int = 1024
-    format_retries: int = 2
 
 
 class _StartPageError(Exception):
@@ -221,27 +220,33 @@ class SearchLoop:
         image = await asyncio.to_thread(self._marked, view, step, record)
         notes = [f"{n.text} (from {n.url})" for n in self.notes]
         asked = [*opening, user(step_message(view, step, budget, self.history, notes, feedback), image)]
-        final = step >= budget
-        for _ in range(self.setup.format_retries + 1):
-            completion = await self.model.complete(asked)
-            record.model_ms += completion.elapsed_ms
-            record.answer = completion.text
-            try:
-                action = parse_action(completion.text, final)
-                target = self._target(view, action)
-            except CallError as exc:
-                record.rejected.append(str(exc))
-                asked = [*asked, assistant(completion.text), user(retry(str(exc)))]
-                continue
-            record.thought, record.action = action.thought or None, action.code
-            record.outcome = await self._act(view, action, target, step)
-            self.history.append(f"{step}. at {_cut(view.url, 150)}: {action.code[:_HISTORY_CHARS]} -> {record.outcome}")
+
+        def parse(text: str) -> tuple[SearchAction, PageElement | None]:
+            action = parse_action(text, step >= budget)
+            return action, self._target(view, action)
+
+        try:
+            answer = await ask_until_usable(
+                self.model,
+                asked,
+                lambda completion: parse(completion.text),
+                ANSWER_AGAIN,
+                purpose="action",
+                reasks=LOOP_REASKS,
+            )
+        except ModelAnswerError as exc:  # the step is spent; the search goes on
+            record.answer, record.rejected, record.model_ms = exc.answers[-1], list(exc.reasons), exc.model_ms
+            record.outcome = "no usable answer was given; nothing was done"
+            self.history.append(f"{step}. at {_cut(view.url, 150)}: no usable answer")
             record.overhead_ms = round((time.perf_counter() - started) * 1000 - record.model_ms, 2)
-            return record, action
-        record.outcome = "no usable answer was given; nothing was done"
-        self.history.append(f"{step}. at {_cut(view.url, 150)}: no usable answer")
+            return record, None
+        (action, target) = answer.value
+        record.answer, record.rejected, record.model_ms = answer.completion.text, list(answer.reasons), answer.model_ms
+        record.thought, record.action = action.thought or None, action.code
+        record.outcome = await self._act(view, action, target, step)
+        self.history.append(f"{step}. at {_cut(view.url, 150)}: {action.code[:_HISTORY_CHARS]} -> {record.outcome}")
         record.overhead_ms = round((time.perf_counter() - started) * 1000 - record.model_ms, 2)
-        return record, None
+        return record, action
 
     def _marked(self, view: PageView, step: int, record: SearchStep) -> ModelImage:
         """The screenshot with numbered marks, kept in the run's folder and sized for the model."""
@@ -252,20 +257,22 @@ class SearchLoop:
         return prepare_image(marked, self.model.endpoint)
 
     def _target(self, view: PageView, action: SearchAction) -> PageElement | None:
-        """The element an action names, from this page's list; CallError when it names none."""
+        """The element an action names, from this page's list; UnusableAnswerError when it names none."""
         if action.element is None:
             return None
         if isinstance(action.element, int):
             found = view.element(action.element)
             if found is None:
                 ids = f"1 to {len(view.elements)}" if view.elements else "none (the page shows no elements)"
-                raise CallError(f"there is no element {action.element} on this page; the ids are {ids}")
+                raise UnusableAnswerError(f"there is no element {action.element} on this page; the ids are {ids}")
             return found
         wanted = _words(action.element) or action.element.lower()
         choices = {e.id: _words(e.text) or f"{e.text} {e.kind}".lower() for e in view.elements}
         match = process.extractOne(wanted, choices, scorer=fuzz.token_set_ratio, score_cutoff=DESCRIPTION_MATCH)
         if match is None:
-            raise CallError(f"no element on this page matches {clip(action.element)}; give its id from the list")
+            raise UnusableAnswerError(
+                f"no element on this page matches {clip(action.element)}; give its id from the list"
+            )
         return view.element(int(match[2]))
 
     async def _act(self, view: PageView, action: SearchAction, target: PageElement | None, step: int) -> str:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from symphony_mcp.limits import MAX_DESCRIPTION, MAX_NOTE, MAX_TUTORIAL, MAX_TYPED_TEXT, MAX_URL
-from symphony_mcp.models.calls import CallError, action_block, bind_arguments, call_name, single_call
+from symphony_mcp.models.calls import action_block, bind_arguments, call_name, single_call
+from symphony_mcp.models.reask import UnusableAnswerError
 
 ActionName = Literal["click", "type", "scroll", "go_back", "open_url", "save_note", "done", "fail"]
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -55,19 +56,21 @@ class SearchAction:
 
 
 def parse_action(answer: str, final: bool) -> SearchAction:
-    """The answer's one action; CallError says what was wrong and what is allowed."""
+    """The answer's one action; UnusableAnswerError says what was wrong and what is allowed."""
     block = action_block(answer)
     code = block.code
     call = single_call(code)
     name = call_name(call)
     if name not in PARAMETERS:
-        raise CallError(f"there is no action {name!r}; the actions are: {', '.join(PARAMETERS)}")
+        raise UnusableAnswerError(f"there is no action {name!r}; the actions are: {', '.join(PARAMETERS)}")
     if final and name not in VERDICTS:
-        raise CallError(f"this is the last step: only done(tutorial=...) or fail(hint=...) are allowed, not {name}()")
+        raise UnusableAnswerError(
+            f"this is the last step: only done(tutorial=...) or fail(hint=...) are allowed, not {name}()"
+        )
     arguments = bind_arguments(call, name, PARAMETERS[name])
     missing = [p for p in REQUIRED.get(name, ()) if arguments.get(p) is None]
     if missing:
-        raise CallError(f"{name}() needs {', '.join(missing)}; its parameters: {', '.join(PARAMETERS[name])}")
+        raise UnusableAnswerError(f"{name}() needs {', '.join(missing)}; its parameters: {', '.join(PARAMETERS[name])}")
     return SearchAction(name=name, code=code, thought=block.before, **_checked(name, arguments))  # type: ignore[arg-type]
 
 
@@ -88,7 +91,7 @@ def _checked(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     elif name == "done":
         tutorial = _text(arguments["tutorial"], "tutorial", MAX_TUTORIAL)
         if not _NUMBERED_STEP.search(tutorial):
-            raise CallError('write the tutorial as numbered Markdown steps ("1. Open ...", "2. Click ...")')
+            raise UnusableAnswerError('write the tutorial as numbered Markdown steps ("1. Open ...", "2. Click ...")')
         checked["text"] = tutorial
     elif name == "fail":
         checked["text"] = _text(arguments.get("hint") or "no hint given", "hint", MAX_NOTE)
@@ -97,40 +100,44 @@ def _checked(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _element(value: object) -> Element:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise CallError("element must be an id number from the element list or a short description (a string)")
+        raise UnusableAnswerError(
+            "element must be an id number from the element list or a short description (a string)"
+        )
     if isinstance(value, int):
         if value < 1:
-            raise CallError(f"element ids start at 1, got {value}")
+            raise UnusableAnswerError(f"element ids start at 1, got {value}")
         return value
     text = value.strip()
     if text.isdigit():
         return int(text)
     if not text or len(text) > MAX_DESCRIPTION:
-        raise CallError(f"an element description must be 1 to {MAX_DESCRIPTION} characters")
+        raise UnusableAnswerError(f"an element description must be 1 to {MAX_DESCRIPTION} characters")
     return text
 
 
 def _text(value: object, name: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise CallError(f"{name} must be a non-empty string")
+        raise UnusableAnswerError(f"{name} must be a non-empty string")
     if len(value) > min(limit, MAX_TYPED_TEXT):
-        raise CallError(f"{name} is {len(value)} characters; at most {min(limit, MAX_TYPED_TEXT)} are allowed")
+        raise UnusableAnswerError(
+            f"{name} is {len(value)} characters; at most {min(limit, MAX_TYPED_TEXT)} are allowed"
+        )
     return value
 
 
 def _flag(value: object, name: str) -> bool:
     if not isinstance(value, bool):
-        raise CallError(f"{name} must be True or False")
+        raise UnusableAnswerError(f"{name} must be True or False")
     return value
 
 
 def _direction(value: object) -> Literal["up", "down"]:
     if value not in ("up", "down"):
-        raise CallError(f"direction must be 'up' or 'down', got {value!r}"[:200])
+        raise UnusableAnswerError(f"direction must be 'up' or 'down', got {value!r}"[:200])
     return value
 
 
 def _amount(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SCROLL_AMOUNT:
-        raise CallError(f"amount must be a whole number from 1 to {MAX_SCROLL_AMOUNT} (units of 100 pixels)")
+        raise UnusableAnswerError(f"amount must be a whole number from 1 to {MAX_SCROLL_AMOUNT} (units of 100 pixels)")
     return value

@@ -83,5 +83,4 @@ def step_message(
     return "\n\n".join(parts)
 
 
-def retry(problem: str) -> str:
-    return f"That answer could not be used: {problem}. Answer again: one or two sentences, then one action."
+ANSWER_AGAIN = "with one or two sentences, then one action."  # after a refused answer (models/reask.py)

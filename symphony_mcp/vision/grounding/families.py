@@ -47,10 +47,9 @@ class GroundingFamily:
         turns = [system(self.system_prompt.format(**fields))] if self.system_prompt else []
         return [*turns, user(image, self.instruction.format(**fields))]
 
-    def feedback(self, problem: str, image: ModelImage) -> str:
-        """What the model is told when its answer could not be used."""
-        wanted = self.answer_format.format(width=image.width, height=image.height)
-        return f"That answer could not be used: {problem}. Answer again with only {wanted}."
+    def answer_again(self, image: ModelImage) -> str:
+        """What a usable answer is, for the model whose answer could not be used (models/reask.py)."""
+        return f"with only {self.answer_format.format(width=image.width, height=image.height)}."
 
 
 _PIXEL_POINT = "one point as (x,y) in pixels of the {width}x{height} image"

@@ -2,7 +2,7 @@
 
 The frame is resized for the configured family, sent, and the answer parsed and checked against the
 size of the image sent. An unusable answer (no point, or outside the image) is re-asked once with
-the reason; a second failure is reported with both answers. With refinement on, the model looks
+the reason (models/reask.py); a second failure is reported with both answers. With refinement on, the model looks
 again at a zoomed crop around its first guess, and that answer wins when it is usable.
 """
 
@@ -23,8 +23,8 @@ from symphony_mcp.models.client import ChatClient
 from symphony_mcp.models.endpoints import ResolvedEndpoint
 from symphony_mcp.models.images import prepare_image
 from symphony_mcp.models.messages import ModelImage
+from symphony_mcp.models.reask import TOOL_REASKS, ask_until_usable
 from symphony_mcp.models.registry import ModelRegistry
-from symphony_mcp.models.structured import ask_until_valid
 from symphony_mcp.vision.grounding.families import GroundingFamily, family_for
 from symphony_mcp.vision.grounding.parsing import box_to_image, parse_point, to_image_point
 from symphony_mcp.vision.grounding.zoom import zoom_crop
@@ -140,12 +140,13 @@ class VisionGrounder:
             finally:
                 overhead.append(time.perf_counter() - parse_started)
 
-        answer = await ask_until_valid(
+        answer = await ask_until_usable(
             client,
             messages,
-            parse,
-            lambda problem: family.feedback(problem, image),
-            f"point for {description!r}",
+            lambda completion: parse(completion.text),
+            family.answer_again(image),
+            purpose=f"point for {description!r}",
+            reasks=TOOL_REASKS,
             hint=f". If the model is not a {family.name} model, set SYMPHONY_GROUNDING__FAMILY to its family",
         )
         screen, box = answer.value

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from symphony_mcp.models.reask import UnusableAnswerError
+
 Convention = Literal["pixels", "relative-1000", "unit"]
 
 _NUM = r"[-+]?\d+(?:\.\d+)?"
@@ -30,10 +32,6 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         rf"[\(\[]\s*({_NUM}\s*,\s*{_NUM})\s*[\)\]]",
     )
 )
-
-
-class AnswerFormatError(ValueError):
-    """The answer holds no usable point; the message says why, for feedback to the model."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +55,8 @@ def parse_point(answer: str) -> ParsedPoint:
     if len(numbers) in (2, 4):
         return _point(numbers)
     if not answer.strip():
-        raise AnswerFormatError("the answer was empty")
-    raise AnswerFormatError(f"no single point found in the answer ({len(numbers)} numbers, expected 2 or 4)")
+        raise UnusableAnswerError("the answer was empty")
+    raise UnusableAnswerError(f"no single point found in the answer ({len(numbers)} numbers, expected 2 or 4)")
 
 
 def _point(numbers: list[str]) -> ParsedPoint:
@@ -82,7 +80,7 @@ def to_image_point(
     height: int,
     content: tuple[int, int] | None = None,
 ) -> tuple[float, float]:
-    """The point in pixels of the image the model saw; raises AnswerFormatError when it lies outside
+    """The point in pixels of the image the model saw; raises UnusableAnswerError when it lies outside
     the picture (`content`: its top-left part that is not padding; default the whole image)."""
     valid_width, valid_height = content or (width, height)
     used = effective_convention(point, convention)
@@ -98,7 +96,7 @@ def to_image_point(
         x, y = point.x * width, point.y * height
         limits = "x and y within 0..1 (fractions of the image width and height)"
     if not (0 <= x < valid_width and 0 <= y < valid_height):
-        raise AnswerFormatError(f"the point ({point.x:g}, {point.y:g}) is outside the image: it must have {limits}")
+        raise UnusableAnswerError(f"the point ({point.x:g}, {point.y:g}) is outside the image: it must have {limits}")
     return x, y
 
 
