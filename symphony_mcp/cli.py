@@ -409,6 +409,11 @@ def _dispatch(argv: list[str] | None) -> int:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(_clipped)
+    if args.command in ("serve", "run", "bench"):
+        try:
+            _check_tool_names(settings, args.command)
+        except SettingsError as exc:
+            return _fail(exc)
     if args.command == "serve":
         return _serve(settings)
     if args.command == "doctor":
@@ -422,6 +427,17 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "bench":
         return _bench(settings, args)
     return _run(settings, args)
+
+
+def _check_tool_names(settings: Settings, command: str) -> None:
+    """Names of tools and groups are checked before a display, a server or a model starts (one registry)."""
+    from symphony_mcp.policy.tools import check_names
+
+    check_names(settings.policy)
+    if command != "serve":
+        from symphony_mcp.orchestrator.action_space import check_enabled_tools
+
+        check_enabled_tools(settings.orchestrator.enabled_tools)
 
 
 def _osworld_user(action: str) -> int:

@@ -18,6 +18,8 @@ from mcp.types import Tool
 
 from symphony_mcp.models.calls import CallError, bind_arguments, call_name, last_code_block, literal, single_call
 from symphony_mcp.orchestrator.records import ParsedAction
+from symphony_mcp.policy.tool_names import TOOL_NAMES
+from symphony_mcp.policy.tools import check_known
 
 # Tools the loop itself uses (observation, memory, bookkeeping) or that are too low-level to plan with.
 INFRASTRUCTURE_TOOLS = frozenset(
@@ -67,6 +69,15 @@ _CONTROL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 ActionError = CallError  # the answer's action cannot be used; the message is feedback for the model
+
+
+ENABLED_SETTING = "orchestrator.enabled_tools (SYMPHONY_ORCHESTRATOR__ENABLED_TOOLS, --enabled-tools)"
+
+
+def check_enabled_tools(enabled: list[str] | None) -> None:
+    """Refuse a planner tool that no server has, or one the planner never plans with, before anything starts."""
+    if enabled is not None:
+        check_known(ENABLED_SETTING, enabled, TOOL_NAMES - INFRASTRUCTURE_TOOLS, "action tools")
 
 
 @dataclass(frozen=True)
@@ -122,11 +133,7 @@ class ActionSpace:
         model `roles` has (the server's configured roles; None: all), so the planner is never offered what fails."""
         offered = {t.name: t for t in tools if t.name not in INFRASTRUCTURE_TOOLS}
         if enabled is not None:
-            unknown = sorted(set(enabled) - set(offered))
-            if unknown:
-                raise ValueError(
-                    f"enabled tools {unknown} are not action tools of this server; it offers {sorted(offered)}"
-                )
+            check_known(ENABLED_SETTING, enabled, offered, "action tools on offer")
             offered = {name: offered[name] for name in enabled}
         if roles is not None:
             missing = {name: role for name, role in TOOL_ROLES.items() if name in offered and role not in roles}
