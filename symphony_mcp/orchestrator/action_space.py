@@ -16,6 +16,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from mcp.types import Tool
 
+from symphony_mcp.config import setting_label
 from symphony_mcp.models.calls import CallError, bind_arguments, call_name, last_code_block, literal, single_call
 from symphony_mcp.orchestrator.records import ParsedAction
 from symphony_mcp.policy.tool_names import TOOL_NAMES
@@ -71,7 +72,7 @@ _CONTROL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
 ActionError = CallError  # the answer's action cannot be used; the message is feedback for the model
 
 
-ENABLED_SETTING = "orchestrator.enabled_tools (SYMPHONY_ORCHESTRATOR__ENABLED_TOOLS, --enabled-tools)"
+ENABLED_SETTING = setting_label("orchestrator", "enabled_tools")
 
 
 def check_enabled_tools(enabled: list[str] | None) -> None:

@@ -12,14 +12,14 @@ import difflib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from symphony_mcp.config import PolicySettings
+from symphony_mcp.config import PolicySettings, setting_label
 from symphony_mcp.errors import SettingsError
 from symphony_mcp.policy.tool_names import GROUP_NAMES, TOOL_NAMES, TOOLS_BY_MODULE
 
 
 def setting_name(field_name: str) -> str:
     """How a person sets a policy field: its TOML path, environment variable and flag."""
-    return f"policy.{field_name} (SYMPHONY_POLICY__{field_name.upper()}, --{field_name.replace('_', '-')})"
+    return setting_label("policy", field_name)
 
 
 # Tools that run a whole agent loop of model calls (code_agent: up to 50 turns; search_tutorial: bounded by its own
