@@ -8,6 +8,7 @@ by another (WIDTHxHEIGHT), wherever the value comes from.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,19 @@ def test_each_command_offers_exactly_its_settings_flags_and_shows_their_descript
             description = " ".join(setting.field.description.split())
             assert f"{description} (" in shown and setting.flag in shown, (command, setting.flag)
             assert setting.variable in shown
+
+
+def test_the_readme_settings_table_names_each_flag() -> None:
+    """The table is written by hand: each setting's row names the flag derived for it (a switch by either form);
+    the model roles' flags are named under the table, beside SYMPHONY_MODELS__<ROLE>__*."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    rows = {match[1]: match[0] for match in re.finditer(r"^\| `(SYMPHONY_[A-Z_]+)` \|[^\n]*$", readme, re.M)}
+    for setting in flag_settings():
+        if setting.path[0] == "models":
+            assert f"`{setting.flag}`" in readme, setting.flag
+            continue
+        flag_cell = rows[setting.variable].split("|")[2]
+        assert setting.flag in flag_cell or f"--no-{setting.flag[2:]}" in flag_cell, (setting.variable, flag_cell)
 
 
 def test_flags_are_on_the_settings_model_only_once_each() -> None:
