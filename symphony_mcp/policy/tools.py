@@ -2,8 +2,9 @@
 
 A tool's groups are derived from what it already declares, so a tool added later joins them without
 a setting changing: the module it is defined in (actions, windows, screen, ocr, grounding, memory, and
-whatever module comes next) and its annotations (`read-only`, `destructive`, `open-world`). A missing
-annotation counts as the MCP specification says it defaults: not read-only, destructive, open-world.
+whatever module comes next; the registry of tool names, tool_names.py, lists each tool under it) and its
+annotations (`read-only`, `destructive`, `open-world`). A missing annotation counts as the MCP specification
+says it defaults: not read-only, destructive, open-world.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from dataclasses import dataclass, field
 
 from symphony_mcp.config import PolicySettings, setting_label
 from symphony_mcp.errors import SettingsError
-from symphony_mcp.policy.tool_names import GROUP_NAMES, TOOL_NAMES, TOOLS_BY_MODULE
+from symphony_mcp.policy.tool_names import ANNOTATION_GROUPS, GROUP_NAMES, TOOL_NAMES, TOOLS_BY_MODULE
+
+READ_ONLY, DESTRUCTIVE, OPEN_WORLD = ANNOTATION_GROUPS
 
 
 def setting_name(field_name: str) -> str:
@@ -42,11 +45,11 @@ class ToolFacts:
     def groups(self) -> frozenset[str]:
         groups = {self.module.rsplit(".", 1)[-1]}
         if self.read_only:
-            groups.add("read-only")
+            groups.add(READ_ONLY)
         elif self.destructive is not False:
-            groups.add("destructive")
+            groups.add(DESTRUCTIVE)
         if self.open_world is not False:
-            groups.add("open-world")
+            groups.add(OPEN_WORLD)
         return frozenset(groups)
 
 
