@@ -8,7 +8,8 @@ import sys
 import textwrap
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from symphony_mcp import __version__
 from symphony_mcp.errors import SettingsError, SymphonyError, clip_message
@@ -16,59 +17,10 @@ from symphony_mcp.limits import MAX_ERROR_MESSAGE
 from symphony_mcp.stop_signals import StopRequested, restore_default_signals, stop_before_serving
 
 if TYPE_CHECKING:
-    from symphony_mcp.config import Settings
+    from symphony_mcp.config import FlagSetting, Settings
 
 # Settings and everything heavy are imported inside the functions: until main() has set up the stop
 # signals, a SIGTERM ends the process the default way (exit -15), so that moment comes early.
-
-# flag -> path of the setting (group, [role,] field); a command's parser defines the flags it takes
-_FLAGS: dict[str, tuple[str, ...]] = {
-    "transport": ("server", "transport"),
-    "host": ("server", "host"),
-    "port": ("server", "port"),
-    "path": ("server", "path"),
-    "token": ("server", "token"),
-    "allowed_host": ("server", "allowed_hosts"),
-    "schema_rules": ("server", "schema_rules"),
-    "display": ("display", "display"),
-    "virtual_display": ("display", "virtual"),
-    "resolution": ("display", "resolution"),
-    "window_manager": ("display", "window_manager"),
-    "monitor": ("display", "monitor"),
-    "image_format": ("screenshot", "format"),
-    "quality": ("screenshot", "quality"),
-    "max_width": ("screenshot", "max_width"),
-    "max_height": ("screenshot", "max_height"),
-    "max_bytes": ("screenshot", "max_bytes"),
-    "grounder_url": ("models", "grounder", "base_url"),
-    "grounder_model": ("models", "grounder", "model"),
-    "grounding_family": ("grounding", "family"),
-    "trajectory_dir": ("memory", "trajectory_dir"),
-    "orchestrator_url": ("models", "orchestrator", "base_url"),
-    "orchestrator_model": ("models", "orchestrator", "model"),
-    "memoryer_url": ("models", "memoryer", "base_url"),
-    "memoryer_model": ("models", "memoryer", "model"),
-    "max_steps": ("orchestrator", "max_steps"),
-    "task_timeout": ("orchestrator", "task_timeout_seconds"),
-    "results": ("orchestrator", "results_dir"),
-    "reflection": ("orchestrator", "reflection"),
-    "enabled_tools": ("orchestrator", "enabled_tools"),
-    "reset": ("orchestrator", "reset"),
-    "function_calling": ("orchestrator", "function_calling"),
-    "policy_enabled_tools": ("policy", "enabled_tools"),
-    "policy_enabled_groups": ("policy", "enabled_groups"),
-    "policy_disabled_tools": ("policy", "disabled_tools"),
-    "policy_disabled_groups": ("policy", "disabled_groups"),
-    "policy_read_only": ("policy", "read_only"),
-    "policy_open_app_allow": ("policy", "open_app_allow"),
-    "policy_confirm_tools": ("policy", "confirm_tools"),
-    "policy_confirm_groups": ("policy", "confirm_groups"),
-    "policy_timeout_seconds": ("policy", "timeout_seconds"),
-    "policy_audit": ("policy", "audit"),
-    "policy_audit_file": ("policy", "audit_file"),
-    "docs_index": ("search", "docs_index"),
-    "view": ("view", "enabled"),
-}
 
 
 class ExitCode(IntEnum):
@@ -122,10 +74,11 @@ def _command(commands: Any, name: str, summary: str, description: str, **options
         formatter_class=argparse.RawDescriptionHelpFormatter,
         **options,
     )
-_VIEW_HELP = "watch the display in a browser (view-only; the URL is logged; README: Watch the display)"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from symphony_mcp.config import comma_list
+
     parser = argparse.ArgumentParser(
         prog="symphony-mcp",
         description="Computer-use tools over MCP: the server, the bundled OS-Symphony orchestrator, benchmarks.",
@@ -144,39 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config; every setting is in the README's Settings table.",
     )
     serve.add_argument("--config", type=Path, help="TOML or JSON settings file")
-    serve.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or streamable HTTP")
-    serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
-    serve.add_argument("--path", help="HTTP endpoint path (default /mcp)")
-    serve.add_argument("--token", help="bearer token for HTTP (required off loopback)")
-    serve.add_argument("--allowed-host", action="append", help="extra accepted Host header, repeatable")
-    serve.add_argument(
-        "--schema-rules",
-        action=argparse.BooleanOptionalAction,
-        help="state refused argument combinations in input schemas as a root `not`, for validators and fuzzers; "
-        "many hosts drop such tools (README)",
-    )
-    serve.add_argument("--display", help="X display to use (default $DISPLAY)")
-    serve.add_argument(
-        "--virtual-display",
-        choices=["auto", "always", "never"],
-        help="start an Xvfb: only without a display (auto, default), always, or never",
-    )
-    serve.add_argument("--resolution", help="virtual display size, e.g. 1920x1080")
-    serve.add_argument("--window-manager", help="window manager for the virtual display ('' for none)")
-    serve.add_argument("--monitor", type=int, help="default monitor for screenshots (0 = all)")
-    serve.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP)
-    serve.add_argument("--image-format", choices=["jpeg", "png", "webp"], help="screenshot format (default jpeg)")
-    serve.add_argument("--quality", type=int, help="JPEG/WebP quality 1..100 (default 80)")
-    serve.add_argument("--max-width", type=int, help="downscale screenshots to at most this width (default 1280)")
-    serve.add_argument("--max-height", type=int, help="downscale screenshots to at most this height (default 800)")
-    serve.add_argument(
-        "--max-bytes", type=int, help="lower quality, then size, until a screenshot fits (default 1000000)"
-    )
-    _grounder_flags(serve)
-    serve.add_argument("--trajectory-dir", type=Path, help="where task trajectories are written")
-    _policy_flags(serve)
-    _log_level_flag(serve)
+    _setting_flags(serve, "serve")
 
     run = _command(
         commands,
@@ -188,12 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("instruction", help="the task, in words")
     run.add_argument("--task-id", help="result directory name (default: time-based)")
-    run.add_argument("--results", type=Path, help="results directory (default ./results)")
     run.add_argument("--checker", help="shell command whose exit status 0 means the task is done")
     run.add_argument("--force", action="store_true", help="run again even if the task finished before")
     run.add_argument("--server-url", help="use a running server (streamable HTTP) instead of spawning one")
     run.add_argument("--token", help="bearer token for --server-url")
-    _agent_flags(run)
+    run.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
+    _setting_flags(run, "run")
 
     bench = _command(
         commands,
@@ -212,20 +133,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="an argument of the adapter, e.g. seeds=3 (miniwob) or tasks_dir=DIR (osworld); repeatable",
     )
-    bench.add_argument("--tasks", type=_comma_list, help="comma-separated task ids")
-    bench.add_argument("--domains", type=_comma_list, help="comma-separated domains")
+    bench.add_argument("--tasks", type=comma_list, help="comma-separated task ids")
+    bench.add_argument("--domains", type=comma_list, help="comma-separated domains")
     bench.add_argument("--all", action="store_true", help="the whole task list, not the default subset")
     bench.add_argument("--parallel", type=int, default=1, help="environments at once (default 1)")
-    bench.add_argument("--results", type=Path, help="results root (default ./results): <results>/<benchmark>/...")
     bench.add_argument("--force", action="store_true", help="run finished tasks again too")
     bench.add_argument(
         "--backend", choices=["local", "ray"], default="local", help="environments here (default) or on Ray"
     )
     bench.add_argument("--ray-address", help="an existing Ray cluster, e.g. auto or ray://host:10001")
-    bench.add_argument("--resolution", help="each environment's display size (default 1920x1080)")
     bench.add_argument("--quiet", action="store_true", help="no live view and no per-task lines")
-    bench.add_argument("--view", action="store_const", const=True, help=_VIEW_HELP + ", one per environment")
-    _agent_flags(bench)
+    bench.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the servers)")
+    _setting_flags(bench, "bench")
 
     account = _command(
         commands,
@@ -280,103 +199,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", help="free text, e.g. 'how to freeze rows in Calc'")
     search.add_argument("--limit", type=int, default=10, help="hits at most (default 10)")
-    from symphony_mcp.config import SearchSettings
-
     for command in (index, search):
         command.add_argument("--config", type=Path, help="TOML or JSON settings file")
-        command.add_argument(
-            "--index",
-            dest="docs_index",
-            type=Path,
-            metavar="FILE",
-            help=f"the index file (default {SearchSettings().docs_index}, or SYMPHONY_SEARCH__DOCS_INDEX)",
-        )
+        _setting_flags(command, "docs")
     return parser
 
 
-def _log_level_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log detail, to stderr (default INFO)"
-    )
+def _setting_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of the settings `command` takes (config.py marks each with a `Flag`), in groups named after
+    the settings' groups; each flag's help is its setting's description, default and environment variable."""
+    groups: dict[str, Any] = {}
+    for setting in setting_flags(command):
+        group = setting.path[0] if len(setting.path) > 1 else "other"
+        if group not in groups:
+            groups[group] = parser.add_argument_group(f"{group} settings")
+        groups[group].add_argument(
+            setting.flag, dest=setting.dest, help=setting.help.replace("%", "%%"), **_parsing(setting)
+        )
 
 
-def _agent_flags(parser: argparse.ArgumentParser) -> None:
-    """The orchestrator's and its models' settings, shared by `run` and `bench`."""
-    parser.add_argument("--config", type=Path, help="TOML or JSON settings file (also given to the server)")
-    parser.add_argument("--max-steps", type=int, help="action budget (default 15)")
-    parser.add_argument("--task-timeout", type=float, metavar="SECONDS", help="wall time bound of each task")
-    parser.add_argument(
-        "--no-reflection",
-        dest="reflection",
-        action="store_const",
-        const=False,
-        help="skip the Reflection-Memory Agent's audit before each plan",
-    )
-    parser.add_argument("--enabled-tools", type=_comma_list, help="tools the planner may call, comma-separated")
-    parser.add_argument("--reset", action="store_const", const=True, help="close the windows the task opened")
-    parser.add_argument(
-        "--function-calling", action="store_const", const=True, help="actions as native tool calls (OpenAI tools)"
-    )
-    parser.add_argument("--orchestrator-url", help="planner model endpoint")
-    parser.add_argument("--orchestrator-model", help="planner model name")
-    parser.add_argument("--memoryer-url", help="Reflection-Memory Agent model endpoint")
-    parser.add_argument("--memoryer-model", help="Reflection-Memory Agent model name")
-    _grounder_flags(parser)
-    _log_level_flag(parser)
+def setting_flags(command: str) -> list[FlagSetting]:
+    """The settings whose flags `command` takes."""
+    from symphony_mcp.config import flag_settings
+
+    return [setting for setting in flag_settings() if command in setting.commands]
 
 
-def _comma_list(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
+def _parsing(setting: FlagSetting) -> dict[str, Any]:
+    """How argparse reads a setting's flag: a switch, a choice, a list (repeatable, comma-separated), or text
+    that the settings parse (a number, a path, a size)."""
+    kind = setting.field.annotation
+    if get_origin(kind) in (Union, UnionType):  # X | None
+        kind = next(arg for arg in get_args(kind) if arg is not type(None))
+    if get_origin(kind) is Annotated:  # a list setting's parsing rule (config.ListSetting)
+        kind = get_args(kind)[0]
+    if kind is bool:
+        return {"action": argparse.BooleanOptionalAction}
+    if get_origin(kind) is Literal:
+        return {"choices": list(get_args(kind))}
+    if get_origin(kind) is list:
+        from symphony_mcp.config import comma_list
 
-
-def _grounder_flags(parser: argparse.ArgumentParser) -> None:
-    from symphony_mcp.config import GroundingFamilyName
-
-    parser.add_argument("--grounder-url", help="grounding model endpoint, e.g. http://localhost:8000/v1")
-    parser.add_argument("--grounder-model", help="grounding model name, e.g. ui-tars-1.5-7b")
-    parser.add_argument(
-        "--grounding-family",
-        choices=list(get_args(GroundingFamilyName)),
-        help="the grounding model's prompt and answer format (default ui-tars-1.5)",
-    )
-
-
-def _policy_flags(parser: argparse.ArgumentParser) -> None:
-    """The README's "Policies"; lists are comma-separated, names and groups as tools/list shows them."""
-    group = parser.add_argument_group("policy")
-    for field, what in (
-        ("enabled_tools", "offer only these tools (and those of --enabled-groups)"),
-        ("enabled_groups", "offer only these groups' tools, e.g. read-only,ocr"),
-        ("disabled_tools", "turn these tools off"),
-        ("disabled_groups", "turn these groups off, e.g. destructive"),
-        ("open_app_allow", "programs open_app may start and directories whose files it may open"),
-        ("confirm_tools", "ask the user (MCP elicitation) before every call of these tools"),
-        ("confirm_groups", "ask the user before every call of these groups' tools, e.g. destructive"),
-    ):
-        group.add_argument(f"--{field.replace('_', '-')}", dest=f"policy_{field}", metavar="LIST", help=what)
-    group.add_argument(
-        "--read-only", dest="policy_read_only", action="store_const", const=True, help="offer read-only tools only"
-    )
-    group.add_argument(
-        "--timeout-seconds", dest="policy_timeout_seconds", type=float, metavar="SECONDS", help="time bound of a call"
-    )
-    group.add_argument("--audit-file", dest="policy_audit_file", type=Path, metavar="PATH", help="the audit log")
-    group.add_argument("--no-audit", dest="policy_audit", action="store_const", const=False, help="no audit log")
+        return {"action": "extend", "type": comma_list, "metavar": setting.metavar or "LIST"}
+    return {"metavar": setting.metavar or setting.flag.removeprefix("--").replace("-", "_").upper()}
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    from symphony_mcp.config import load_settings
+    """The settings with the flags given on the command line on top."""
+    from symphony_mcp.config import flag_settings, load_settings
 
     overrides: dict[str, Any] = {}
-    for flag, (*groups, field) in _FLAGS.items():
-        value = getattr(args, flag, None)
+    for setting in flag_settings():
+        value = getattr(args, setting.dest, None)
         if value is not None:
+            *groups, field = setting.path
             node = overrides
             for group in groups:
                 node = node.setdefault(group, {})
             node[field] = value
-    if getattr(args, "log_level", None):
-        overrides["log_level"] = args.log_level
     return load_settings(getattr(args, "config", None), **overrides)
 
 
@@ -409,6 +289,11 @@ def _dispatch(argv: list[str] | None) -> int:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(_clipped)
+    if args.command in ("serve", "run", "bench"):
+        try:
+            _check_tool_names(settings, args.command)
+        except SettingsError as exc:
+            return _fail(exc)
     if args.command == "serve":
         return _serve(settings)
     if args.command == "doctor":
@@ -422,6 +307,17 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "bench":
         return _bench(settings, args)
     return _run(settings, args)
+
+
+def _check_tool_names(settings: Settings, command: str) -> None:
+    """Names of tools and groups are checked before a display, a server or a model starts (one registry)."""
+    from symphony_mcp.policy.tools import check_names
+
+    check_names(settings.policy)
+    if command != "serve":
+        from symphony_mcp.orchestrator.action_space import check_enabled_tools
+
+        check_enabled_tools(settings.orchestrator.enabled_tools)
 
 
 def _osworld_user(action: str) -> int:

@@ -1,23 +1,38 @@
 """Settings: defaults < config file (TOML/JSON) < environment (SYMPHONY_*) < CLI flags.
 
-Nested groups use a double underscore in the environment, e.g. SYMPHONY_SCREENSHOT__FORMAT=png.
+Nested groups use a double underscore in the environment, e.g. SYMPHONY_SCREENSHOT__FORMAT=png. Each setting
+is written once, here: its type says how text is parsed (a list: JSON or comma-separated, `ListSetting`; a
+size: WIDTHxHEIGHT, `size_within`), and a `Flag` in its annotation gives it a command-line flag, whose help is
+its description (`flag_settings`; cli.py builds the flags from it).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
-    EnvSettingsSource,
     JsonConfigSettingsSource,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -29,17 +44,91 @@ CONFIG_FILE_ENV = "SYMPHONY_CONFIG_FILE"
 _config_file: ContextVar[Path | None] = ContextVar("symphony_config_file", default=None)
 
 ImageFormat = Literal["jpeg", "png", "webp"]
+Item = TypeVar("Item")
+
+
+def comma_list(text: str) -> list[str]:
+    """The items of a comma-separated list, stripped, blanks dropped: how lists are written in variables and flags."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _listed(value: object) -> object:
+    """A list given as text (an environment variable, a flag) is JSON when it starts with '[', else comma-separated."""
+    if isinstance(value, str):
+        return json.loads(value) if value.lstrip().startswith("[") else comma_list(value)
+    return value
+
+
+# A list setting: a list in a config file, JSON or comma-separated text in a variable or flag.
+ListSetting = Annotated[list[Item], NoDecode, BeforeValidator(_listed)]
+
+_SIZE = r"(\d+)x(\d+)"
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """(width, height) of WIDTHxHEIGHT text such as 1920x1080, or a ValueError saying the form."""
+    match = re.fullmatch(_SIZE, text.strip().lower())
+    if match is None:
+        raise ValueError(f"must look like 1920x1080 (WIDTHxHEIGHT), got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def size_within(smallest: tuple[int, int], largest: tuple[int, int]) -> Callable[[str, ValidationInfo], str]:
+    """The check of a WIDTHxHEIGHT setting whose sides lie within these bounds; it keeps the text, normalised."""
+
+    def checked(value: str, info: ValidationInfo) -> str:
+        try:
+            width, height = parse_size(value)
+        except ValueError:
+            width = height = -1
+        if not (smallest[0] <= width <= largest[0] and smallest[1] <= height <= largest[1]):
+            raise ValueError(
+                f"{info.field_name} must look like 1920x1080 (WIDTHxHEIGHT), between {smallest[0]}x{smallest[1]} "
+                f"and {largest[0]}x{largest[1]}, got {value!r}"
+            )
+        return f"{width}x{height}"
+
+    return checked
+
+
+DisplaySize = Annotated[str, AfterValidator(size_within((64, 64), (16384, 16384)))]
+ViewportSize = Annotated[str, AfterValidator(size_within((320, 240), (4096, 4096)))]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """In a setting's annotation: the setting has a command-line flag, `--NAME`, on these commands.
+
+    NAME defaults to the field's name with dashes; `{group}` in it stands for the group's field name. On a
+    group (a model role), it gives its commands to the group's flags that name none. The flag's help is the
+    setting's description, with its default and environment variable.
+    """
+
+    commands: tuple[str, ...] = ()
+    name: str | None = None
+    metavar: str | None = None
+
+
+SERVE_ONLY = ("serve",)
+AGENT = ("run", "bench")  # the commands that run the orchestrator (and spawn servers)
+SERVERS = ("serve", "run", "bench")  # the commands that start a server, or have one started
 
 
 class ScreenshotSettings(BaseModel):
     """How frames are encoded for the caller. Defaults keep a 1080p frame well under host limits."""
 
-    format: ImageFormat = "jpeg"
-    quality: int = Field(80, ge=1, le=100, description="JPEG/WebP quality")
-    max_width: int = Field(1280, ge=64, le=8192, description="downscale so the image is at most this wide")
-    max_height: int = Field(800, ge=64, le=8192, description="downscale so the image is at most this tall")
-    max_bytes: int = Field(
-        1_000_000, ge=20_000, description="re-encode smaller until the image fits (hosts reject ~1 MB)"
+    format: Annotated[ImageFormat, Flag(SERVE_ONLY, "image-format")] = Field("jpeg", description="screenshot format")
+    quality: Annotated[int, Flag(SERVE_ONLY)] = Field(80, ge=1, le=100, description="JPEG/WebP quality 1..100")
+    max_width: Annotated[int, Flag(SERVE_ONLY)] = Field(
+        1280, ge=64, le=8192, description="downscale screenshots to at most this width"
+    )
+    max_height: Annotated[int, Flag(SERVE_ONLY)] = Field(
+        800, ge=64, le=8192, description="downscale screenshots to at most this height"
+    )
+    max_bytes: Annotated[int, Flag(SERVE_ONLY)] = Field(
+        1_000_000,
+        ge=20_000,
+        description="lower quality, then size, until a screenshot fits (hosts reject ~1 MB)",
     )
     draw_cursor: bool = Field(False, description="draw a marker at the pointer by default")
 
@@ -47,16 +136,20 @@ class ScreenshotSettings(BaseModel):
 class DisplaySettings(BaseModel):
     """Which screen to use, and whether to start a virtual one."""
 
-    display: str | None = Field(None, description="X display to use (default: $DISPLAY)")
-    virtual: Literal["auto", "always", "never"] = Field(
-        "auto", description="auto: start Xvfb only when there is no display"
+    display: Annotated[str | None, Flag(SERVE_ONLY)] = Field(None, description="X display to use (default: $DISPLAY)")
+    virtual: Annotated[Literal["auto", "always", "never"], Flag(SERVE_ONLY, "virtual-display")] = Field(
+        "auto", description="start an Xvfb: only without a display (auto), always, or never"
     )
-    resolution: str = Field("1920x1080", description="virtual display size WIDTHxHEIGHT")
-    window_manager: str | None = Field(
-        "openbox", description="window manager started on a virtual display (empty: none)"
+    resolution: Annotated[DisplaySize, Flag(("serve", "bench"))] = Field(
+        "1920x1080", description="virtual display size WIDTHxHEIGHT (bench: each environment's)"
     )
-    monitor: int = Field(1, ge=0, description="mss monitor index: 1 = first monitor, 0 = all monitors")
-    monitors: list[str] = Field(
+    window_manager: Annotated[str | None, Flag(SERVE_ONLY)] = Field(
+        "openbox", description="window manager started on a virtual display ('' for none)"
+    )
+    monitor: Annotated[int, Flag(SERVE_ONLY)] = Field(
+        1, ge=0, description="default monitor for screenshots (mss index: 1 = first monitor, 0 = all monitors)"
+    )
+    monitors: ListSetting[str] = Field(
         default_factory=list,
         description="monitor layout WxH+X+Y per monitor, instead of what the display reports (e.g. one wide "
         "virtual screen that shows two physical monitors)",
@@ -69,24 +162,19 @@ class DisplaySettings(BaseModel):
             parse_geometry(geometry)
         return value
 
-    @field_validator("resolution")
-    @classmethod
-    def _check_resolution(cls, value: str) -> str:
-        parts = value.lower().split("x")
-        if len(parts) != 2 or not all(p.isdigit() and 64 <= int(p) <= 16384 for p in parts):
-            raise ValueError(f"resolution must look like 1920x1080 (each side 64..16384), got {value!r}")
-        return value.lower()
-
     @property
     def size(self) -> tuple[int, int]:
-        width, height = self.resolution.split("x")
-        return int(width), int(height)
+        return parse_size(self.resolution)
 
 
 class ViewSettings(BaseModel):
     """A live view of the server's display in a browser (x11vnc + noVNC): off unless asked, loopback unless told."""
 
-    enabled: bool = Field(False, description="serve the display to a browser viewer (serve --view, bench --view)")
+    enabled: Annotated[bool, Flag(("serve", "bench"), "view")] = Field(
+        False,
+        description="watch the display in a browser (view-only; the URL is logged; README: Watch the display); "
+        "bench: one per environment",
+    )
     host: str = Field("127.0.0.1", description="the viewer's bind address; anything but loopback needs a password")
     port: int = Field(0, ge=0, le=65535, description="the viewer's port; 0: any free one (bench: port + environment)")
     password: SecretStr | None = Field(
@@ -116,7 +204,7 @@ def is_loopback(host: str) -> bool:
 
 def parse_geometry(geometry: str) -> tuple[int, int, int, int]:
     """(left, top, width, height) of an X-style geometry WxH+X+Y, or a ValueError saying the form."""
-    match = re.fullmatch(r"(\d+)x(\d+)\+(\d+)\+(\d+)", geometry.strip().lower())
+    match = re.fullmatch(_SIZE + r"\+(\d+)\+(\d+)", geometry.strip().lower())
     if match is None or int(match[1]) < 1 or int(match[2]) < 1:
         raise ValueError(f"a monitor must look like 1920x1080+0+0 (WIDTHxHEIGHT+LEFT+TOP), got {geometry!r}")
     width, height, left, top = (int(g) for g in match.groups())
@@ -169,8 +257,10 @@ GroundingFamilyName = Literal[
 class ModelEndpoint(BaseModel):
     """One role's OpenAI-compatible endpoint. Unset fields fall back to the `default` role, then built-ins."""
 
-    base_url: str | None = Field(None, description="e.g. http://localhost:8000/v1 (vLLM) or https://api.openai.com/v1")
-    model: str | None = Field(None, description="model name the endpoint serves")
+    base_url: Annotated[str | None, Flag(name="{group}-url")] = Field(
+        None, description="model endpoint, e.g. http://localhost:8000/v1 (vLLM) or https://api.openai.com/v1"
+    )
+    model: Annotated[str | None, Flag(name="{group}-model")] = Field(None, description="model name the endpoint serves")
     api_key: SecretStr | None = Field(None, description="API key sent as a bearer token")
     api_key_env: str | None = Field(None, description="name of an environment variable holding the API key")
     temperature: float | None = Field(None, ge=0, le=2, description="built-in: 0.1 for the orchestrator, else 0")
@@ -193,9 +283,9 @@ class ModelsSettings(BaseModel):
     """Model endpoints per agent role; `default` fills whatever a role leaves unset."""
 
     default: ModelEndpoint = Field(default_factory=ModelEndpoint)
-    orchestrator: ModelEndpoint = Field(default_factory=ModelEndpoint)
-    grounder: ModelEndpoint = Field(default_factory=ModelEndpoint)
-    memoryer: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    orchestrator: Annotated[ModelEndpoint, Flag(AGENT)] = Field(default_factory=ModelEndpoint)
+    grounder: Annotated[ModelEndpoint, Flag(SERVERS)] = Field(default_factory=ModelEndpoint)
+    memoryer: Annotated[ModelEndpoint, Flag(AGENT)] = Field(default_factory=ModelEndpoint)
     searcher: ModelEndpoint = Field(default_factory=ModelEndpoint)
     coder: ModelEndpoint = Field(default_factory=ModelEndpoint)
 
@@ -203,8 +293,8 @@ class ModelsSettings(BaseModel):
 class GroundingSettings(BaseModel):
     """How descriptions become points: which grounding model family's prompt and coordinates to use."""
 
-    family: GroundingFamilyName = Field(
-        "ui-tars-1.5", description="prompt and answer format of the grounder model (see the README table)"
+    family: Annotated[GroundingFamilyName, Flag(SERVERS, "grounding-family")] = Field(
+        "ui-tars-1.5", description="the grounding model's prompt and answer format (see the README table)"
     )
     coordinates: Literal["auto", "pixels", "relative-1000", "unit"] = Field(
         "auto", description="override the family's coordinate convention"
@@ -228,7 +318,7 @@ def _default_trajectory_dir() -> Path:
 class MemorySettings(BaseModel):
     """Trajectory recording, loop detection and the Reflection-Memory Agent's long-term memory."""
 
-    trajectory_dir: Path = Field(
+    trajectory_dir: Annotated[Path, Flag(SERVE_ONLY)] = Field(
         default_factory=_default_trajectory_dir, description="where task trajectories are written"
     )
     loop_window: int = Field(3, ge=1, le=20, description="steps in the window compared for loop detection")
@@ -246,36 +336,49 @@ class MemorySettings(BaseModel):
 class OrchestratorSettings(BaseModel):
     """The bundled OS-Symphony client (`symphony-mcp run`)."""
 
-    max_steps: int = Field(15, ge=1, le=500, description="actions per task; the last step may only be done/fail")
-    task_timeout_seconds: float | None = Field(
+    max_steps: Annotated[int, Flag(AGENT)] = Field(
+        15, ge=1, le=500, description="action budget per task; the last step may only be done/fail"
+    )
+    task_timeout_seconds: Annotated[float | None, Flag(AGENT, "task-timeout", "SECONDS")] = Field(
         None, gt=0, le=86_400, description="wall time of a whole task; past it the run ends as Error (None: no bound)"
     )
     max_images: int = Field(8, ge=1, le=64, description="screenshots in the planner's short-term history")
     keep_first_image: bool = Field(True, description="keep the task's first screenshot in the history")
-    reflection: bool = Field(True, description="run the Reflection-Memory Agent's audit before each plan")
-    enabled_tools: list[str] | None = Field(
-        None, description="tools the planner may call (default: every action tool the server offers)"
+    reflection: Annotated[bool, Flag(AGENT)] = Field(
+        True, description="run the Reflection-Memory Agent's audit before each plan"
+    )
+    enabled_tools: Annotated[ListSetting[str] | None, Flag(AGENT)] = Field(
+        None, description="tools the planner may call, comma-separated (default: every action tool the server offers)"
     )
     format_retries: int = Field(3, ge=0, le=10, description="re-asks of a malformed or invalid planner answer")
-    function_calling: bool = Field(
+    function_calling: Annotated[bool, Flag(AGENT)] = Field(
         False, description="ask for the action as a native tool call (endpoints that support `tools`) instead of code"
     )
     verify_attempts: int = Field(3, ge=1, le=20, description="'done' answers the checker may reject before Fail")
     checker_timeout: float = Field(120, gt=0, description="seconds a checker command may run")
-    results_dir: Path = Field(Path("results"), description="one sub-directory per task")
-    reset: bool = Field(False, description="close the windows the task opened when it ends")
+    results_dir: Annotated[Path, Flag(AGENT, "results")] = Field(
+        Path("results"), description="results directory: one folder per task (bench: <results>/<benchmark>/...)"
+    )
+    reset: Annotated[bool, Flag(AGENT)] = Field(False, description="close the windows the task opened when it ends")
 
 
 class ServerSettings(BaseModel):
     """Transport and its security."""
 
-    transport: Literal["stdio", "http"] = "stdio"
-    host: str = Field("127.0.0.1", description="HTTP bind address; anything but loopback needs a token")
-    port: int = Field(8765, ge=0, le=65535)
-    path: str = "/mcp"
-    token: SecretStr | None = Field(None, description="bearer token required on every HTTP request")
-    allowed_hosts: list[str] = Field(
-        default_factory=list, description="extra Host header values accepted (DNS-rebinding protection)"
+    transport: Annotated[Literal["stdio", "http"], Flag(SERVE_ONLY)] = Field(
+        "stdio", description="stdio, or streamable HTTP"
+    )
+    host: Annotated[str, Flag(SERVE_ONLY)] = Field(
+        "127.0.0.1", description="HTTP bind address; anything but loopback needs a token"
+    )
+    port: Annotated[int, Flag(SERVE_ONLY)] = Field(8765, ge=0, le=65535, description="HTTP port")
+    path: Annotated[str, Flag(SERVE_ONLY)] = Field("/mcp", description="HTTP endpoint path")
+    token: Annotated[SecretStr | None, Flag(SERVE_ONLY)] = Field(
+        None, description="bearer token required on every HTTP request (required off loopback)"
+    )
+    allowed_hosts: Annotated[ListSetting[str], Flag(SERVE_ONLY, "allowed-host")] = Field(
+        default_factory=list,
+        description="extra Host header values accepted (DNS-rebinding protection); repeatable or comma-separated",
     )
     action_log_size: int = Field(10_000, ge=1, description="action records kept in memory per server")
     max_message_bytes: int = Field(
@@ -286,7 +389,7 @@ class ServerSettings(BaseModel):
         "with an error naming this limit (the largest tool arguments, 100,000 characters of text escaped as "
         "JSON, take ~1.2 MB)",
     )
-    schema_rules: bool = Field(
+    schema_rules: Annotated[bool, Flag(SERVE_ONLY)] = Field(
         False,
         description="state in input schemas, as a root `not`, the argument combinations a tool refuses (for "
         "validators and fuzzers); off by default: Claude Code drops tools whose schema has a root `not`, and "
@@ -314,57 +417,47 @@ class PolicySettings(BaseModel):
     groups without any setting changing.
     """
 
-    enabled_tools: list[str] | None = Field(
+    enabled_tools: Annotated[ListSetting[str] | None, Flag(SERVE_ONLY)] = Field(
         None, description="offer only these tools (and those of enabled_groups); default: every tool"
     )
-    enabled_groups: list[str] | None = Field(
-        None, description="offer only the tools of these groups (and enabled_tools); default: every tool"
+    enabled_groups: Annotated[ListSetting[str] | None, Flag(SERVE_ONLY)] = Field(
+        None,
+        description="offer only the tools of these groups (and enabled_tools), e.g. read-only,ocr; default: every tool",
     )
-    disabled_tools: list[str] = Field(default_factory=list, description="tools turned off; wins over enabled_*")
-    disabled_groups: list[str] = Field(
-        default_factory=list, description="groups turned off, e.g. ['destructive']; wins over enabled_*"
+    disabled_tools: Annotated[ListSetting[str], Flag(SERVE_ONLY)] = Field(
+        default_factory=list, description="tools turned off; wins over enabled_*"
     )
-    read_only: bool = Field(False, description="offer only tools annotated read-only: look, never act")
-    open_app_allow: list[str] | None = Field(
+    disabled_groups: Annotated[ListSetting[str], Flag(SERVE_ONLY)] = Field(
+        default_factory=list, description="groups turned off, e.g. destructive; wins over enabled_*"
+    )
+    read_only: Annotated[bool, Flag(SERVE_ONLY)] = Field(
+        False, description="offer only tools annotated read-only: look, never act"
+    )
+    open_app_allow: Annotated[ListSetting[str] | None, Flag(SERVE_ONLY)] = Field(
         None,
         description="what open_app may start: program names (resolved on PATH) or absolute program paths, and "
         "directories whose files it may open with their default application (whose program, and terminal for a "
         "terminal app, must be allowed too); default: anything",
     )
 
-    confirm_tools: list[str] = Field(
+    confirm_tools: Annotated[ListSetting[str], Flag(SERVE_ONLY)] = Field(
         default_factory=list, description="tools whose every call the user must confirm (MCP elicitation)"
     )
-    confirm_groups: list[str] = Field(
-        default_factory=list, description="groups whose every call the user must confirm, e.g. ['destructive']"
+    confirm_groups: Annotated[ListSetting[str], Flag(SERVE_ONLY)] = Field(
+        default_factory=list, description="groups whose every call the user must confirm, e.g. destructive"
     )
-    timeout_seconds: float = Field(120, gt=0, le=86_400, description="time bound of every tool call")
+    timeout_seconds: Annotated[float, Flag(SERVE_ONLY, metavar="SECONDS")] = Field(
+        120, gt=0, le=86_400, description="time bound of every tool call"
+    )
     timeouts: dict[str, Annotated[float, Field(gt=0, le=86_400)]] = Field(
         default_factory=dict, description="time bounds of single tools, e.g. {reflect = 600}"
     )
-    audit: bool = Field(True, description="write every tool call to the audit log")
-    audit_file: Path = Field(
+    audit: Annotated[bool, Flag(SERVE_ONLY)] = Field(True, description="write every tool call to the audit log")
+    audit_file: Annotated[Path, Flag(SERVE_ONLY, metavar="PATH")] = Field(
         default_factory=lambda: _default_trajectory_dir().parent / "audit.jsonl", description="the audit log (JSONL)"
     )
     audit_max_bytes: int = Field(10_000_000, ge=10_000, description="start a new audit file beyond this size")
     audit_files: int = Field(3, ge=1, le=100, description="audit files kept: the current one and older ones .1, .2")
-
-    @field_validator(
-        "enabled_tools",
-        "enabled_groups",
-        "disabled_tools",
-        "disabled_groups",
-        "open_app_allow",
-        "confirm_tools",
-        "confirm_groups",
-        mode="before",
-    )
-    @classmethod
-    def _split_commas(cls, value: object) -> object:
-        """Lists also come as comma-separated text (environment variables, flags)."""
-        if isinstance(value, str):
-            return [item.strip() for item in value.split(",") if item.strip()]
-        return value
 
 
 CodeLanguage = Literal["python", "bash"]
@@ -379,13 +472,13 @@ class CodeSettings(BaseModel):
     environment and resource limits.
     """
 
-    languages: list[CodeLanguage] = Field(
+    languages: ListSetting[CodeLanguage] = Field(
         default_factory=lambda: list(CODE_LANGUAGES), description="languages the code tools run (empty: none)"
     )
     workdir: Path | None = Field(
         None, description="run_code's default work directory, kept between calls (default: <trajectory_dir>/_code)"
     )
-    writable_paths: list[Path] = Field(
+    writable_paths: ListSetting[Path] = Field(
         default_factory=list, description="directories code may also read and write, e.g. ['~/Documents']"
     )
     network: bool = Field(False, description="let code use the network (default: no network at all)")
@@ -476,22 +569,22 @@ class SearchSettings(BaseModel):
     url_template: str | None = Field(
         None, description="any results page, {query} replaced by the URL-encoded query, e.g. https://x.org/?q={query}"
     )
-    docs_index: Path = Field(
-        default_factory=_default_docs_index, description="the offline docs index (SQLite FTS5) for engine=local"
+    docs_index: Annotated[Path, Flag(("docs",), "index", "FILE")] = Field(
+        default_factory=_default_docs_index, description="the index file"
     )
     browser: Path | None = Field(
         None, description="the Chromium executable (default: chromium, chromium-browser or google-chrome on PATH)"
     )
     headful: bool = Field(False, description="show the searcher's browser on the server's display, for watching")
-    viewport: str = Field("1280x800", description="the browser's viewport, WIDTHxHEIGHT")
+    viewport: ViewportSize = Field("1280x800", description="the browser's viewport, WIDTHxHEIGHT")
     budget: int = Field(20, ge=2, le=50, description="browsing steps per search (the last one only concludes)")
     step_timeout_seconds: float = Field(30, gt=0, le=600, description="bound of one page action or load")
     search_timeout_seconds: float = Field(600, gt=0, le=3600, description="bound of one whole search")
-    allow_urls: list[str] = Field(
+    allow_urls: ListSetting[str] = Field(
         default_factory=list, description="glob patterns; when any is given, only matching URLs may be opened"
     )
-    deny_urls: list[str] = Field(default_factory=list, description="glob patterns of URLs never opened")
-    private_hosts: list[str] = Field(
+    deny_urls: ListSetting[str] = Field(default_factory=list, description="glob patterns of URLs never opened")
+    private_hosts: ListSetting[str] = Field(
         default_factory=list,
         description="hosts (host or host:port) on loopback or private addresses the browser may reach, e.g. an "
         "intranet wiki; the configured engine's host and the local docs server are always allowed",
@@ -506,25 +599,9 @@ class SearchSettings(BaseModel):
     max_images: int = Field(4, ge=0, le=10, description="pictures a tutorial returns at most")
     image_max_side: int = Field(1024, ge=128, le=4096, description="longest side of each returned picture")
 
-    @field_validator("allow_urls", "deny_urls", "private_hosts", mode="before")
-    @classmethod
-    def _split_commas(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [item.strip() for item in value.split(",") if item.strip()]
-        return value
-
-    @field_validator("viewport")
-    @classmethod
-    def _viewport(cls, value: str) -> str:
-        width, _, height = value.partition("x")
-        if not (width.isdigit() and height.isdigit() and 320 <= int(width) <= 4096 and 240 <= int(height) <= 4096):
-            raise ValueError(f"viewport must be WIDTHxHEIGHT between 320x240 and 4096x4096, got {value!r}")
-        return value
-
     @property
     def viewport_size(self) -> tuple[int, int]:
-        width, _, height = self.viewport.partition("x")
-        return int(width), int(height)
+        return parse_size(self.viewport)
 
 
 class Settings(BaseSettings):
@@ -547,7 +624,9 @@ class Settings(BaseSettings):
     code: CodeSettings = Field(default_factory=CodeSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     view: ViewSettings = Field(default_factory=ViewSettings)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Flag(SERVERS)] = Field(
+        "INFO", description="log detail, to stderr (run and bench: WARNING unless given)"
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -558,24 +637,60 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, _ListsAsCommasEnv(settings_cls)]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         config_file = _config_file.get() or os.environ.get(CONFIG_FILE_ENV)
         if config_file:
             sources.append(_file_source(settings_cls, Path(config_file)))
         return tuple(sources)
 
 
-class _ListsAsCommasEnv(EnvSettingsSource):
-    """Environment variables, where a list may also be written comma-separated (SYMPHONY_CODE__LANGUAGES=python,bash)
-    as well as in JSON: pydantic-settings decodes every list as JSON and stops the server on anything else."""
+@dataclass(frozen=True)
+class FlagSetting:
+    """A setting's command-line flag, as `flag_settings` finds it on the Settings model."""
 
-    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
-        try:
-            return super().decode_complex_value(field_name, field, value)
-        except ValueError:
-            if isinstance(value, str) and not value.lstrip().startswith(("[", "{")):
-                return [item.strip() for item in value.split(",") if item.strip()]
-            raise
+    path: tuple[str, ...]  # group, [role,] field
+    flag: str  # e.g. --max-width
+    commands: tuple[str, ...]
+    field: FieldInfo
+    metavar: str | None
+
+    @property
+    def dest(self) -> str:
+        return "__".join(self.path)
+
+    @property
+    def variable(self) -> str:
+        return "SYMPHONY_" + self.dest.upper()
+
+    @property
+    def help(self) -> str:
+        """The setting's description, its default and its environment variable."""
+        default = self.field.get_default(call_default_factory=True)
+        if isinstance(default, bool):
+            default = "on" if default else "off"
+        where = f"default {default}, or {self.variable}" if default not in (None, "", []) else f"or {self.variable}"
+        return f"{self.field.description} ({where})"
+
+
+def flag_settings(
+    group: type[BaseModel] = Settings, path: tuple[str, ...] = (), commands: tuple[str, ...] = ()
+) -> Iterator[FlagSetting]:
+    """Every setting with a `Flag` in its annotation that some command takes, groups walked in order."""
+    for name, field in group.model_fields.items():
+        flag = next((item for item in field.metadata if isinstance(item, Flag)), None)
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            yield from flag_settings(kind, (*path, name), flag.commands if flag else ())
+        elif flag is not None and (flag.commands or commands):
+            flag_name = (flag.name or name.replace("_", "-")).format(group=path[-1] if path else "")
+            yield FlagSetting((*path, name), f"--{flag_name}", flag.commands or commands, field, flag.metavar)
+
+
+def setting_label(*path: str) -> str:
+    """How a person sets a setting, for messages: its config path, its environment variable, its flag if any."""
+    variable = "SYMPHONY_" + "__".join(path).upper()
+    flags = [setting.flag for setting in flag_settings() if setting.path == path]
+    return f"{'.'.join(path)} ({', '.join([variable, *flags[:1]])})"
 
 
 def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:

@@ -39,6 +39,7 @@ from symphony_mcp.limits import MAX_ECHO
 from symphony_mcp.memory.manager import DEFAULT_SESSION, TaskManager, current_session
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.policy.programs import ProgramAllowList
+from symphony_mcp.policy.tools import check_names, check_registered
 from symphony_mcp.sdk_internals import lowlevel_server
 from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_transport import stdio_transport
@@ -127,6 +128,7 @@ class SymphonyServer:
 
 
 def build_server(settings: Settings) -> SymphonyServer:
+    check_names(settings.policy)  # before anything is made; the command line checked them before anything started
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
     programs = ProgramAllowList(None if (allow := settings.policy.open_app_allow) is None else tuple(allow))
     desktop_thread = DesktopThread(lambda: LocalDesktop(settings.input, layout, programs))
@@ -177,7 +179,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     code.register_agent(server, coder)
     search.register(server, searcher)
     state_shared_rules(server, server.policy.tools)
-    server.policy.check_names()
+    check_registered(server.policy.tools)
     return SymphonyServer(
         mcp=server,
         screen=desktop_screen,

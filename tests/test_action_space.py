@@ -44,7 +44,7 @@ async def test_action_space_comes_from_the_server_tools(space: ActionSpace) -> N
     assert "hotkey(keys: list[str])" in rendered and rendered.endswith(
         'fail(reason: str = "")\n    The task cannot be completed; say why.'
     )
-    with pytest.raises(ValueError, match="not action tools of this server"):
+    with pytest.raises(ValueError, match="not one of this server's action tools on offer"):
         ActionSpace.from_tools([], ["click"])
 
 

@@ -16,9 +16,12 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from mcp.types import Tool
 
+from symphony_mcp.config import setting_label
 from symphony_mcp.models.calls import bind_arguments, call_name, last_code_block, literal, single_call
 from symphony_mcp.models.reask import UnusableAnswerError
 from symphony_mcp.orchestrator.records import ParsedAction
+from symphony_mcp.policy.tool_names import TOOL_NAMES
+from symphony_mcp.policy.tools import check_known
 
 # Tools the loop itself uses (observation, memory, bookkeeping) or that are too low-level to plan with.
 INFRASTRUCTURE_TOOLS = frozenset(
@@ -65,6 +68,15 @@ _CONTROL_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "object", "properties": {"reason": {"type": "string", "description": "why not"}}},
     ),
 }
+
+
+ENABLED_SETTING = setting_label("orchestrator", "enabled_tools")
+
+
+def check_enabled_tools(enabled: list[str] | None) -> None:
+    """Refuse a planner tool that no server has, or one the planner never plans with, before anything starts."""
+    if enabled is not None:
+        check_known(ENABLED_SETTING, enabled, TOOL_NAMES - INFRASTRUCTURE_TOOLS, "action tools")
 
 
 @dataclass(frozen=True)
@@ -120,11 +132,7 @@ class ActionSpace:
         model `roles` has (the server's configured roles; None: all), so the planner is never offered what fails."""
         offered = {t.name: t for t in tools if t.name not in INFRASTRUCTURE_TOOLS}
         if enabled is not None:
-            unknown = sorted(set(enabled) - set(offered))
-            if unknown:
-                raise ValueError(
-                    f"enabled tools {unknown} are not action tools of this server; it offers {sorted(offered)}"
-                )
+            check_known(ENABLED_SETTING, enabled, offered, "action tools on offer")
             offered = {name: offered[name] for name in enabled}
         if roles is not None:
             missing = {name: role for name, role in TOOL_ROLES.items() if name in offered and role not in roles}

@@ -2,25 +2,27 @@
 
 A tool's groups are derived from what it already declares, so a tool added later joins them without
 a setting changing: the module it is defined in (actions, windows, screen, ocr, grounding, memory, and
-whatever module comes next) and its annotations (`read-only`, `destructive`, `open-world`). A missing
-annotation counts as the MCP specification says it defaults: not read-only, destructive, open-world.
+whatever module comes next; the registry of tool names, tool_names.py, lists each tool under it) and its
+annotations (`read-only`, `destructive`, `open-world`). A missing annotation counts as the MCP specification
+says it defaults: not read-only, destructive, open-world.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from symphony_mcp.config import PolicySettings
+from symphony_mcp.config import PolicySettings, setting_label
 from symphony_mcp.errors import SettingsError
+from symphony_mcp.policy.tool_names import ANNOTATION_GROUPS, GROUP_NAMES, TOOL_NAMES, TOOLS_BY_MODULE
 
-ANNOTATION_GROUPS = ("read-only", "destructive", "open-world")
+READ_ONLY, DESTRUCTIVE, OPEN_WORLD = ANNOTATION_GROUPS
 
 
 def setting_name(field_name: str) -> str:
     """How a person sets a policy field: its TOML path, environment variable and flag."""
-    return f"policy.{field_name} (SYMPHONY_POLICY__{field_name.upper()}, --{field_name.replace('_', '-')})"
+    return setting_label("policy", field_name)
 
 
 # Tools that run a whole agent loop of model calls (code_agent: up to 50 turns; search_tutorial: bounded by its own
@@ -43,11 +45,11 @@ class ToolFacts:
     def groups(self) -> frozenset[str]:
         groups = {self.module.rsplit(".", 1)[-1]}
         if self.read_only:
-            groups.add("read-only")
+            groups.add(READ_ONLY)
         elif self.destructive is not False:
-            groups.add("destructive")
+            groups.add(DESTRUCTIVE)
         if self.open_world is not False:
-            groups.add("open-world")
+            groups.add(OPEN_WORLD)
         return frozenset(groups)
 
 
@@ -101,26 +103,46 @@ class ToolPolicy:
             return max(LONG_TOOL_BOUNDS[name], self.settings.timeout_seconds), setting
         return self.settings.timeout_seconds, setting_name("timeout_seconds")
 
-    def check_names(self) -> None:
-        """Refuse to start on a name that matches nothing: a typo would otherwise leave a tool on."""
-        groups = sorted({g for facts in self.tools.values() for g in facts.groups})
-        s = self.settings
-        for field_name, names, known in (
-            ("enabled_tools", s.enabled_tools or [], self.tools),
-            ("disabled_tools", s.disabled_tools, self.tools),
-            ("enabled_groups", s.enabled_groups or [], groups),
-            ("disabled_groups", s.disabled_groups, groups),
-            ("confirm_tools", s.confirm_tools, self.tools),
-            ("confirm_groups", s.confirm_groups, groups),
-            ("timeouts", list(s.timeouts), self.tools),
-        ):
-            unknown = [n for n in names if n not in known]
-            if unknown:
-                kind = "groups" if field_name.endswith("groups") else "tools"
-                raise SettingsError(
-                    f"{setting_name(field_name)} names {unknown[0][:100]!r}, which is not one of this server's "
-                    f"{kind}{closest(unknown[0], known)}. The {kind} are: {', '.join(sorted(known))}"
-                )
+
+def check_names(settings: PolicySettings) -> None:
+    """Refuse settings that name a tool or group the server does not have: a typo would otherwise leave a tool on.
+
+    The names are checked against the registry of tool names (tool_names.py), so the command line checks them
+    before anything starts, and the server again as it builds."""
+    for field_name, names in (
+        ("enabled_tools", settings.enabled_tools or []),
+        ("disabled_tools", settings.disabled_tools),
+        ("enabled_groups", settings.enabled_groups or []),
+        ("disabled_groups", settings.disabled_groups),
+        ("confirm_tools", settings.confirm_tools),
+        ("confirm_groups", settings.confirm_groups),
+        ("timeouts", list(settings.timeouts)),
+    ):
+        known, kind = (GROUP_NAMES, "groups") if field_name.endswith("groups") else (TOOL_NAMES, "tools")
+        check_known(setting_name(field_name), names, known, kind)
+
+
+def check_known(setting: str, names: Iterable[str], known: Collection[str], kind: str) -> None:
+    """A SettingsError for the first of `names` that is not `known`: which one, the closest known, and all of them."""
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SettingsError(
+            f"{setting} names {unknown[0][:100]!r}, which is not one of this server's {kind}"
+            f"{closest(unknown[0], known)}. The {kind} are: {', '.join(sorted(known))}"
+        )
+
+
+def check_registered(tools: Mapping[str, ToolFacts]) -> None:
+    """The tools a server registered are those of the registry of tool names, each under its module, or the
+    server does not build: the settings were checked against that registry."""
+    registered = {name: facts.module.rsplit(".", 1)[-1] for name, facts in tools.items()}
+    listed = {name: module for module, names in TOOLS_BY_MODULE.items() for name in names}
+    if registered != listed:
+        wrong = sorted(name for name in registered.keys() | listed.keys() if registered.get(name) != listed.get(name))
+        raise RuntimeError(
+            f"the tools registered and symphony_mcp/policy/tool_names.py differ in {', '.join(wrong)}: a tool is "
+            "listed there under the module that defines it"
+        )
 
 
 def closest(name: str, known: Iterable[str]) -> str:
