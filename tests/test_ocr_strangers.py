@@ -178,3 +178,17 @@ async def test_labels_on_coloured_bands_caps_buttons_and_mixed_codes_are_grounde
         if not grounded(result, text, target):
             missed.append((text, [m.text for m in find_phrase(result, text)[:2]]))
     assert not missed, f"not grounded: {missed}; read: {' / '.join(line.text for line in result.lines)}"
+
+
+def test_faint_marks_without_any_glyph_read_as_nothing() -> None:
+    """A block whose marks are all too faint to count (a step of 20 from the background, under the 24 of a mark)
+    has them all of one strength, like a bitmap font's, but no glyph size to upscale to: reading it once divided
+    by zero, and the whole frame failed."""
+    image = Image.new("RGB", (200, 60), "white")
+    image.paste((235, 235, 235), (40, 20, 60, 40))
+    image.paste((235, 235, 235), (100, 20, 104, 40))
+    engine = engine_spec("tesseract").factory()
+    try:
+        assert all(len(word.text) <= 2 for word in engine.recognize(image))
+    finally:
+        engine.close()

@@ -7,7 +7,9 @@ of coloured labels read as nothing or as "@" and "&". Here every pixel is compar
 black on white; the rims between two backgrounds, straight rules and box outlines are dropped, and every
 remaining mark is stretched to full contrast. Text far apart (labels in a toolbar, mixed sizes) is cut into
 pieces, since one line of mixed sizes confuses Tesseract's line model, and short pieces of small text
-(a button's word, without context to lean on) are upscaled.
+(a button's word, without context to lean on) are upscaled. Text drawn without antialiasing (X core bitmap
+fonts, as in a default xterm) is upscaled smoothly to the glyph size Tesseract reads well, and solid blocks (a
+terminal's cursor) are dropped with the rules.
 
 Everything is a function of the crop's pixels alone, so the result stays deterministic and cacheable.
 """
@@ -85,7 +87,7 @@ def _scale(glyph: float, width: int, bitmap: bool) -> int:
     font's jagged 6-9 px glyphs ('hello from' read as 'thello fran') read right once smoothly upscaled to about
     BITMAP_GLYPH. Smooth small text is upscaled only in short pieces (a button's word, with no context to lean
     on): in long lines the cost is not repaid."""
-    if bitmap:
+    if bitmap and glyph > 0:  # glyph 0: faint marks only, none strong enough to measure
         return max(1, math.ceil(BITMAP_GLYPH / glyph))
     return UPSCALE if glyph < SMALL_GLYPHS and width < SHORT_PIECE * glyph else 1
 
