@@ -23,6 +23,7 @@ from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.matching import find_phrase
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
+from symphony_mcp.vision.ocr.tesseract_engine import TesseractEngine
 from symphony_mcp.vision.ocr.types import OcrResult
 
 SCREEN = Rect(left=0, top=0, width=1920, height=1080)
@@ -187,7 +188,7 @@ def test_faint_marks_without_any_glyph_read_as_nothing() -> None:
     image = Image.new("RGB", (200, 60), "white")
     image.paste((235, 235, 235), (40, 20, 60, 40))
     image.paste((235, 235, 235), (100, 20, 104, 40))
-    engine = engine_spec("tesseract").factory()
+    engine = TesseractEngine()
     try:
         assert all(len(word.text) <= 2 for word in engine.recognize(image))
     finally:
