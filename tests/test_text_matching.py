@@ -234,6 +234,20 @@ def test_glyphs_that_may_be_meant_are_not_mix_ups(seen: str, phrase: str) -> Non
     assert [m.exact for m in matches] == [False]
 
 
+@pytest.mark.parametrize(("seen", "phrase"), [("80H", "8OH"), ("SOBO", "S0B0"), ("1085J", "lO85J"), ("O08", "OOB")])
+def test_look_alike_glyphs_in_a_code_score_as_the_code_but_are_not_exact(seen: str, phrase: str) -> None:
+    """A random label read with O/0, I/l/1, S/5 or B/8 mixed up is found (it scored 67-80 and was not), ranked
+    above other near words, and reported as not exact: in a code every glyph may matter."""
+    matches = find_phrase(page((0, 0, f"{phrase[:-1]}X {seen} {phrase}Q")), phrase)
+    assert (matches[0].text, matches[0].score, matches[0].exact) == (seen, 100, False)
+    assert matches[0].differences == [TokenDifference(expected=phrase, seen=seen)]
+
+
+def test_an_exact_match_still_ranks_before_a_look_alike() -> None:
+    matches = find_phrase(page((0, 0, "S0B0 SOBO")), "SOBO")
+    assert [(m.text, m.exact) for m in matches] == [("SOBO", True), ("S0B0", False)]
+
+
 # --- 5. short words ------------------------------------------------------------------------------------
 BUTTONS = page(
     (0, 0, "note: nothing in Nextcloud is going to Google now"),

@@ -52,7 +52,7 @@ def _short(rng: random.Random) -> str:
     return word if any(c.isalpha() for c in word) else "Q" + word[1:]
 
 
-def _colour(hue: float, lightness: float, saturation: float) -> str:
+def colour(hue: float, lightness: float, saturation: float) -> str:
     r, g, b = colorsys.hls_to_rgb(hue, lightness, saturation)
     return f"#{round(255 * r):02x}{round(255 * g):02x}{round(255 * b):02x}"
 
@@ -65,14 +65,14 @@ def _chip(rng: random.Random, low_contrast: bool) -> tuple[str, str, str]:
         text_l = background_l + (0.22 if background_l < 0.5 else -0.22)
     else:
         text_l = 0.97 if background_l < 0.55 else 0.1
-    return _short(rng), _colour(hue, background_l, saturation), _colour(hue, text_l, saturation)
+    return _short(rng), colour(hue, background_l, saturation), colour(hue, text_l, saturation)
 
 
 def form_page(variant: int) -> str:
     rng = random.Random(f"forms:{variant}")
     sans, mono = FONTS[variant % len(FONTS)]
     base = 13 + 2 * (variant % 3)
-    accent = _colour(rng.random(), 0.35, 0.7)
+    accent = colour(rng.random(), 0.35, 0.7)
     dark = variant % 2 == 1
     page_bg, page_fg, panel = ("#1f2329", "#e6e6e6", "#2a2f37") if dark else ("#ffffff", "#222222", "#f3f4f6")
     chips = [_chip(rng, low_contrast=i % 2 == 1) for i in range(60)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import subprocess
 import tempfile
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.ocr_grounding.bands import mixed_label
 from benchmarks.ocr_grounding.truth import Reading, Segment, Source, rotate_words, segment_from_line
 from benchmarks.ocr_grounding.web import DOCS
 from benchmarks.ocr_grounding.windows import client_window, stop
@@ -39,8 +41,13 @@ class Content:
     title: str
     background: str
     foreground: str
-    font: str  # fontconfig pattern, e.g. "DejaVu Sans Mono:pixelsize=15"
+    font: str  # fontconfig pattern, e.g. "DejaVu Sans Mono:pixelsize=15", or an X core font name when bitmap
     lines: Callable[[int, int], list[tuple[str, str]]]  # (columns, rows) -> rows
+    bitmap: bool = False  # an X core (bitmap) font such as xterm's default "fixed", from xfonts-base
+
+    @property
+    def font_args(self) -> list[str]:
+        return ["-fn", self.font] if self.bitmap else ["-fa", self.font]
 
 
 @dataclass
@@ -123,7 +130,7 @@ def _launch(display: str, content: Content, fifo: Path, left: int, width: int, h
     """An xterm as large as fits in the given screen column; its cell size is measured from its window."""
     os.mkfifo(fifo)
     colours = ("-bg", content.background, "-fg", content.foreground)
-    command = ["xterm", "-T", content.title, "-fa", content.font, "-b", str(BORDER), *colours]
+    command = ["xterm", "-T", content.title, *content.font_args, "-b", str(BORDER), *colours]
     command += ["-xrm", "*allowWindowOps: true"]  # lets the resize request below through
     # Start at a size that surely fits, measure the cell, then resize to fill the column.
     command += ["-geometry", f"40x10+{left}+0", "-e", "sh", "-c", 'exec cat "$0"', str(fifo)]
@@ -192,6 +199,33 @@ def man_lines(page: str) -> Callable[[int, int], list[tuple[str, str]]]:
         env = {**os.environ, "LC_ALL": "C", "MANWIDTH": str(columns), "MAN_KEEP_FORMATTING": "1", "MANPAGER": "cat"}
         out = subprocess.run(["man", page], env=env, capture_output=True, text=True, check=True).stdout
         return [(OVERSTRIKE.sub(r"\2", line), _styled(line)) for line in out.splitlines()[:rows]]
+
+    return lines
+
+
+def session_lines(seed: str, greeting: str) -> Callable[[int, int], list[tuple[str, str]]]:
+    """A made-up shell session: a prompt echoing `greeting`, listings of files and commits whose names mix letters
+    and digits (rich in O/0, I/l/1), and a process table; the same seed always gives the same session."""
+
+    def lines(columns: int, rows: int) -> list[tuple[str, str]]:
+        rng = random.Random(f"session:{seed}")
+        prompt = f"{rng.choice(('dev', 'ops', 'alice', 'root'))}@{mixed_label(rng).lower()}:~/{mixed_label(rng)}$"
+        out = [f"{prompt} echo {greeting}", greeting, f"{prompt} ls -l"]
+        for _ in range(rows // 3):
+            size, day = rng.randint(10, 99999), rng.randint(1, 28)
+            name = f"{mixed_label(rng)}{rng.choice(('.txt', '.log', '.py', '', '.cfg'))}"
+            out.append(f"-rw-r--r-- 1 dev dev {size:>6} Nov {day:>2} 1{rng.randint(0, 9)}:{rng.randint(10, 59)} {name}")
+        out.append(f"{prompt} git log --oneline -5")
+        for _ in range(5):
+            commit = "".join(rng.choice("0123456789abcdef") for _ in range(7))
+            verb = rng.choice(("Fix", "Add", "Drop", "Move"))
+            out.append(f"{commit} {verb} {mixed_label(rng)} in {mixed_label(rng)}")
+        out.append(f"{prompt} ps -o pid,stat,cmd")
+        while len(out) < rows - 1:
+            state = rng.choice(("S", "R", "Ss", "Sl"))
+            out.append(f"{rng.randint(100, 99999):>6} {state}  ./{mixed_label(rng)} --id {mixed_label(rng)}")
+        out.append(prompt)
+        return [(line, line) for line in out[:rows]]
 
     return lines
 
@@ -277,7 +311,33 @@ SCREENS: tuple[tuple[str, tuple[Content, ...]], ...] = (
 )
 
 
+# X core bitmap fonts: xterm's default "fixed" (6x13 semicondensed, built into Xvfb too) and xfonts-base sizes.
+BITMAP_SCREENS: tuple[tuple[str, tuple[Content, ...]], ...] = (
+    (
+        "bitmap-fixed-9x15",
+        (
+            Content("bash", "white", "black", "fixed", session_lines("0", "hello from the newcomer terminal"), True),
+            Content("man ls", "black", "#d0d0d0", "9x15", man_lines("ls"), True),
+        ),
+    ),
+    (
+        "bitmap-6x13-8x13",
+        (
+            Content("bash", "#1c1c1c", "#e8e8e8", "6x13", session_lines("1", "goodbye from the old server"), True),
+            Content("textwrap.py", "#fffff0", "#202020", "8x13", file_lines(Path(textwrap.__file__)), True),
+        ),
+    ),
+    (
+        "bitmap-7x14-10x20",
+        (
+            Content("bash", "white", "#101010", "7x14", session_lines("2", "welcome back to the build host"), True),
+            Content("man tar", "#102030", "#c8d8e8", "10x20", man_lines("tar"), True),
+        ),
+    ),
+)
+
+
 def terminals(display: str, width: int, height: int) -> Iterator[tuple[str, Source]]:
-    for name, contents in SCREENS:
+    for name, contents in (*SCREENS, *BITMAP_SCREENS):
         for terms in terminal_screens(contents)(display, width, height):
             yield name, terms

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.ocr_grounding.bands import band_page
 from benchmarks.ocr_grounding.forms import form_page
 from benchmarks.ocr_grounding.truth import Reading, Source, box_rect, rotate_words, segment_from_dom
 from symphony_mcp.imaging.geometry import Rect
@@ -51,7 +52,8 @@ SET_LINE_JS = """(text) => {
   return [left, top, Math.max(before.right, after.right) - left, Math.max(before.bottom, after.bottom) - top];
 }"""
 
-# (screen name, page: a python3-doc path with an optional #anchor, or forms:VARIANT), per device scale factor.
+# (screen name, page: a python3-doc path with an optional #anchor, forms:VARIANT or bands:VARIANT), per device
+# scale factor.
 PAGES: tuple[tuple[float, tuple[tuple[str, str], ...]], ...] = (
     (
         1.0,
@@ -68,13 +70,24 @@ PAGES: tuple[tuple[float, tuple[tuple[str, str], ...]], ...] = (
             ("forms-0", "forms:0"),
             ("forms-1", "forms:1"),
             ("forms-2", "forms:2"),
+            ("bands-0", "bands:0"),
+            ("bands-1", "bands:1"),
+            ("bands-4", "bands:4"),
+            ("bands-5", "bands:5"),
         ),
     ),
     (0.8, (("zoom80-re", "library/re.html#regular-expression-syntax"),)),
     (0.9, (("zoom90-itertools", "library/itertools.html#itertools-recipes"),)),
     (1.1, (("zoom110-forms-5", "forms:5"),)),
-    (1.25, (("zoom125-pathlib", "library/pathlib.html#basic-use"), ("zoom125-forms-3", "forms:3"))),
-    (1.5, (("zoom150-json", "library/json.html#basic-usage"),)),
+    (
+        1.25,
+        (
+            ("zoom125-pathlib", "library/pathlib.html#basic-use"),
+            ("zoom125-forms-3", "forms:3"),
+            ("bands-z125-2", "bands:2"),
+        ),
+    ),
+    (1.5, (("zoom150-json", "library/json.html#basic-usage"), ("bands-z150-3", "bands:3"))),
 )
 
 
@@ -128,11 +141,14 @@ def web_pages(display: str, width: int, height: int) -> Iterator[tuple[str, Sour
                     yield name, WebPage(page, _url(address, Path(workdir)), scale)
 
 
+GENERATED = {"forms": form_page, "bands": band_page}  # page kind -> the page of a variant
+
+
 def _url(address: str, workdir: Path) -> str:
-    if address.startswith("forms:"):
-        variant = int(address.removeprefix("forms:"))
-        path = workdir / f"forms-{variant}.html"
-        path.write_text(form_page(variant), encoding="utf-8")
+    kind, _, variant = address.partition(":")
+    if kind in GENERATED:
+        path = workdir / f"{kind}-{variant}.html"
+        path.write_text(GENERATED[kind](int(variant)), encoding="utf-8")
         return path.as_uri()
     file, _, anchor = address.partition("#")
     return (DOCS / file).as_uri() + (f"#{anchor}" if anchor else "")

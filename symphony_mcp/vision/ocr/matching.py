@@ -16,7 +16,8 @@ Matches are ordered by one explicit key (`_ranking`), best first:
 2. case-exact before case-folded ("OPTIONS" before "options]" for the phrase "OPTIONS");
 3. on one line before a span onto another line, unless the span scores `WRAP_MARGIN` more than
    every one-line candidate: only then does the phrase really continue there;
-4. higher score (the similarity of the matched tokens, 0..100);
+4. higher score (the similarity of the matched tokens, 0..100, with glyphs OCR mixes up, I/l/1, O/0, S/5
+   and B/8, counted as the same: '0O8' for the label 'OOB' scores 100, though it is not exact);
 5. whole words before part of a word;
 6. verbatim (punctuation as in the phrase too) first;
 7. reading order, then fewer tokens.
@@ -47,6 +48,9 @@ _EQUIVALENT = str.maketrans(
 )
 _CONFUSABLE = ("Il1", "O0")
 _WITHOUT_CONFUSABLE = str.maketrans("", "", "".join(_CONFUSABLE))
+# Glyphs OCR mixes up, as one glyph each for the similarity score (after casefolding, so 'I' is 'i' there): a
+# label read with a 0 for an O still scores as that label, though only `_same` can make it exact.
+_LOOK_ALIKE = str.maketrans({"i": "l", "1": "l", "|": "l", "0": "o", "5": "s", "8": "b"})
 MIN_SCORE = 80.0
 WRAP_MARGIN = 10.0
 
@@ -139,6 +143,11 @@ def _same_glyph(expected: str, seen: str, k: int, keep_case: bool) -> bool:
     return len(around) == 2 and around.isalpha()
 
 
+def _for_score(text: str) -> str:
+    """Text as the similarity score compares it: casefolded, look-alike glyphs as one (same length)."""
+    return text.casefold().translate(_LOOK_ALIKE)
+
+
 def _letter_word(token: str) -> bool:
     """Letters only once the confusable glyphs are set aside (and not only those glyphs: '10' is a number)."""
     return token.translate(_WITHOUT_CONFUSABLE).isalpha()
@@ -199,7 +208,7 @@ class _Search:
         self.result = result
         self.phrase = phrase
         self.expected = _tokens(phrase)
-        self.target = " ".join(self.expected).casefold()
+        self.target = _for_score(" ".join(self.expected))
         self.min_score = min_score
         # A ratio is at most 2 * min(a, b) / (a + b) for texts of lengths a and b: far shorter or longer texts
         # cannot reach min_score, nor be exact (same length as the phrase).
@@ -217,7 +226,7 @@ class _Search:
             self.text += tokens
             self.word_of += [word.id] * len(tokens)
             self.hyphenated.append(clean.endswith("-"))
-        self.folded = [token.casefold() for token in self.text]
+        self.folded = [_for_score(token) for token in self.text]
         self.below = _lines_below(result)
         self.positions = {i: position for line in result.lines for position, i in enumerate(line.word_ids)}
         self.scores: dict[tuple[int, ...], float] = {}
@@ -304,7 +313,7 @@ class _Search:
         return self.scores[run]
 
     def _ratio(self, reading: Reading) -> float:
-        return fuzz.ratio(self.target, " ".join(reading).casefold())
+        return fuzz.ratio(self.target, _for_score(" ".join(reading)))
 
     def _exact_reading(self, run: tuple[int, ...], keep_case: bool) -> Reading | None:
         return next((r for r in self.readings(run) if _equal(self.expected, r, keep_case)), None)

@@ -7,13 +7,16 @@ of coloured labels read as nothing or as "@" and "&". Here every pixel is compar
 black on white; the rims between two backgrounds, straight rules and box outlines are dropped, and every
 remaining mark is stretched to full contrast. Text far apart (labels in a toolbar, mixed sizes) is cut into
 pieces, since one line of mixed sizes confuses Tesseract's line model, and short pieces of small text
-(a button's word, without context to lean on) are upscaled.
+(a button's word, without context to lean on) are upscaled. Text drawn without antialiasing (X core bitmap
+fonts, as in a default xterm) is upscaled smoothly to the glyph size Tesseract reads well, and solid blocks (a
+terminal's cursor) are dropped with the rules.
 
 Everything is a function of the crop's pixels alone, so the result stays deterministic and cacheable.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +34,8 @@ LINE_THICKNESS = 3  # marks at most this thick...
 LINE_LENGTH = 2.5  # ...and this many glyph heights long are rules
 OUTLINE_HEIGHT = 1.5  # marks this many glyph heights tall...
 OUTLINE_FILL = 0.35  # ...that fill this little of their box and enclose another mark are outlines
+SOLID_FILL = 0.95  # marks that fill this much of their box...
+SOLID_WIDTH = 0.4  # ...are at least this many times as wide as tall, and as tall as a glyph are solid blocks
 DOT_SIZE = 0.5  # marks at most this many glyph heights wide and tall are dots
 PIECE_GAP = 3.0  # blank columns this many glyph heights wide separate pieces...
 MIN_PIECE_GAP = 16  # ...and at least this many px
@@ -38,6 +43,8 @@ PIECE_PADDING = 6  # white margin around a piece
 SHORT_PIECE = 10  # a piece narrower than this many glyph heights is short...
 SMALL_GLYPHS = 12  # ...and upscaled when its glyphs are shorter than this (px)
 UPSCALE = 2
+SOFT_SHARE = 0.05  # text whose marks have fewer half-strength pixels than this share is drawn without antialiasing...
+BITMAP_GLYPH = 28  # ...(a bitmap font) and upscaled until its glyphs are about this tall (px)
 
 
 @dataclass(frozen=True)
@@ -54,16 +61,35 @@ def text_pieces(crop: Image.Image) -> list[Piece]:
     rgb = np.asarray(crop.convert("RGB"))
     grey = np.asarray(crop.convert("L"))
     ink, glyph = _clean(*_strength(rgb, grey))
+    bitmap = _bitmap(ink)
     pieces = []
     for start, end in _column_runs(ink, max(MIN_PIECE_GAP, PIECE_GAP * glyph)):
         left = max(0, start - PIECE_PADDING)
         part = ink[:, left : end + PIECE_PADDING]
         image = Image.fromarray(255 - np.round(part * 255).astype(np.uint8), "L")
-        scale = UPSCALE if glyph < SMALL_GLYPHS and end - start < SHORT_PIECE * glyph else 1
+        scale = _scale(glyph, end - start, bitmap)
         if scale > 1:
             image = image.resize((image.width * scale, image.height * scale), Image.Resampling.BICUBIC)
         pieces.append(Piece(image, left, scale))
     return pieces
+
+
+def _bitmap(ink: NDArray[np.float32]) -> bool:
+    """Whether the text is drawn without antialiasing (an X core bitmap font, as xterm's default `fixed`): its
+    marks are all full strength, with hardly any pixels of the soft edges smooth rendering gives."""
+    marked = np.count_nonzero(ink > 0.1)
+    soft = np.count_nonzero((ink > 0.25) & (ink < 0.75))
+    return bool(marked > 0 and soft < SOFT_SHARE * marked)
+
+
+def _scale(glyph: float, width: int, bitmap: bool) -> int:
+    """How many times a piece is upscaled. Tesseract's models learnt smooth glyphs about 30 px tall: a bitmap
+    font's jagged 6-9 px glyphs ('hello from' read as 'thello fran') read right once smoothly upscaled to about
+    BITMAP_GLYPH. Smooth small text is upscaled only in short pieces (a button's word, with no context to lean
+    on): in long lines the cost is not repaid."""
+    if bitmap and glyph > 0:  # glyph 0: faint marks only, none strong enough to measure
+        return max(1, math.ceil(BITMAP_GLYPH / glyph))
+    return UPSCALE if glyph < SMALL_GLYPHS and width < SHORT_PIECE * glyph else 1
 
 
 def _strength(rgb: NDArray[np.uint8], grey: NDArray[np.uint8]) -> tuple[NDArray[np.uint8], NDArray[np.bool_]]:
@@ -182,7 +208,7 @@ def _clean(strength: NDArray[np.uint8], darker: NDArray[np.bool_]) -> tuple[NDAr
     # outlines as letters, so they are left out of the estimate, and so are dots and rules.
     solid = (areas >= OUTLINE_FILL * heights * (boxes[:, 3] - boxes[:, 1])) & (heights > LINE_THICKNESS)
     glyph = max(float(np.median(heights[solid] if solid.any() else heights)), 3.0)
-    drop = np.concatenate([[True], _rules(boxes, glyph) | _ellipses(boxes, glyph)])
+    drop = np.concatenate([[True], _rules(boxes, glyph) | _ellipses(boxes, glyph) | _solid(boxes, areas, glyph)])
     marked = labels > 0
     weight = strength.astype(np.float64)
     dark = np.bincount(labels.ravel(), weights=(weight * darker).ravel(), minlength=count + 1)
@@ -210,6 +236,15 @@ def _rules(boxes: Boxes, glyph: float) -> NDArray[np.bool_]:
         (heights <= LINE_THICKNESS) & (widths >= LINE_LENGTH * glyph)
     )
     return np.asarray(long_thin, dtype=bool)
+
+
+def _solid(boxes: Boxes, areas: NDArray[np.int64], glyph: float) -> NDArray[np.bool_]:
+    """Filled rectangles a glyph tall or taller: a terminal's block cursor, a filled square. Left in, a cursor
+    under a word glues it into one tall blob with the word ('every' next to the cursor read as ':'); a glyph
+    never fills its box (a bold 'I' or 'l' does, but is far narrower than tall)."""
+    heights, widths = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+    solid = (areas >= SOLID_FILL * heights * widths) & (heights >= glyph) & (widths >= SOLID_WIDTH * heights)
+    return np.asarray(solid & (widths > LINE_THICKNESS), dtype=bool)
 
 
 def _outlines(boxes: Boxes, areas: NDArray[np.int64], glyph: float) -> list[int]:
