@@ -39,7 +39,7 @@ from symphony_mcp.bench.types import (
 )
 from symphony_mcp.config import load_settings
 from symphony_mcp.orchestrator.api import TaskOutcome
-from symphony_mcp.orchestrator.connection import serve_command
+from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
 from testkit.chromium import QUIET_ARGS, chromium_executable
 from testkit.model_server import ModelRequest, Reply, StandInModel
 from testkit.server_process import base_env
@@ -94,6 +94,9 @@ class FileTasks:
         path = self.path(environment, task)
         path.unlink(missing_ok=True)
         return f"[{task.task_id}] Type '{task.data['text']}' into a new editor on {path} and save it."
+
+    def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
+        return server
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
         path = self.path(environment, task)

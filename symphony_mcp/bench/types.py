@@ -117,6 +117,11 @@ class Adapter(Protocol):
         """Prepare the desktop as the task requires; returns the instruction the agent gets."""
         ...
 
+    def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
+        """How the task's server starts, after reset: `server` as is, or inside what reset prepared (OSWorld's
+        sandboxed environment runs it there, as its task user)."""
+        ...
+
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
         """Score the end state with the benchmark's own rules (after the agent's run)."""
         ...
