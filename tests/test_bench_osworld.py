@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import subprocess
 import sys
 import uuid
@@ -27,7 +28,7 @@ from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import RECORD, find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
-from symphony_mcp.bench.osworld.sandbox import Sandbox
+from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
 from symphony_mcp.bench.results import read_evaluation, task_dir
@@ -201,6 +202,7 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
     assert not isinstance(user, str), user
     sandbox = Sandbox.start(user, xdisplay.name)
     sandbox.wait_ready()
+    namespace = sandbox.namespace
     runner = SetupRunner(sandbox, tmp_path / "cache", (1920, 1080), open_timeout=20)
     try:
         # execute: placeholders filled, as `user` in its home, stdout saved into the task's cache; a failing
@@ -272,7 +274,7 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
     finally:
         sandbox.stop()
     # The launched terminal and xdg-open's viewer (launched by the open step) end with the environment.
-    assert subprocess.run(["pgrep", "-u", "user"], capture_output=True).returncode == 1
+    assert processes_in(namespace) == []
 
 
 # End to end through the runner and the real orchestrator loop.
@@ -559,20 +561,32 @@ async def test_what_a_task_does_to_the_machine_is_gone_at_the_next_reset(
     try:
         await adapter.reset(environment, tasks[LEAVER])
         wait_for(inside(adapter, "/tmp/alive"))  # the setup's background process runs, as the task user
-        process = subprocess.run(["pgrep", "-u", "user", "-f", "my_process"], capture_output=True, text=True)
-        assert process.returncode == 0, "the background process does not run as the task user"
+        namespace = adapter._sandboxes["env-0"].namespace
+        [process] = processes_in(namespace, "my_process.sh")
+        assert Path(f"/proc/{process}").stat().st_uid == pwd.getpwnam("user").pw_uid
         assert (await adapter.evaluate(environment, tasks[LEAVER], outcome)).value == 1.0  # all there, inside
+        # The task's root (through sudo) cannot reach the host: no mounts, no device nodes, no kernel knobs.
+        sandbox = adapter._sandboxes["env-0"]
+        for attack, refusal in (
+            ("echo 1 > /proc/sys/vm/drop_caches", "Read-only file system"),
+            ("mount -t tmpfs none /mnt", "permission denied"),
+            ("mknod /tmp/disk b 254 0", "Operation not permitted"),
+        ):
+            command = ["sh", "-c", f"echo password | sudo -S sh -c '{attack}'"]
+            done = subprocess.run(sandbox.command(command), env=sandbox.env(), capture_output=True, text=True)
+            assert done.returncode != 0 and refusal in done.stderr, (attack, done.stderr)
         assert not Path("/test").exists() and not canary.exists() and keep.read_text() == "host\n"
         await adapter.reset(environment, tasks[LOOKER])
         # The next attempt starts clean: sudo's /test, the file in /etc and the script are gone, the process ended.
-        assert subprocess.run(["pgrep", "-u", "user", "-f", "my_process"]).returncode == 1
+        assert processes_in(namespace) == [] and not Path(f"/proc/{process}").exists()
+        namespace = adapter._sandboxes["env-0"].namespace
         score = await adapter.evaluate(environment, tasks[LOOKER], outcome)
         assert score.value == 1.0, score.detail
     finally:
         await adapter.close()
         keep.unlink(missing_ok=True)
     assert not Path("/test").exists() and not canary.exists()
-    assert subprocess.run(["pgrep", "-u", "user"]).returncode == 1  # nothing of the environment outlives it
+    assert processes_in(namespace) == []  # nothing of the environment outlives it
 
 
 @needs_desktop_env

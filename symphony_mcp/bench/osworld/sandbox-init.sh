@@ -15,6 +15,10 @@ mkdir "$top/upper" "$top/work" "$top/root"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$top/upper,workdir=$top/work" "$top/root"
 root=$top/root
 mount -t proc proc "$root/proc"
+# The kernel's host-wide knobs stay read-only, as in a container: sysctls, sysrq (a reboot), IRQs, buses.
+for knob in sys sysrq-trigger irq bus fs; do
+  [ -e "$root/proc/$knob" ] && mount --bind -o ro "$root/proc/$knob" "$root/proc/$knob"
+done
 mount --bind -o ro /sys "$root/sys"
 mount -t tmpfs -o mode=0755,nosuid symphony-dev "$root/dev"
 for node in null zero full random urandom tty; do

@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,10 @@ DROPPED_CAPABILITIES = (
     "wake_alarm", "block_suspend",
 )  # fmt: skip
 START_SECONDS = 30.0
-UNSHARE = ("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child=SIGKILL", "--")
+STOP_SECONDS = 30.0
+# Its own mount, PID and host-name namespaces (a task's `hostnamectl` stays inside); the network and IPC are the
+# host's (the X server's shared memory needs the IPC namespace of Xvfb).
+UNSHARE = ("unshare", "--mount", "--propagation", "private", "--uts", "--pid", "--fork", "--kill-child=SIGKILL", "--")
 
 
 class SandboxError(SymphonyError):
@@ -71,6 +75,7 @@ class Sandbox:
     display: str
     init_pid: int
     process: subprocess.Popen[bytes]
+    namespace: str = ""  # its PID namespace, e.g. "pid:[4026532180]"
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)  # launched in the background
 
     @classmethod
@@ -101,6 +106,7 @@ class Sandbox:
             self.stop()
             raise SandboxError(f"the environment's sandbox has no single first process (found {children})")
         self.init_pid = int(children[0])
+        self.namespace = os.readlink(f"/proc/{self.init_pid}/ns/pid")
 
     def command(self, argv: Sequence[str], *, cwd: str | None = None, as_root: bool = False) -> list[str]:
         """`argv` run inside the environment, as the task user (or its root, as after sudo), from `cwd` (the
@@ -146,6 +152,11 @@ class Sandbox:
         for child in self.children:
             child.wait()  # their nsenter ends once the namespace is gone
         self.children.clear()
+        deadline = time.monotonic() + STOP_SECONDS  # SIGKILL is delivered when each process next runs
+        while self.namespace and processes_in(self.namespace) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.namespace and processes_in(self.namespace):
+            log.warning("environment processes %s outlived their sandbox", processes_in(self.namespace))
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
@@ -156,3 +167,17 @@ def _shown_from_root() -> list[str]:
     one-liners run with it as the task user, in an environment whose /root is otherwise empty."""
     prefix = Path(sys.base_prefix).resolve()
     return [str(prefix)] if prefix.is_relative_to("/root") else []
+
+
+def processes_in(namespace: str, name: str = "") -> list[int]:
+    """The live processes of a PID namespace (a zombie has none), optionally those whose command line holds `name`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or os.readlink(entry / "ns" / "pid") != namespace:
+                continue
+            if name in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:  # ended meanwhile
+            continue
+    return found
