@@ -187,6 +187,36 @@ def test_metrics_load_one_module_without_torch_and_print_nothing_to_stdout() -> 
     assert done.stderr.endswith("(1.0, 1.0) []")
 
 
+def test_a_metric_module_failing_at_import_skips_its_tasks_with_the_reason(task_user: str, tmp_path: Path) -> None:
+    """Not only ImportError: torchvision's CUDA build beside CPU torch raises RuntimeError when imported (issue 23
+    item 4). A desktop_env package of one such metric module stands in for the installed one."""
+    metrics = tmp_path / "desktop_env" / "evaluators" / "metrics"
+    metrics.mkdir(parents=True)
+    for package in (tmp_path / "desktop_env", tmp_path / "desktop_env" / "evaluators"):
+        (package / "__init__.py").write_text("")
+    (metrics / "__init__.py").write_text("from .docs import compare_docx_files\nfrom .general import exact_match\n")
+    (metrics / "docs.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
+    (metrics / "general.py").write_text(
+        "def exact_match(result, rules):\n    return float(result == rules['expected'])\n"
+    )
+    code = (
+        "import json, sys\n"
+        "from symphony_mcp.bench.osworld.tasks import load_tasks, skip_reason\n"
+        "from tests.test_bench_osworld import TASKS, host\n"
+        "task = next(t for t in load_tasks(TASKS) if t['id'].startswith('e0df059f'))\n"
+        "docx = {**task, 'evaluator': {**task['evaluator'], 'func': 'compare_docx_files'}}\n"
+        "print(json.dumps([skip_reason(docx, host()), skip_reason(task, host())]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    broken, fine = json.loads(done.stdout.splitlines()[-1])
+    assert broken == (
+        "OSWorld's metric module docs fails to import here: RuntimeError: operator torchvision::nms does not exist"
+    )
+    assert fine is None  # a task whose metric module imports is listed runnable
+
+
 def windows(display: str) -> list[WindowInfo]:
     manager = X11WindowManager(display)
     try:
