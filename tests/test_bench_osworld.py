@@ -162,6 +162,7 @@ def test_adapter_lists_the_default_subset_and_selections(monkeypatch: pytest.Mon
     assert [t.domain for t in adapter.list_tasks(TaskFilter())] == ["os"] * 31
     [task] = adapter.list_tasks(TaskFilter(task_ids=(PYTHON3,)))
     assert task.benchmark == "osworld" and task.instruction and "Python3" in task.instruction
+    assert task.infeasible and not adapter.list_tasks(TaskFilter(task_ids=(RENAME,)))[0].infeasible
     assert adapter.list_tasks(TaskFilter(domains=("chrome",))) == []
     monkeypatch.delenv("OSWORLD_TASKS", raising=False)
     with pytest.raises(OSWorldError, match="set OSWORLD_TASKS to OSWorld's evaluation_examples/examples"):

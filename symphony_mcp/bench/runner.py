@@ -51,6 +51,8 @@ class Plan:
     pending: list[BenchTask]
     earlier: list[TaskEvaluation]
     skipped: list[BenchTask]
+    title: str = ""  # the benchmark's own name
+    infeasible: int = 0  # runnable tasks (pending or earlier) whose right answer is to say they cannot be done
 
 
 @dataclass
@@ -79,7 +81,8 @@ def make_plan(adapter: Adapter, selection: TaskFilter, results: Path, force: boo
             earlier.append(evaluation)
         else:
             pending.append(task)
-    return Plan(adapter.name, pending, earlier, skipped)
+    infeasible = sum(t.infeasible for t in tasks if t.skip_reason is None)
+    return Plan(adapter.name, pending, earlier, skipped, adapter.title, infeasible)
 
 
 async def run_local(

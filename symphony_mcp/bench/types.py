@@ -34,6 +34,7 @@ class BenchTask:
     task_id: str  # unique within the benchmark; a directory name (limits.TASK_ID_PATTERN)
     instruction: str | None = None  # when known before reset (OSWorld); None when reset makes it (MiniWoB++)
     skip_reason: str | None = None  # listed but not runnable here (network, GNOME, proprietary app): why
+    infeasible: bool = False  # the right answer is to say it cannot be done (OSWorld's "infeasible" tasks)
     data: dict[str, Any] = field(default_factory=dict)  # the adapter's own (the task JSON, a seed)
 
 
@@ -104,6 +105,7 @@ class Adapter(Protocol):
     """A benchmark. The runner calls setup once per environment, then reset -> run -> evaluate per task."""
 
     name: str
+    title: str  # the benchmark's own name, as its summary names it (e.g. "OSWorld")
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         """The tasks selected, skipped ones included (with skip_reason), in a stable order."""

@@ -35,6 +35,7 @@ class MiniWobAdapter:
     """
 
     name = BENCHMARK
+    title = "MiniWoB++"
 
     def __init__(self, *, seeds: int = 1, zoom: float = DEFAULT_ZOOM, browser: Path | None = None) -> None:
         if seeds < 1:

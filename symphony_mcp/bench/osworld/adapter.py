@@ -51,6 +51,7 @@ class OSWorldError(SymphonyError):
 
 class OSWorldAdapter:
     name = BENCHMARK
+    title = "OSWorld"
 
     def __init__(
         self,
