@@ -620,6 +620,26 @@ async def test_what_a_task_does_to_the_machine_is_gone_at_the_next_reset(
     assert processes_in(namespace) == []  # nothing of the environment outlives it
 
 
+def test_an_environment_ends_with_a_runner_killed_by_sigkill(task_user: str, xdisplay: Any) -> None:
+    """A runner that dies without cleaning up (SIGKILL, the OOM killer) leaves no environment behind."""
+    code = (
+        "import sys, time\n"
+        "from symphony_mcp.bench.osworld.account import find_task_user\n"
+        "from symphony_mcp.bench.osworld.sandbox import Sandbox\n"
+        f"sandbox = Sandbox.start(find_task_user('user', 'password'), {xdisplay.name!r})\n"
+        "sandbox.wait_ready()\n"
+        "print(sandbox.namespace, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert runner.stdout is not None
+    namespace = runner.stdout.readline().strip()
+    assert namespace.startswith("pid:") and processes_in(namespace)
+    runner.kill()
+    runner.wait()
+    wait_for(lambda: not processes_in(namespace), timeout=30)
+
+
 @needs_desktop_env
 async def test_two_environments_side_by_side_each_have_their_own_home(
     task_user: str, xdisplay: Any, tmp_path: Path

@@ -50,4 +50,6 @@ cd /
 umount -l /.old-root
 rmdir /.old-root
 echo ready
-exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all sleep infinity >/dev/null
+# PDEATHSIG again: a change of uid clears the one unshare --kill-child set, and it ends the environment with unshare.
+exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all --pdeathsig=KILL \
+  sleep infinity >/dev/null

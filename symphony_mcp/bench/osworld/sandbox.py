@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,15 @@ class Sandbox:
             raise SandboxError(problem)
         socket = f"/tmp/.X11-unix/X{display.lstrip(':').split('.')[0]}"
         process = subprocess.Popen(
-            [*UNSHARE, "/bin/sh", str(SANDBOX_INIT), socket if Path(socket).exists() else "", *_shown_from_root()],
+            [
+                # A runner killed by SIGKILL takes its environments with it (unshare --fork ignores SIGTERM).
+                *tied_to_this_process("KILL"),
+                *UNSHARE,
+                "/bin/sh",
+                str(SANDBOX_INIT),
+                socket if Path(socket).exists() else "",
+                *_shown_from_root(),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
