@@ -30,7 +30,7 @@ from symphony_mcp.bench.osworld.account import RECORD, find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
-from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
+from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason, to_bench_task
 from symphony_mcp.bench.results import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
 from symphony_mcp.bench.types import BenchTask, Environment, TaskEvaluation, TaskFilter
@@ -154,6 +154,9 @@ def test_listing_holds_only_tasks_and_names_the_live_web(tmp_path: Path) -> None
     reason = skip_reason(tasks[0], host()) or ""
     assert reason.startswith("needs the live web (its evaluation or inputs come from live sites"), reason
     assert "live web" not in (skip_reason(tasks[1], host()) or "")
+    # A JSON this adapter cannot read (two of OSWorld's vlc tasks have a string evaluator) is listed with why.
+    odd = to_bench_task({**tasks[1], "evaluator": "not a dict"}, host())
+    assert not odd.infeasible and (odd.skip_reason or "").startswith("the task JSON is not in the format")
 
 
 @needs_desktop_env

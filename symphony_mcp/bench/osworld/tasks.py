@@ -182,7 +182,7 @@ def to_bench_task(data: dict[str, Any], host: Host) -> BenchTask:
         task_id=data["id"],
         instruction=data["instruction"],
         skip_reason=reason,
-        infeasible=(data.get("evaluator") or {}).get("func") == INFEASIBLE,
+        infeasible=isinstance(evaluator := data.get("evaluator"), dict) and evaluator.get("func") == INFEASIBLE,
         data=data,
     )
 
