@@ -5,7 +5,8 @@ endpoint and any setting apply. An adapter only knows its benchmark: which tasks
 desktop of one environment for a task, and how the benchmark itself scores the end state.
 
 An environment is one parallel slot: its own X display (Xvfb) and working folder; the runner spawns a
-symphony-mcp server on that display for each task (`Environment.server`). Adapters act on the display named
+symphony-mcp server on that display for each task (`Environment.server`, as `Adapter.server` says: OSWorld's
+adapter starts it inside the environment's sandbox, as the task user). Adapters act on the display named
 in `Environment.display` (setting DISPLAY for the programs they start), never on the runner's own.
 """
 
