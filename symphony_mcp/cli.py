@@ -431,7 +431,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
     overall = summary.overall
     rate = "—" if overall.success_rate is None else f"{overall.success_rate:.1%}"
     print(
-        f"{summary.benchmark}: {overall.successes}/{overall.finished} succeeded ({rate}), "
+        f"{summary.scope or summary.benchmark}: {overall.successes}/{overall.finished} succeeded ({rate}), "
         f"{len(summary.skipped)} skipped, {summary.ran_now} run now; {path}"
     )
     print(write_bench_report(path.parent))

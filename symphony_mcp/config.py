@@ -483,8 +483,11 @@ class CodeSettings(BaseModel):
     )
     network: bool = Field(False, description="let code use the network (default: no network at all)")
     display: bool = Field(False, description="pass DISPLAY (and the X socket) so code can drive GUI tools")
-    backend: Literal["auto", "bwrap", "unshare"] = Field(
-        "auto", description="confinement: auto = bubblewrap, else unshare namespaces"
+    backend: Literal["auto", "bwrap", "unshare", "none"] = Field(
+        "auto",
+        description="confinement: auto = bubblewrap, else unshare namespaces; none = the server's own rights, "
+        "for a server that runs inside a sandbox already (an OSWorld environment, where code may do what it can in "
+        "OSWorld's VM)",
     )
     allow_unconfined: bool = Field(
         False, description="run code with the server user's full rights when no confinement works (else refuse)"

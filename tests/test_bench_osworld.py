@@ -1,7 +1,8 @@
 """OSWorld offline: OSWorld's own `os` task JSONs (tests/data/osworld), set up on a real Xvfb desktop as the
-task user, run by the real orchestrator loop (a stand-in planner over real HTTP, the real server spawned on
-the environment's display, a real xterm the planner opens and types into) through the benchmark runner, and
-scored by OSWorld's own metric functions from desktop-env.
+task user inside each environment's sandbox, run by the real orchestrator loop (a stand-in planner and Coder
+over real HTTP, the real server spawned inside the environment, a real xterm the planner opens and types into)
+through the benchmark runner, and scored by OSWorld's own metric functions from desktop-env. What a task does
+to the machine (sudo into /, background processes) is checked to stay inside and end at the next reset.
 
 The task user `user` is made by `symphony-mcp osworld-user` for the session and removed after it (when this
 process is root and it did not exist); without root or desktop-env the tests that need them are skipped.
@@ -9,13 +10,14 @@ process is root and it did not exist); without root or desktop-env the tests tha
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
+import pwd
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +29,9 @@ from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import RECORD, find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
+from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
-from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason
-from symphony_mcp.bench.osworld.turns import HomeTurns, turn_file
+from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason, to_bench_task
 from symphony_mcp.bench.results_layout import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
 from symphony_mcp.bench.types import BenchTask, Environment, TaskEvaluation, TaskFilter
@@ -41,6 +43,7 @@ from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
 from tests.conftest import wait_for
+from tests.test_code_agent import CODER, said
 from tests.test_orchestrator import PLANNER, act
 
 pytestmark = pytest.mark.anyio
@@ -96,11 +99,25 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
     reasons = {key: skip_reason(task, here) for key, task in tasks.items()}
     runnable = sorted(key for key, reason in reasons.items() if reason is None)
     assert runnable == ["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f"]
-    assert reasons["0b35aee5"] == "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE)"
+    # Every reason a task cannot run, not only the first.
+    assert reasons["0b35aee5"] == (
+        "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE); "
+        "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal); "
+        "getter 'calc_insensitive_md5' is not available locally (needs the VM's apps or services); "
+        "needs the network (installs packages; Debian's archive or PyPI does not answer here)"
+    )
     assert reasons["13584542"] and "GNOME Terminal" in reasons["13584542"]
     assert reasons["3ce045a0"] == "needs GNOME (gsettings / GNOME Shell)"
     assert reasons["28cc3b7e"] and "PulseAudio" in reasons["28cc3b7e"]
-    assert reasons["6ebbfb01"] == "needs the network (installs packages)"
+    assert reasons["6ebbfb01"] == (
+        "needs the network (installs packages; Debian's archive or PyPI does not answer here); "
+        "needs systemd (timedatectl, loginctl...), which is not running here"
+    )
+    # Where Debian's archive and PyPI answer, apt-get / pip install is no reason (systemd still is).
+    with_registries = replace(here, registries=True)
+    assert skip_reason(tasks["6ebbfb01"], with_registries) == (
+        "needs systemd (timedatectl, loginctl...), which is not running here"
+    )
     assert reasons["b6781586"] and "systemd" in reasons["b6781586"]
     assert reasons["765d2b74"] == "the benchmark gives this task no evaluator (func is empty)"
     assert reasons["94d95f96"] and "Spotify" in reasons["94d95f96"]
@@ -116,7 +133,31 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
     # Without the account, every runnable task says how to make it.
     nobody = Host(None, "the task account 'user' does not exist: create it", lambda _: True, False, True)
     assert skip_reason(tasks["e0df059f"], nobody) == "the task account 'user' does not exist: create it"
-    assert skip_reason(tasks["3ce045a0"], nobody) == "needs GNOME (gsettings / GNOME Shell)"  # the task's own first
+    assert skip_reason(tasks["3ce045a0"], nobody) == (
+        "needs GNOME (gsettings / GNOME Shell); the task account 'user' does not exist: create it"
+    )
+
+
+@needs_desktop_env
+def test_listing_holds_only_tasks_and_names_the_live_web(tmp_path: Path) -> None:
+    """template.json and a Linux task's Windows variant (`<id>-win.json`, same id) are not tasks of the set; a task
+    whose JSON does not say it needs the live web but does (RESEARCH-NEXT §7) says so."""
+    rename = json.loads((TASKS / "os" / f"{RENAME}.json").read_text())
+    (tmp_path / "os").mkdir()
+    (tmp_path / "os" / f"{RENAME}.json").write_text(json.dumps(rename))
+    (tmp_path / "os" / f"{RENAME}-win.json").write_text(json.dumps({**rename, "snapshot": "windows"}))
+    (tmp_path / "template.json").write_text(json.dumps({**rename, "id": "", "instruction": ""}))
+    live = "68a25bd4-59c7-4f4d-975e-da0c8509c848"
+    (tmp_path / "multi_apps").mkdir()
+    (tmp_path / "multi_apps" / f"{live}.json").write_text(json.dumps({**rename, "id": live}))
+    tasks = load_tasks(tmp_path)
+    assert [(t["_domain"], t["id"]) for t in tasks] == [("multi_apps", live), ("os", RENAME)]
+    reason = skip_reason(tasks[0], host()) or ""
+    assert reason.startswith("needs the live web (its evaluation or inputs come from live sites"), reason
+    assert "live web" not in (skip_reason(tasks[1], host()) or "")
+    # A JSON this adapter cannot read (two of OSWorld's vlc tasks have a string evaluator) is listed with why.
+    odd = to_bench_task({**tasks[1], "evaluator": "not a dict"}, host())
+    assert not odd.infeasible and (odd.skip_reason or "").startswith("the task JSON is not in the format")
 
 
 @needs_desktop_env
@@ -125,6 +166,7 @@ def test_adapter_lists_the_default_subset_and_selections(monkeypatch: pytest.Mon
     assert [t.domain for t in adapter.list_tasks(TaskFilter())] == ["os"] * 31
     [task] = adapter.list_tasks(TaskFilter(task_ids=(PYTHON3,)))
     assert task.benchmark == "osworld" and task.instruction and "Python3" in task.instruction
+    assert task.infeasible and not adapter.list_tasks(TaskFilter(task_ids=(RENAME,)))[0].infeasible
     assert adapter.list_tasks(TaskFilter(domains=("chrome",))) == []
     monkeypatch.delenv("OSWORLD_TASKS", raising=False)
     with pytest.raises(OSWorldError, match="set OSWORLD_TASKS to OSWorld's evaluation_examples/examples"):
@@ -150,6 +192,36 @@ def test_metrics_load_one_module_without_torch_and_print_nothing_to_stdout() -> 
     assert done.stderr.endswith("(1.0, 1.0) []")
 
 
+def test_a_metric_module_failing_at_import_skips_its_tasks_with_the_reason(task_user: str, tmp_path: Path) -> None:
+    """Not only ImportError: torchvision's CUDA build beside CPU torch raises RuntimeError when imported (issue 23
+    item 4). A desktop_env package of one such metric module stands in for the installed one."""
+    metrics = tmp_path / "desktop_env" / "evaluators" / "metrics"
+    metrics.mkdir(parents=True)
+    for package in (tmp_path / "desktop_env", tmp_path / "desktop_env" / "evaluators"):
+        (package / "__init__.py").write_text("")
+    (metrics / "__init__.py").write_text("from .docs import compare_docx_files\nfrom .general import exact_match\n")
+    (metrics / "docs.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
+    (metrics / "general.py").write_text(
+        "def exact_match(result, rules):\n    return float(result == rules['expected'])\n"
+    )
+    code = (
+        "import json, sys\n"
+        "from symphony_mcp.bench.osworld.tasks import load_tasks, skip_reason\n"
+        "from tests.test_bench_osworld import TASKS, host\n"
+        "task = next(t for t in load_tasks(TASKS) if t['id'].startswith('e0df059f'))\n"
+        "docx = {**task, 'evaluator': {**task['evaluator'], 'func': 'compare_docx_files'}}\n"
+        "print(json.dumps([skip_reason(docx, host()), skip_reason(task, host())]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    broken, fine = json.loads(done.stdout.splitlines()[-1])
+    assert broken == (
+        "OSWorld's metric module docs fails to import here: RuntimeError: operator torchvision::nms does not exist"
+    )
+    assert fine is None  # a task whose metric module imports is listed runnable
+
+
 def windows(display: str) -> list[WindowInfo]:
     manager = X11WindowManager(display)
     try:
@@ -163,8 +235,10 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
 ) -> None:
     user = find_task_user(task_user, "password")
     assert not isinstance(user, str), user
-    user.restore_home()
-    runner = SetupRunner(user, xdisplay.name, tmp_path / "cache", (1920, 1080), open_timeout=20)
+    sandbox = Sandbox.start(user, xdisplay.name)
+    sandbox.wait_ready()
+    namespace = sandbox.namespace
+    runner = SetupRunner(sandbox, tmp_path / "cache", (1920, 1080), open_timeout=20)
     try:
         # execute: placeholders filled, as `user` in its home, stdout saved into the task's cache; a failing
         # command does not stop the setup (OSWorld logs it); `until` runs the command again until it matches.
@@ -185,8 +259,9 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
             ]
         )
         assert (tmp_path / "cache" / "who.txt").read_text() == "960 user /home/user\n"
-        assert (user.home / "n").read_text() == "3\n"
-        assert (user.home / "Desktop" / "made").stat().st_uid == user.uid  # ~/ expanded, made by `user`
+        assert sandbox.read_file("/home/user/n") == b"3\n"
+        owner = subprocess.run(sandbox.command(["stat", "-c", "%U", "Desktop/made"]), capture_output=True, text=True)
+        assert owner.stdout == "user\n"  # ~/ expanded, made by `user`
         # launch (not waited for), then a verification that waits for its window; activate_window matches a
         # part of the title whatever its case, close_window the whole title (strict).
         runner.run(
@@ -206,11 +281,9 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
         # open: xdg-open as `user` (its own default app for text, a terminal titled with the file), then the
         # window whose title holds the file name is waited for and activated.
         viewer = "[Desktop Entry]\nType=Application\nName=Viewer\nExec=xterm -T %f -e sleep 600\nMimeType=text/plain;\n"
-        (user.home / ".local/share/applications").mkdir(parents=True)
-        (user.home / ".local/share/applications/viewer.desktop").write_text(viewer)
-        (user.home / ".config").mkdir(exist_ok=True)
-        (user.home / ".config/mimeapps.list").write_text("[Default Applications]\ntext/plain=viewer.desktop\n")
-        (user.home / "Desktop/notes.txt").write_text("notes\n")
+        sandbox.write_file("/home/user/.local/share/applications/viewer.desktop", viewer.encode())
+        sandbox.write_file("/home/user/.config/mimeapps.list", b"[Default Applications]\ntext/plain=viewer.desktop\n")
+        sandbox.write_file("/home/user/Desktop/notes.txt", b"notes\n")
         runner.run([{"type": "open", "parameters": {"path": "~/Desktop/notes.txt"}}])
         assert any(w.title.endswith("notes.txt") and w.active for w in windows(xdisplay.name))
         # Steps OSWorld treats as fatal, and unknown ones, stop the setup with the reason.
@@ -232,64 +305,11 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
             runner.run([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["about:blank"]}}])
         with pytest.raises(SetupError, match=r"application or file not found: ~/Desktop/absent\.txt"):
             runner.run([{"type": "open", "parameters": {"path": "~/Desktop/absent.txt"}}])
+        assert not Path("/home/user/Desktop/made").exists()  # all of it happened inside the environment
     finally:
-        runner.end_launched()
-    # The launched terminal and xdg-open's viewer (launched by the open step) are ended with their sessions.
-    wait_for(lambda: subprocess.run(["pgrep", "-u", "user"], capture_output=True).returncode == 1)
-
-
-XTERM_LEFT = ["xterm", "-T", "Left Over", "-e", "sleep", "600"]
-
-
-def turn_taken(path: Path) -> bool:
-    """Whether some environment holds the home (a probe's own lock attempt fails)."""
-    probe = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(probe)
-    return False
-
-
-async def test_environments_take_turns_on_the_home_across_processes(tmp_path: Path) -> None:
-    path = tmp_path / "turn.lock"
-    first, second = HomeTurns(path), HomeTurns(path)  # as two processes have (each its own open file)
-    await first.take("env-0")
-    assert turn_taken(path)
-    async with anyio.create_task_group() as group:
-        group.start_soon(second.take, "env-1")
-        await anyio.wait_all_tasks_blocked()  # env-1 tried and now waits
-        assert "env-1" not in second._held
-        first.give("env-0")
-    assert "env-1" in second._held and turn_taken(path)
-    second.give_all()
-    assert not turn_taken(path)
-
-
-@needs_desktop_env
-async def test_reset_closes_what_was_left_and_holds_the_home_until_evaluate(
-    task_user: str, xdisplay: Any, tmp_path: Path
-) -> None:
-    adapter = OSWorldAdapter(TASKS)
-    [task] = adapter.list_tasks(TaskFilter(task_ids=(PYTHON3,)))
-    environment = Environment("env-0", xdisplay.name, tmp_path, SpawnServer())
-    # What the last task left open is closed, as a VM revert would (here: a terminal the agent opened).
-    left = subprocess.Popen(
-        ["xterm", "-T", "Left Over", "-e", "sleep", "600"], env={**os.environ, "DISPLAY": xdisplay.name}
-    )
-    try:
-        wait_for(lambda: any(w.title == "Left Over" for w in windows(xdisplay.name)))
-        await adapter.reset(environment, task)
-        assert left.wait(timeout=10) is not None and not any(w.title == "Left Over" for w in windows(xdisplay.name))
-    finally:
-        left.kill()
-    assert turn_taken(turn_file("user"))
-    record = RunRecord(task_id=task.task_id, instruction="x", started_at=0.0, max_steps=1, outcome="success")
-    score = await adapter.evaluate(environment, task, TaskOutcome(task.task_id, "success", False, tmp_path, record, []))
-    assert score.value == 0.0 and not turn_taken(turn_file("user"))
-    await adapter.close()
+        sandbox.stop()
+    # The launched terminal and xdg-open's viewer (launched by the open step) end with the environment.
+    assert processes_in(namespace) == []
 
 
 # End to end through the runner and the real orchestrator loop.
@@ -336,12 +356,12 @@ async def run(adapter: OSWorldAdapter, settings: Settings, results: Path, *ids: 
     return evaluations
 
 
-def in_xterm(command: str, finished: Path) -> list[Answer]:
-    """Open a terminal, type the command, press Enter; say done once the screen would show it has run (the
-    file it makes is there: a real planner would see the prompt come back)."""
+def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
+    """Open a terminal, type the command, press Enter; say done once the screen would show it has run (what it
+    makes is there, inside the environment: a real planner would see the prompt come back)."""
 
     def done() -> str:
-        wait_for(finished.exists, timeout=20)
+        wait_for(finished, timeout=20)
         return act("done()", "The command has run.")
 
     return [
@@ -352,9 +372,21 @@ def in_xterm(command: str, finished: Path) -> list[Answer]:
     ]
 
 
-def rename_in_xterm(target: str) -> list[Answer]:
+def inside(adapter: OSWorldAdapter, path: str, environment: str = "env-0") -> Callable[[], bool]:
+    """Whether `path` exists in the environment's sandbox (as the task user sees it)."""
+
+    def check() -> bool:
+        sandbox = adapter._sandboxes.get(environment)
+        if sandbox is None:
+            return False
+        return subprocess.run(sandbox.command(["test", "-e", path]), env=sandbox.env()).returncode == 0
+
+    return check
+
+
+def rename_in_xterm(adapter: OSWorldAdapter, target: str) -> list[Answer]:
     desktop = "/home/user/Desktop"
-    return in_xterm(f"mv {desktop}/todo_list_Jan_1 {desktop}/{target}", Path(desktop) / target)
+    return in_xterm(f"mv {desktop}/todo_list_Jan_1 {desktop}/{target}", inside(adapter, f"{desktop}/{target}"))
 
 
 def offline_cache(folder: Path, *task_files: Path) -> Path:
@@ -371,6 +403,7 @@ def offline_cache(folder: Path, *task_files: Path) -> Path:
 
 
 @needs_desktop_env
+@pytest.mark.timeout(600)  # a dozen runs of the real loop on a loaded 2-core machine
 async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     task_user: str, xdisplay: Any, stand_in: StandInModel, tmp_path: Path
 ) -> None:
@@ -388,16 +421,17 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     # into): 1 by OSWorld's exact_match. An infeasible task: fail() scores 1; done() on another scores 0.
     trash, desktop = "/home/user/.local/share/Trash/files", "/home/user/Desktop"
     agent.plans = {
-        RENAME: rename_in_xterm("todo_list_Jan_2"),
+        RENAME: rename_in_xterm(adapter, "todo_list_Jan_2"),
         PYTHON3: [act('fail(reason="Ubuntu keeps python3 as python3; changing the default breaks the system")')],
         HIERARCHY: [act("done()")],
-        TRASH: in_xterm(f"mv {trash}/poster_party_night.webp {desktop}/", Path(desktop, "poster_party_night.webp")),
+        TRASH: in_xterm(
+            f"mv {trash}/poster_party_night.webp {desktop}/", inside(adapter, f"{desktop}/poster_party_night.webp")
+        ),
         PHOTOS: in_xterm(
             f"find {desktop}/photos -name '*.jpg' -exec cp {{}} {desktop}/cpjpg/ \\; ; touch /tmp/osworld-copied",
-            Path("/tmp/osworld-copied"),
+            inside(adapter, "/tmp/osworld-copied"),
         ),
     }
-    Path("/tmp/osworld-copied").unlink(missing_ok=True)
     scored = await run(adapter, settings, results, RENAME, PYTHON3, HIERARCHY, TRASH, PHOTOS)
     # Two tasks made runnable by the offline copy of OSWorld's download cache: the poster restored from the
     # trash (exact_match on a shell test), the .jpg files copied (check_moved_jpgs on list_directory's tree).
@@ -424,10 +458,9 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     assert scored[HIERARCHY].score == 1.0
     assert (scored[TRASH].score, scored[PHOTOS].score) == (0.0, 0.0), (scored[TRASH], scored[PHOTOS])
 
-    agent.plans = {RENAME: rename_in_xterm("todo_list_Jan_3")}
+    agent.plans = {RENAME: rename_in_xterm(adapter, "todo_list_Jan_3")}  # done() waits for the wrong rename
     scored = await run(adapter, settings, results, RENAME)
     assert (scored[RENAME].score, scored[RENAME].outcome, scored[RENAME].failure) == (0.0, "unverified", "scored_zero")
-    assert Path("/home/user/Desktop/todo_list_Jan_3").is_dir()  # the wrong rename did happen
 
     # Runs that end in "fail" without the planner's fail(): no usable action on the last step. An infeasible
     # task scores 1 only for fail() itself; fail() on a feasible task scores 0, as in OSWorld.
@@ -438,3 +471,204 @@ async def test_os_tasks_score_by_osworlds_metrics_through_the_runner(
     assert scored[PYTHON3].detail == "infeasible task: the agent did not say fail"
     assert (scored[RENAME].score, scored[RENAME].outcome) == (0.0, "fail")
     assert scored[RENAME].detail == "the agent said fail on a feasible task"
+
+
+# Each environment is a machine of its own: the held-out failure, what a task leaves behind, two side by side.
+
+TODO_GUI, TODO_CODER, TODO_IDLE = (f"0d0d0d0d-0000-4000-8000-00000000000{n}" for n in (1, 2, 3))
+LEAVER, LOOKER = "1e1e1e1e-0000-4000-8000-000000000001", "1e1e1e1e-0000-4000-8000-000000000002"
+MOVED = "[ -f ~/Desktop/done/todo.txt ] && [ ! -e ~/Desktop/todo.txt ] && echo moved"
+
+
+def os_task(folder: Path, task_id: str, instruction: str, config: list[dict[str, Any]], check: str, want: str) -> None:
+    """A task JSON in OSWorld's format (setup steps; exact_match on a shell command run as the task user)."""
+    task = {
+        "id": task_id,
+        "snapshot": "os",
+        "instruction": instruction,
+        "source": "symphony-mcp tests",
+        "config": config,
+        "related_apps": ["os"],
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": check, "shell": True},
+            "expected": {"type": "rule", "rules": {"expected": want}},
+        },
+    }
+    (folder / "os").mkdir(parents=True, exist_ok=True)
+    (folder / "os" / f"{task_id}.json").write_text(json.dumps(task), encoding="utf-8")
+
+
+def todo_tasks(folder: Path) -> Path:
+    """The issue's held-out failure: move ~/Desktop/todo.txt into ~/Desktop/done/ (made by the setup, as `user`)."""
+    make = {
+        "type": "execute",
+        "parameters": {"command": "mkdir -p ~/Desktop/done && echo milk > ~/Desktop/todo.txt", "shell": True},
+    }
+    for task_id, how in ((TODO_GUI, "in a terminal"), (TODO_CODER, "with code"), (TODO_IDLE, "somehow")):
+        instruction = f"Move todo.txt on my Desktop into the folder done on the Desktop ({how})."
+        os_task(folder, task_id, instruction, [make], MOVED, "moved\n")
+    return folder
+
+
+@needs_desktop_env
+@pytest.mark.timeout(300)  # three runs of the real loop
+async def test_the_agent_is_the_task_user_in_its_terminal_and_its_coder(
+    task_user: str, xdisplay: Any, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    adapter = OSWorldAdapter(todo_tasks(tmp_path / "tasks"))
+    tasks = {t.task_id: t for t in adapter.list_tasks(TaskFilter(everything=True))}
+    planner = Planner({task_id: str(task.instruction) for task_id, task in tasks.items()})
+    coder = [
+        said("Move the file with ~ paths.", "bash", "mv ~/Desktop/todo.txt ~/Desktop/done/ && ls ~/Desktop/done"),
+        "todo.txt is in done.\nDONE",
+        "Moved ~/Desktop/todo.txt into ~/Desktop/done/.",
+    ]
+
+    def answer(request: ModelRequest) -> str:
+        return coder.pop(0) if request.body["model"] == CODER else planner(request)
+
+    stand_in.script(default=answer)
+    endpoint = {"base_url": stand_in.url, "backoff_seconds": 0.05, "max_retries": 0}
+    settings = load_settings(
+        models={"orchestrator": {**endpoint, "model": PLANNER}, "coder": {**endpoint, "model": CODER}},
+        orchestrator={"max_steps": 5, "reflection": False},
+        ocr={"warm_up": False},
+    )
+    planner.plans = {
+        TODO_GUI: in_xterm(
+            "mv ~/Desktop/todo.txt ~/Desktop/done/", inside(adapter, "/home/user/Desktop/done/todo.txt")
+        ),
+        TODO_CODER: [
+            act('call_code_agent(task="Move ~/Desktop/todo.txt into ~/Desktop/done/")', "Code moves it."),
+            act("done()", "The coder moved it."),
+        ],
+        TODO_IDLE: [act("done()")],
+    }
+    scored = await run(adapter, settings, tmp_path / "results", TODO_GUI, TODO_CODER, TODO_IDLE)
+    # ~ is /home/user for the terminal the agent opened and for the Coder's code, as in OSWorld's VM; doing
+    # nothing scores 0.
+    assert (scored[TODO_GUI].score, scored[TODO_CODER].score, scored[TODO_IDLE].score) == (1.0, 1.0, 0.0), scored
+    assert "exact_match('moved\\n') = 1" in scored[TODO_CODER].detail
+    assert not coder  # the Coder ran (its block, its verdict, its summary)
+    assert not Path("/home/user/Desktop/done").exists()  # nothing of it reached the host's home
+
+
+@needs_desktop_env
+async def test_what_a_task_does_to_the_machine_is_gone_at_the_next_reset(
+    task_user: str, xdisplay: Any, tmp_path: Path
+) -> None:
+    canary = Path("/etc/symphony-canary")  # must never appear on the host
+    keep = Path("/var/tmp") / f"symphony-canary-{uuid.uuid4().hex}"  # must stay as it is
+    keep.write_text("host\n")
+    script = "while true; do date > /tmp/alive; sleep 1; done"
+    leave = [
+        {"type": "execute", "parameters": {"command": "echo {CLIENT_PASSWORD} | sudo -S mkdir /test", "shell": True}},
+        {
+            "type": "execute",
+            "parameters": {
+                "command": f"echo {{CLIENT_PASSWORD}} | sudo -S sh -c 'echo x > {canary}; rm -f {keep}'",
+                "shell": True,
+            },
+        },
+        {
+            "type": "execute",
+            "parameters": {
+                "command": f"printf '%s\\n' '{script}' > ~/my_process.sh && chmod +x ~/my_process.sh",
+                "shell": True,
+            },
+        },
+        {"type": "execute", "parameters": {"command": "nohup ./my_process.sh > /dev/null 2>&1 &", "shell": True}},
+    ]
+    folder = tmp_path / "tasks"
+    left = "test -d /test && test -e /etc/symphony-canary && test -x ~/my_process.sh && echo left"
+    os_task(folder, LEAVER, "Leave things behind.", leave, left, "left\n")
+    gone = (
+        "test -e /test || test -e /etc/symphony-canary || test -e ~/my_proces?.sh || pgrep -f 'my_[p]rocess' "
+        "|| echo clean"
+    )
+    os_task(folder, LOOKER, "Look around.", [], gone, "clean\n")
+    adapter = OSWorldAdapter(folder)
+    tasks = {t.task_id: t for t in adapter.list_tasks(TaskFilter(everything=True))}
+    environment = Environment("env-0", xdisplay.name, tmp_path / "env-0", SpawnServer())
+    record = RunRecord(task_id=LEAVER, instruction="x", started_at=0.0, max_steps=1, outcome="success")
+    outcome = TaskOutcome(LEAVER, "success", False, tmp_path, record, [])
+    try:
+        await adapter.reset(environment, tasks[LEAVER])
+        wait_for(inside(adapter, "/tmp/alive"))  # the setup's background process runs, as the task user
+        namespace = adapter._sandboxes["env-0"].namespace
+        [process] = processes_in(namespace, "my_process.sh")
+        assert Path(f"/proc/{process}").stat().st_uid == pwd.getpwnam("user").pw_uid
+        assert (await adapter.evaluate(environment, tasks[LEAVER], outcome)).value == 1.0  # all there, inside
+        # The task's root (through sudo) cannot reach the host: no mounts, no device nodes, no kernel knobs.
+        sandbox = adapter._sandboxes["env-0"]
+        for attack, refusal in (
+            ("echo 1 > /proc/sys/vm/drop_caches", "Read-only file system"),
+            ("mount -t tmpfs none /mnt", "permission denied"),
+            ("mknod /tmp/disk b 254 0", "Operation not permitted"),
+        ):
+            command = ["sh", "-c", f"echo password | sudo -S sh -c '{attack}'"]
+            done = subprocess.run(sandbox.command(command), env=sandbox.env(), capture_output=True, text=True)
+            assert done.returncode != 0 and refusal in done.stderr, (attack, done.stderr)
+        assert not Path("/test").exists() and not canary.exists() and keep.read_text() == "host\n"
+        await adapter.reset(environment, tasks[LOOKER])
+        # The next attempt starts clean: sudo's /test, the file in /etc and the script are gone, the process ended.
+        assert processes_in(namespace) == [] and not Path(f"/proc/{process}").exists()
+        namespace = adapter._sandboxes["env-0"].namespace
+        score = await adapter.evaluate(environment, tasks[LOOKER], outcome)
+        assert score.value == 1.0, score.detail
+    finally:
+        await adapter.close()
+        keep.unlink(missing_ok=True)
+    assert not Path("/test").exists() and not canary.exists()
+    assert processes_in(namespace) == []  # nothing of the environment outlives it
+
+
+def test_an_environment_ends_with_a_runner_killed_by_sigkill(task_user: str, xdisplay: Any) -> None:
+    """A runner that dies without cleaning up (SIGKILL, the OOM killer) leaves no environment behind."""
+    code = (
+        "import sys, time\n"
+        "from symphony_mcp.bench.osworld.account import find_task_user\n"
+        "from symphony_mcp.bench.osworld.sandbox import Sandbox\n"
+        f"sandbox = Sandbox.start(find_task_user('user', 'password'), {xdisplay.name!r})\n"
+        "sandbox.wait_ready()\n"
+        "print(sandbox.namespace, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert runner.stdout is not None
+    namespace = runner.stdout.readline().strip()
+    assert namespace.startswith("pid:") and processes_in(namespace)
+    runner.kill()
+    runner.wait()
+    wait_for(lambda: not processes_in(namespace), timeout=30)
+
+
+@needs_desktop_env
+async def test_two_environments_side_by_side_each_have_their_own_home(
+    task_user: str, xdisplay: Any, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tasks"
+    for n in (1, 2):
+        mine = {"type": "execute", "parameters": {"command": f"echo {n} > ~/Desktop/mine && sleep 1", "shell": True}}
+        check = "cat ~/Desktop/mine"  # a shared home would hold the last writer's number for both
+        os_task(folder, f"2f2f2f2f-0000-4000-8000-00000000000{n}", f"Task {n}.", [mine], check, f"{n}\n")
+    adapter = OSWorldAdapter(folder)
+    first, second = adapter.list_tasks(TaskFilter(everything=True))
+    settings = load_settings(ocr={"warm_up": False})
+    record = RunRecord(task_id="x", instruction="x", started_at=0.0, max_steps=1, outcome="success")
+    outcome = TaskOutcome("x", "success", False, tmp_path, record, [])
+    with started_environments(2, settings, tmp_path / "environments") as environments:
+        try:
+            async with anyio.create_task_group() as group:  # both setups at once, each in its own environment
+                for environment, task in zip(environments, (first, second), strict=True):
+                    group.start_soon(adapter.reset, environment, task)
+            scores = [
+                await adapter.evaluate(environment, task, outcome)
+                for environment, task in zip(environments, (first, second), strict=True)
+            ]
+        finally:
+            await adapter.close()
+    # Each sees its own ~/Desktop/mine, and the host's home neither.
+    assert [s.value for s in scores] == [1.0, 1.0], [s.detail for s in scores]
+    assert not Path("/home/user/Desktop/mine").exists()

@@ -20,7 +20,7 @@ from symphony_mcp.bench.registry import AdapterOptions, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
-from symphony_mcp.bench.summary import BenchSummary, summarise, write_summary
+from symphony_mcp.bench.summary import BenchSummary, scope_of, summarise, write_summary
 from symphony_mcp.bench.types import Adapter, TaskFilter
 from symphony_mcp.config import Settings
 from symphony_mcp.stop_signals import STOP_SIGNALS
@@ -60,6 +60,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
             result = run_ray(request, plan, settings, results, observer)
         else:
             result = _run_with_local_environments(adapter, request, plan, settings, results, observer)
+    runnable = len(plan.pending) + len(plan.earlier)
     summary = summarise(
         plan.benchmark,
         [*plan.earlier, *result.evaluations],
@@ -67,6 +68,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
         result.not_run,
         result.seconds,
         len(result.evaluations),
+        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible),
     )
     return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
 

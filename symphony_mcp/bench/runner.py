@@ -51,6 +51,8 @@ class Plan:
     pending: list[BenchTask]
     earlier: list[TaskEvaluation]
     skipped: list[BenchTask]
+    title: str = ""  # the benchmark's own name
+    infeasible: int = 0  # runnable tasks (pending or earlier) whose right answer is to say they cannot be done
 
 
 @dataclass
@@ -79,7 +81,8 @@ def make_plan(adapter: Adapter, selection: TaskFilter, results: Path, force: boo
             earlier.append(evaluation)
         else:
             pending.append(task)
-    return Plan(adapter.name, pending, earlier, skipped)
+    infeasible = sum(t.infeasible for t in tasks if t.skip_reason is None)
+    return Plan(adapter.name, pending, earlier, skipped, adapter.title, infeasible)
 
 
 async def run_local(
@@ -153,7 +156,7 @@ async def run_one(
         assert evaluation.instruction is not None
         clock = time.monotonic()
         try:
-            outcome = await _run_agent(environment, task, evaluation.instruction, settings, results)
+            outcome = await _run_agent(adapter, environment, task, evaluation.instruction, settings, results)
         except Exception as exc:
             _failed(evaluation, "agent_error", exc, task)
         evaluation.run_seconds = _since(clock)
@@ -176,7 +179,7 @@ async def run_one(
 
 
 async def _run_agent(
-    environment: Environment, task: BenchTask, instruction: str, settings: Settings, results: Path
+    adapter: Adapter, environment: Environment, task: BenchTask, instruction: str, settings: Settings, results: Path
 ) -> TaskOutcome:
     folder = domain_dir(results, task)
     folder.mkdir(parents=True, exist_ok=True)
@@ -185,7 +188,7 @@ async def _run_agent(
         instruction,
         settings=settings.model_copy(update={"orchestrator": orchestrator}),
         task_id=task.task_id,
-        connection=server_for_task(environment, folder),
+        connection=adapter.server(environment, server_for_task(environment, folder)),
         force=True,  # not finished by the runner's rule (no evaluation): an earlier attempt is set aside
     )
 

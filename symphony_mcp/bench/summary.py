@@ -67,6 +67,9 @@ class BenchSummary(BaseModel):
     tokens: dict[str, int] = Field(default_factory=dict, description="total tokens per model role")
     model_seconds: dict[str, float] = Field(default_factory=dict, description="model time per role")
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="reset, run, evaluate: totals")
+    scope: str = Field(
+        "", description="what the figures cover: the benchmark's tasks this machine runs, never the benchmark's score"
+    )
     wall_seconds: float = Field(0.0, description="this run's wall time")
     ran_now: int = Field(0, description="tasks run by this run (the others finished earlier)")
 
@@ -78,6 +81,7 @@ def summarise(
     not_run: Iterable[BenchTask] = (),
     wall_seconds: float = 0.0,
     ran_now: int = 0,
+    scope: str = "",
 ) -> BenchSummary:
     rows = sorted(evaluations, key=lambda e: (e.domain, e.task_id))
     domains = sorted({e.domain for e in rows})
@@ -101,6 +105,15 @@ def summarise(
         },
         wall_seconds=round(wall_seconds, 3),
         ran_now=ran_now,
+        scope=scope,
+    )
+
+
+def scope_of(title: str, runnable: int, listed: int, infeasible: int) -> str:
+    """The subset a run's figures cover, said so that nobody takes them for the benchmark's own score."""
+    return (
+        f"{title} local: {runnable} of {listed} tasks, {infeasible} infeasible "
+        f"(the selected tasks this machine can run; not {title}'s score)"
     )
 
 

@@ -5,7 +5,8 @@ endpoint and any setting apply. An adapter only knows its benchmark: which tasks
 desktop of one environment for a task, and how the benchmark itself scores the end state.
 
 An environment is one parallel slot: its own X display (Xvfb) and working folder; the runner spawns a
-symphony-mcp server on that display for each task (`Environment.server`). Adapters act on the display named
+symphony-mcp server on that display for each task (`Environment.server`, as `Adapter.server` says: OSWorld's
+adapter starts it inside the environment's sandbox, as the task user). Adapters act on the display named
 in `Environment.display` (setting DISPLAY for the programs they start), never on the runner's own.
 """
 
@@ -34,6 +35,7 @@ class BenchTask:
     task_id: str  # unique within the benchmark; a directory name (limits.TASK_ID_PATTERN)
     instruction: str | None = None  # when known before reset (OSWorld); None when reset makes it (MiniWoB++)
     skip_reason: str | None = None  # listed but not runnable here (network, GNOME, proprietary app): why
+    infeasible: bool = False  # the right answer is to say it cannot be done (OSWorld's "infeasible" tasks)
     data: dict[str, Any] = field(default_factory=dict)  # the adapter's own (the task JSON, a seed)
 
 
@@ -104,6 +106,7 @@ class Adapter(Protocol):
     """A benchmark. The runner calls setup once per environment, then reset -> run -> evaluate per task."""
 
     name: str
+    title: str  # the benchmark's own name, as its summary names it (e.g. "OSWorld")
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         """The tasks selected, skipped ones included (with skip_reason), in a stable order."""
@@ -115,6 +118,11 @@ class Adapter(Protocol):
 
     async def reset(self, environment: Environment, task: BenchTask) -> str:
         """Prepare the desktop as the task requires; returns the instruction the agent gets."""
+        ...
+
+    def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
+        """How the task's server starts, after reset: `server` as is, or inside what reset prepared (OSWorld's
+        sandboxed environment runs it there, as its task user)."""
         ...
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:

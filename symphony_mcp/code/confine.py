@@ -47,6 +47,8 @@ def _works(program: str, *args: str) -> bool:
 
 def choose(settings: CodeSettings) -> Confinement:
     """The strongest confinement that works here and the settings allow, or a PolicyError saying what to do."""
+    if settings.backend == "none":  # chosen, not fallen back to: the server runs inside a sandbox of its own
+        return "unconfined"
     bwrap, unshare = system_program("bwrap"), system_program("unshare")
     if settings.backend in ("auto", "bwrap") and bwrap and _works(bwrap, *_bwrap_probe()):
         return "bwrap"
@@ -75,7 +77,10 @@ def weaker_than_bwrap(settings: CodeSettings) -> str | None:
         return str(exc)
     if confinement == "bwrap":
         return None
-    why = "settings code.backend=unshare" if settings.backend == "unshare" else "bubblewrap is missing or fails here"
+    why = {
+        "unshare": "settings code.backend=unshare",
+        "none": "settings code.backend=none: the server's own sandbox confines it",
+    }.get(settings.backend, "bubblewrap is missing or fails here")
     if confinement == "unshare":
         return f"code runs in `unshare` namespaces, which hide listed home secrets but not the file system ({why})"
     return f"code runs unconfined, with the server user's full rights ({why})"

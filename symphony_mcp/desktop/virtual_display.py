@@ -119,9 +119,10 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
     return display
 
 
-def tied_to_this_process() -> list[str]:
-    """The command prefix that gives a child SIGTERM when this process dies (see the module's docstring); also for
-    other programs a process starts for its own life, e.g. a benchmark's browser."""
+def tied_to_this_process(signal: str = "TERM") -> list[str]:
+    """The command prefix that gives a child SIGTERM (or `signal`, for a program that ignores it) when this process
+    dies (see the module's docstring); also for other programs a process starts for its own life, e.g. a benchmark's
+    browser or environment."""
     if threading.current_thread() is not threading.main_thread():
         log.info("virtual display started off the main thread: it will not be stopped if the server is killed")
         return []
@@ -129,7 +130,7 @@ def tied_to_this_process() -> list[str]:
     if setpriv is None:
         log.warning("setpriv (util-linux) not found: the virtual display will outlive a killed server")
         return []
-    return [setpriv, "--pdeathsig", "TERM", "--"]
+    return [setpriv, "--pdeathsig", signal, "--"]
 
 
 def _read_display_number(read_fd: int, xvfb: subprocess.Popen[bytes], timeout: float) -> int:

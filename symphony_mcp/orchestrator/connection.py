@@ -27,6 +27,7 @@ class SpawnServer:
 
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    prefix: tuple[str, ...] = ()  # a command the server runs under, e.g. entering a benchmark environment
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ def serve_command() -> list[str]:
 
 def spawn_parameters(spawn: SpawnServer) -> StdioServerParameters:
     inherited = {k: v for k, v in os.environ.items() if k in _INHERITED or k.startswith("SYMPHONY_")}
-    command, *prefix = serve_command()
-    return StdioServerParameters(command=command, args=[*prefix, "serve", *spawn.args], env={**inherited, **spawn.env})
+    command, *rest = [*spawn.prefix, *serve_command()]
+    return StdioServerParameters(command=command, args=[*rest, "serve", *spawn.args], env={**inherited, **spawn.env})
 
 
 @asynccontextmanager

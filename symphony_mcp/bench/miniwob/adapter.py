@@ -13,6 +13,7 @@ from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.config import SearchSettings
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.orchestrator.api import TaskOutcome
+from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.search.chromium import chromium_executable
 
 # Device scale factor of the task window. The task area is 160x210 CSS px with 10 px text; the agent's screenshot of
@@ -34,6 +35,7 @@ class MiniWobAdapter:
     """
 
     name = BENCHMARK
+    title = "MiniWoB++"
 
     def __init__(self, *, seeds: int = 1, zoom: float = DEFAULT_ZOOM, browser: Path | None = None) -> None:
         if seeds < 1:
@@ -79,6 +81,9 @@ class MiniWobAdapter:
     async def reset(self, environment: Environment, task: BenchTask) -> str:
         window = await self._window(environment)
         return await window.open_episode(self.task_url(task), int(task.data["seed"]))
+
+    def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
+        return server  # on the environment's display, as the invoking user
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
         window = self._windows.get(environment.name)

@@ -3,22 +3,23 @@
     adapter = OSWorldAdapter(Path("evaluation_examples/examples"))   # or OSWORLD_TASKS=... OSWorldAdapter()
     tasks = adapter.list_tasks(TaskFilter(domains=("os",)))   # skipped ones carry their reason
 
-Per task: reset ends what the last task's setup launched, closes the windows left on the display, puts
-the task user's home back (as OSWorld reverts its VM), and runs the task's `config` steps as the task user
-on the environment's display; the agent (the bundled orchestrator, its server running as the invoking
-user) does the task; evaluate runs the postconfig and OSWorld's getters and metric functions. The default
-selection is the `os` domain. Files a task downloads come from a copy of OSWorld's cache (`cache`, or
-OSWORLD_CACHE; offline.py), never the network.
-
-All environments share the one task account and its home, so their tasks take turns (turns.py): an
-environment holds the home from its reset to its evaluate (or teardown), and the others wait, in this
-process or another on the machine.
+Per task: reset throws the environment's sandbox away (every process the last task started ends, every
+file it wrote anywhere is gone, as OSWorld reverts its VM) and starts a fresh one (sandbox.py): the host's
+root under a private overlay, the task user's home as the account has it. The task's `config` steps run
+inside as the task user on the environment's display; the agent's server (the bundled orchestrator's
+`symphony-mcp serve`) runs inside as the task user too, so the apps it opens, its terminal and the
+Coder's code are that user with HOME=/home/user, as in OSWorld's VM, and the Coder runs without a
+confinement of its own (the environment is the sandbox). Evaluate runs the postconfig and OSWorld's getters
+inside and its metric functions here. The default selection is the `os` domain. Files a task downloads
+come from a copy of OSWorld's cache (`cache`, or OSWORLD_CACHE; offline.py), never the network.
+Environments run side by side, each in its own sandbox.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import anyio.to_thread
@@ -26,18 +27,22 @@ import anyio.to_thread
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
 from symphony_mcp.bench.osworld.evaluate import evaluate
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
+from symphony_mcp.bench.osworld.sandbox import Sandbox, sandbox_problem
 from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.osworld.tasks import BENCHMARK, Host, load_tasks, to_bench_task
-from symphony_mcp.bench.osworld.turns import HomeTurns, turn_file
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.orchestrator.action_space import FAIL
 from symphony_mcp.orchestrator.api import TaskOutcome
+from symphony_mcp.orchestrator.connection import SpawnServer
 
 DEFAULT_DOMAINS = ("os",)
 CACHE_FOLDER = "osworld-cache"
 TASKS_VARIABLE = "OSWORLD_TASKS"  # the task folder when none is given (the registry's factory takes no arguments)
+# The server inside keeps its trajectory in the sandbox's private /tmp; the orchestrator copies it into the
+# results through the server's resources, as from a remote server (orchestrator.results.mirror_trajectory).
+SERVER_TRAJECTORY_DIR = "/tmp/symphony-trajectory"
 
 
 class OSWorldError(SymphonyError):
@@ -46,6 +51,7 @@ class OSWorldError(SymphonyError):
 
 class OSWorldAdapter:
     name = BENCHMARK
+    title = "OSWorld"
 
     def __init__(
         self,
@@ -62,7 +68,7 @@ class OSWorldAdapter:
         self.cache = Path(offline).expanduser() if offline else None  # a copy of OSWorld's download cache
         self.user_name, self.password, self.open_timeout = user, password, open_timeout
         self._runners: dict[str, SetupRunner] = {}
-        self._turns = HomeTurns(turn_file(user))
+        self._sandboxes: dict[str, Sandbox] = {}
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         if self.tasks_dir is None:
@@ -82,50 +88,69 @@ class OSWorldAdapter:
 
     async def setup(self, environment: Environment) -> None:
         self._user()  # fail early, with what to do
+        problem = sandbox_problem()
+        if problem:
+            raise OSWorldError(problem)
 
     async def reset(self, environment: Environment, task: BenchTask) -> str:
         if task.skip_reason:
             raise OSWorldError(f"task {task.task_id} cannot run here: {task.skip_reason}")
-        runner = self._runner(environment, task)
-        await self._turns.take(environment.name)
+        await self._end(environment.name)
+        sandbox = Sandbox.start(self._user(), environment.display)  # from this thread: see Sandbox.start
+        self._sandboxes[environment.name] = sandbox
+        await anyio.to_thread.run_sync(sandbox.wait_ready)
+        runner = self._runner(environment, task, sandbox)
         await anyio.to_thread.run_sync(self._prepare, runner, task)
         return str(task.data["instruction"])
 
+    def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
+        """The task's server inside the environment as the task user, its code unconfined there (the environment
+        is the sandbox), the same code as ours (PYTHONPATH), its trajectory in the sandbox's /tmp."""
+        sandbox = self._sandboxes.get(environment.name)
+        if sandbox is None:
+            raise OSWorldError(f"{environment.name} has no environment to run a server in: reset it first")
+        inside = {
+            **sandbox.env(),
+            "SYMPHONY_MEMORY__TRAJECTORY_DIR": SERVER_TRAJECTORY_DIR,
+            "SYMPHONY_CODE__BACKEND": "none",
+            "SYMPHONY_CODE__DISPLAY": "true",
+            "SYMPHONY_CODE__NETWORK": "true",
+        }
+        if os.environ.get("PYTHONPATH"):
+            inside["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        return replace(server, env={**server.env, **inside}, prefix=tuple(sandbox.command([])))
+
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
-        runner = self._runner(environment, task)
+        runner = self._runners[environment.name]
         evaluator = task.data.get("evaluator") or {}
-        try:
-            return await anyio.to_thread.run_sync(evaluate, evaluator, runner, said_fail(outcome))
-        finally:
-            self._turns.give(environment.name)
+        return await anyio.to_thread.run_sync(evaluate, evaluator, runner, said_fail(outcome))
 
     async def teardown(self, environment: Environment) -> None:
-        runner = self._runners.pop(environment.name, None)
-        if runner is not None:
-            await anyio.to_thread.run_sync(runner.end_launched)
-        self._turns.give(environment.name)
+        self._runners.pop(environment.name, None)
+        await self._end(environment.name)
 
     async def close(self) -> None:
-        for runner in self._runners.values():
-            runner.end_launched()
+        for name in list(self._sandboxes):
+            await self._end(name)
         self._runners.clear()
-        self._turns.give_all()
+
+    async def _end(self, environment: str) -> None:
+        sandbox = self._sandboxes.pop(environment, None)
+        if sandbox is not None:
+            await anyio.to_thread.run_sync(sandbox.stop)
 
     def _prepare(self, runner: SetupRunner, task: BenchTask) -> None:
-        runner.end_launched()
-        runner.close_windows()
-        runner.user.restore_home()
         shutil.rmtree(runner.cache_dir, ignore_errors=True)  # this task's files from an earlier attempt
         runner.run(task.data.get("config", []))
 
-    def _runner(self, environment: Environment, task: BenchTask) -> SetupRunner:
+    def _runner(self, environment: Environment, task: BenchTask, sandbox: Sandbox) -> SetupRunner:
         cache = environment.workdir / CACHE_FOLDER / task.task_id
         runner = self._runners.get(environment.name)
         if runner is None:
             size = _screen_size(environment.display)
-            runner = SetupRunner(self._user(), environment.display, cache, size, self.open_timeout, self.cache)
+            runner = SetupRunner(sandbox, cache, size, self.open_timeout, self.cache)
             self._runners[environment.name] = runner
-        runner.cache_dir, runner.task_id = cache, task.task_id
+        runner.sandbox, runner.cache_dir, runner.task_id = sandbox, cache, task.task_id
         return runner
 
     def _user(self) -> TaskUser:

@@ -52,7 +52,7 @@ def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool)
         return Score(value=0.0, detail="infeasible task: the agent did not say fail")
     if agent_failed:
         return Score(value=0.0, detail="the agent said fail on a feasible task")
-    context = GetterContext(runner.user, runner.display, runner.cache_dir, runner.task_id, runner.offline)
+    context = GetterContext(runner.sandbox, runner.cache_dir, runner.task_id, runner.offline)
     conj = evaluator.get("conj", "and")
     values: list[float] = []
     details: list[str] = []

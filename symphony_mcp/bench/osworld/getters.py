@@ -1,7 +1,7 @@
 """OSWorld's result and expected getters (`get_<type>(env, config)`), reimplemented for the local desktop.
 
-Same inputs and outputs as OSWorld's, where its getter asks the in-VM server, here the machine itself
-answers: `vm_command_line` runs the command as the task user (commands.execute) and gives stdout, or None
+Same inputs and outputs as OSWorld's, where its getter asks the in-VM server, here the environment's sandbox
+answers, as the task user: `vm_command_line` runs the command (commands.execute) and gives stdout, or None
 when the server would have failed; `vm_command_error` gives stderr; `vm_file` copies the file into the
 task's cache and gives that path (None when missing); `list_directory` gives the server's tree
 {type, name, children}; `cache_file` a file in the cache; `rule` the expected values as written;
@@ -11,23 +11,40 @@ need GNOME Terminal, AT-SPI, Chrome or VLC are not here: such tasks are listed a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import execute
 from symphony_mcp.bench.osworld.offline import cloud_copy
+from symphony_mcp.bench.osworld.sandbox import Sandbox
+
+# OSWorld's /list_directory tree, built inside the environment as its server builds it (listing order, a
+# folder that cannot be read as {'error': ...}); printed as JSON.
+TREE_SCRIPT = """
+import json, os, sys
+def tree(directory):
+    node = {"type": "directory", "name": os.path.basename(directory), "children": []}
+    try:
+        for entry in os.listdir(directory):
+            full = os.path.join(directory, entry)
+            node["children"].append(tree(full) if os.path.isdir(full) else {"type": "file", "name": entry})
+    except OSError as exc:
+        return {"error": str(exc)}
+    return node
+print(json.dumps(tree(sys.argv[1])) if os.path.isdir(sys.argv[1]) else "null")
+"""
 
 
 @dataclass(frozen=True)
 class GetterContext:
-    user: TaskUser
-    display: str
+    sandbox: Sandbox
     cache_dir: Path
     task_id: str = ""
     offline: Path | None = None  # a copy of OSWorld's download cache (offline.py)
@@ -41,18 +58,22 @@ def get_rule(context: GetterContext, config: dict[str, Any]) -> Any:
 
 
 def get_vm_command_line(context: GetterContext, config: dict[str, Any]) -> str | None:
-    result = execute(context.user, context.display, config["command"], config.get("shell", False))
+    result = execute(context.sandbox, config["command"], config.get("shell", False))
     return result.output if result.ok else None
 
 
 def get_vm_command_error(context: GetterContext, config: dict[str, Any]) -> str | None:
-    result = execute(context.user, context.display, config["command"], config.get("shell", False))
+    result = execute(context.sandbox, config["command"], config.get("shell", False))
     return result.error if result.ok else None
 
 
 def get_list_directory(context: GetterContext, config: dict[str, Any]) -> dict[str, Any] | None:
-    start = config["path"]
-    return _tree(start) if os.path.isdir(start) else None  # the server answers 400 for a non-directory
+    """None for a path that is not a directory (the server answers 400)."""
+    result = execute(context.sandbox, [sys.executable, "-c", TREE_SCRIPT, config["path"]])
+    if not result.ok or result.returncode != 0:
+        return None
+    tree: dict[str, Any] | None = json.loads(result.output)
+    return tree
 
 
 def get_vm_file(context: GetterContext, config: dict[str, Any]) -> str | list[str | None] | None:
@@ -66,14 +87,14 @@ def get_vm_file(context: GetterContext, config: dict[str, Any]) -> str | list[st
     gives = set(config.get("gives", [0]))
     given: list[str | None] = []
     for index, (path, dest) in enumerate(zip(paths, dests, strict=True)):
-        source = Path(os.path.expandvars(context.user.expand(path)))
-        if not source.is_file():
+        data = context.sandbox.read_file(os.path.expandvars(context.sandbox.user.expand(path)))
+        if data is None:
             if index in gives:
                 given.append(None)
             continue
         context.cache_dir.mkdir(parents=True, exist_ok=True)
         target = context.cache_dir / dest
-        shutil.copyfile(source, target)
+        target.write_bytes(data)
         if index in gives:
             given.append(str(target))
     if not given:
@@ -103,21 +124,6 @@ def get_cache_file(context: GetterContext, config: dict[str, Any]) -> str:
     if not path.exists():
         raise FileNotFoundError(path)
     return str(path)
-
-
-def _tree(directory: str) -> dict[str, Any]:
-    """The server's /list_directory tree, built the same way (listing order, errors as {'error': ...})."""
-    tree: dict[str, Any] = {"type": "directory", "name": os.path.basename(directory), "children": []}
-    try:
-        for entry in os.listdir(directory):
-            full = os.path.join(directory, entry)
-            if os.path.isdir(full):
-                tree["children"].append(_tree(full))
-            else:
-                tree["children"].append({"type": "file", "name": entry})
-    except OSError as exc:
-        return {"error": str(exc)}
-    return tree
 
 
 GETTERS: dict[str, Getter] = {

@@ -30,7 +30,8 @@ INSTALL_HINT = "install the OSWorld extra: pip install 'symphony-mcp[osworld]' a
 
 
 class MetricUnavailableError(Exception):
-    """The metric cannot be used here (desktop-env missing, unknown name, a dependency not installed)."""
+    """The metric cannot be used here (desktop-env missing, unknown name, a dependency not installed, or its module
+    failing at import time)."""
 
 
 @cache
@@ -79,6 +80,10 @@ def _load_module(stem: str) -> types.ModuleType:
         return importlib.import_module(f"{PACKAGE}.{stem}")
     except ImportError as exc:
         raise MetricUnavailableError(f"OSWorld's metric module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
+    except Exception as exc:  # any import-time failure, e.g. a CUDA torchvision beside CPU torch (RuntimeError)
+        raise MetricUnavailableError(
+            f"OSWorld's metric module {stem} fails to import here: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _register_package() -> None:

@@ -10,11 +10,10 @@ fetches anything. A task whose files are not all there is listed as needing the 
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from pathlib import Path
 
-from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.bench.osworld.sandbox import Sandbox
 
 CACHE_VARIABLE = "OSWORLD_CACHE"
 
@@ -35,15 +34,11 @@ def cloud_copy(cache: Path | None, task_id: str, dest: str) -> Path | None:
     return found if found.is_file() else None
 
 
-def place(user: TaskUser, source: Path, path: str) -> Path:
-    """Put a file where the task's VM path says, owned by the task user, as OSWorld's /setup/upload does
-    (`~` and variables expanded, a relative path from the user's home, missing folders made)."""
+def place(sandbox: Sandbox, source: Path, path: str) -> str:
+    """Put a file where the task's VM path says, inside the environment as the task user, as OSWorld's
+    /setup/upload does (`~` and variables expanded, a relative path from the user's home, missing folders made)."""
+    user = sandbox.user
     expanded = os.path.expandvars(user.expand(path))
-    target = Path(expanded) if os.path.isabs(expanded) else user.home / expanded
-    missing = [p for p in reversed(target.parents) if not p.exists()]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
-    if os.geteuid() == 0:
-        for made in [*missing, target]:
-            os.chown(made, user.uid, user.gid)
+    target = expanded if os.path.isabs(expanded) else str(user.home / expanded)
+    sandbox.write_file(target, source.read_bytes())
     return target

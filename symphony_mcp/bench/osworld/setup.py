@@ -1,7 +1,8 @@
 """OSWorld's setup steps (`config` and `evaluator.postconfig`) executed on the local desktop.
 
 Each step `{type: X, parameters: P}` is OSWorld's `SetupController._X_setup(**P)` with the in-VM server's
-behaviour (commands.py): `execute`/`command` (placeholders {CLIENT_PASSWORD}, {SCREEN_WIDTH}... filled in;
+behaviour (commands.py), inside the environment's sandbox as the task user: `execute`/`command`
+(placeholders {CLIENT_PASSWORD}, {SCREEN_WIDTH}... filled in;
 stdout/stderr saved into the task's cache when asked; `until` re-runs), `launch`, `open` (xdg-open, then
 wait for a window whose title holds the file name and activate it), `activate_window` / `close_window`
 (wmctrl's -a/-c matching: title contains the name, case-insensitively; `strict`: the whole title; `by_class`:
@@ -14,17 +15,14 @@ it (SetupError).
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import Command, CommandResult, execute, launch
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, download_copy, place
+from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.errors import SymphonyError
@@ -53,12 +51,11 @@ class SetupError(SymphonyError):
 
 
 class SetupRunner:
-    """Runs a task's steps as the task user on one display; remembers what it launched, to end it later."""
+    """Runs a task's steps in one environment (its sandbox: the task user, the display)."""
 
     def __init__(
         self,
-        user: TaskUser,
-        display: str,
+        sandbox: Sandbox,
         cache_dir: Path,
         screen_size: tuple[int, int],
         open_timeout: float = 120.0,
@@ -66,12 +63,10 @@ class SetupRunner:
     ) -> None:
         self.offline = offline  # a copy of OSWorld's download cache (offline.py)
         self.task_id = ""
-        self.user = user
-        self.display = display
+        self.sandbox = sandbox
         self.cache_dir = cache_dir
         self.screen_size = screen_size
         self.open_timeout = open_timeout
-        self.launched: list[subprocess.Popen[bytes]] = []
 
     def run(self, steps: list[dict[str, Any]]) -> None:
         for number, step in enumerate(steps, 1):
@@ -86,25 +81,6 @@ class SetupRunner:
                 raise SetupError(f"setup step {number} ({kind}) failed: {exc}") from exc
             except TypeError as exc:  # parameters that the step does not take
                 raise SetupError(f"setup step {number} ({kind}) has bad parameters: {exc}") from exc
-
-    def end_launched(self) -> None:
-        """End the processes the steps launched (their whole session), as a VM revert would."""
-        for process in self.launched:
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGTERM)
-                    process.wait(timeout=5)
-                except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-                    process.kill()
-        self.launched.clear()
-
-    def close_windows(self, timeout: float = 2.0) -> None:
-        """Ask every window on the display to close (what the last task left open), as a VM revert would;
-        one that stays (an unsaved-changes dialog) is logged and left."""
-        windows: list[WindowInfo] = self._windows(lambda manager: manager.list_windows())
-        for window in windows:
-            if self._close(window, timeout) is not True:
-                log.warning("reset: window %r did not close", window.title)
 
     # The steps, named as in OSWorld's task JSONs.
 
@@ -122,7 +98,7 @@ class SetupRunner:
         deadline = time.monotonic() + UNTIL_SECONDS
         failures = 0
         while True:
-            result = execute(self.user, self.display, command, shell)
+            result = execute(self.sandbox, command, shell)
             if result.ok:
                 self._save(stdout, result.output)
                 self._save(stderr, result.error)
@@ -139,19 +115,17 @@ class SetupRunner:
     def _launch(self, command: Command, shell: bool = False) -> None:
         if not command:
             raise SetupError("empty command to launch")
-        process = launch(self.user, self.display, command, shell)
-        if process is not None:
-            self.launched.append(process)
+        launch(self.sandbox, command, shell)
 
     def _open(self, path: str) -> None:
         if not path:
             raise SetupError(f"invalid path {path!r}")
-        target = Path(self.user.expand(path))
-        if target.exists():
+        target = Path(self.sandbox.user.expand(path))
+        if execute(self.sandbox, ["test", "-e", str(target)]).returncode == 0:
             self._launch(["xdg-open", str(target)])
             names = (target.name, target.stem)
         else:  # OSWorld opens an application name on PATH too
-            found = execute(self.user, self.display, ["sh", "-c", 'command -v "$0"', path])
+            found = execute(self.sandbox, ["sh", "-c", 'command -v "$0"', path])
             if not found.ok or found.returncode != 0:
                 raise SetupError(f"application or file not found: {path}")
             self._launch([path])
@@ -191,7 +165,7 @@ class SetupRunner:
             source = download_copy(self.offline, self.task_id, url, path)
             if source is None:
                 raise SetupError(f"no offline copy of {url} for {path} (OSWorld's cache, {CACHE_VARIABLE})")
-            place(self.user, source, path)
+            place(self.sandbox, source, path)
 
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)
@@ -206,7 +180,7 @@ class SetupRunner:
     ) -> None:
         if not command:
             raise SetupError("empty command")
-        execute(self.user, self.display, self._fill(command), shell)
+        execute(self.sandbox, self._fill(command), shell)
         verification = verification or {}
         deadline = time.monotonic() + max_wait_time
         while True:
@@ -224,14 +198,14 @@ class SetupRunner:
             return False
         check = verification.get("command_success")
         if check:
-            result = execute(self.user, self.display, check, True)
+            result = execute(self.sandbox, check, True)
             return result.ok and result.returncode == 0
         return True
 
     def _fill(self, command: Command) -> Command:
         width, height = self.screen_size
         values = {
-            "{CLIENT_PASSWORD}": self.user.password,
+            "{CLIENT_PASSWORD}": self.sandbox.user.password,
             "{SCREEN_WIDTH_HALF}": str(width // 2),
             "{SCREEN_HEIGHT_HALF}": str(height // 2),
             "{SCREEN_WIDTH}": str(width),
@@ -261,7 +235,7 @@ class SetupRunner:
         self._windows(lambda manager: manager.activate(window.id))
 
     def _windows(self, action: Callable[[X11WindowManager], Any]) -> Any:
-        manager = X11WindowManager(self.display)
+        manager = X11WindowManager(self.sandbox.display)
         try:
             return action(manager)
         except SymphonyError as exc:

@@ -1,19 +1,24 @@
 """OSWorld task JSONs: loading from a folder, and whether each can run on this machine (else why not).
 
 A task folder is OSWorld's `evaluation_examples/examples` (one sub-folder per domain) or one domain's
-folder. Every task is listed; one that cannot run here carries the reason: a download or cloud file that
-is not in the offline copy of OSWorld's cache, a URL or a package install (the network), GNOME (gsettings,
-GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app, an app, program or service
-this machine lacks, sudo for the task user, no evaluator, or a setup step, getter or metric this adapter
-or desktop-env does not provide.
+folder; `template.json` (no id) and the Windows variants of Linux tasks (`<id>-win.json`, same id) are
+not tasks of this set. Every task is listed; one that cannot run here carries every reason, not only the
+first: a download or cloud file that is not in the offline copy of OSWorld's cache, a URL, the live web
+(named in LIVE_WEB where the JSON does not say so), a package install when the package registries are not
+reachable, GNOME (gsettings, GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app,
+an app, program or service this machine lacks, sudo for the task user, no evaluator, or a setup step,
+getter or metric this adapter or desktop-env does not provide (a metric module that fails to import).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
 import shutil
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +40,26 @@ URL = re.compile(r"https?://")
 # (pattern in a command, reason): what OSWorld's Ubuntu image has and this desktop does not.
 COMMAND_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bgsettings\b|\bgnome-|org\.gnome|/run/user/\d+/bus"), "needs GNOME (gsettings / GNOME Shell)"),
-    (re.compile(r"\b(apt-get|apt|snap|pip3?)\s+(-\S+\s+)*install\b"), "needs the network (installs packages)"),
     (URL, "needs the network (a URL in a command)"),
     (re.compile(r"\bpactl\b|\bpulseaudio\b"), "needs PulseAudio (pactl), not running here"),
+)
+# Installs from Debian's archive or PyPI, which this machine may reach (Host.registries); snap's store it does not.
+PACKAGE_INSTALL = re.compile(r"\b(apt-get|apt|pip3?)\s+(-\S+\s+)*install\b")
+STORE_INSTALL = re.compile(r"\bsnap\s+(-\S+\s+)*install\b")
+REGISTRIES = ("https://pypi.org/simple/pip/", "http://deb.debian.org/debian/dists/stable/Release")
+# Tasks whose JSON does not say they need the live web but whose evaluation or inputs do (RESEARCH-NEXT §7).
+LIVE_WEB = frozenset(
+    {
+        "68a25bd4-59c7-4f4d-975e-da0c8509c848",
+        "c7c1e4c3-9e92-4eba-a4b8-689953975ea4",
+        "d1acdb87-bb67-4f30-84aa-990e56a09c92",
+        "deec51c9-3b1e-4b9e-993c-4776f20e8bb2",
+        "a82b78bb-7fde-4cb3-94a4-035baf10bcf0",
+        "36037439-2044-4b50-b9d1-875b5a332143",
+        "b337d106-053f-4d37-8da0-7f9c4043a66b",
+        "7ff48d5b-2df2-49da-b500-a5150ffc7f18",
+        "48d05431-6cd5-4e76-82eb-12b60d823f7d",
+    }
 )
 SYSTEMD_PROGRAMS = re.compile(r"\b(timedatectl|loginctl|systemctl|hostnamectl|localectl)\b")
 # What OSWorld's VM image has installed that a task takes for granted (task id -> (check, reason)).
@@ -94,11 +116,13 @@ class Host:
     systemd: bool
     pyautogui: bool
     cache: Path | None = None  # a copy of OSWorld's download cache (offline.py)
+    registries: bool = False  # Debian's archive and PyPI answer: apt-get / pip install work in an environment
 
     @classmethod
     def here(cls, user: TaskUser | str, cache: Path | None = None) -> Host:
         return cls(
             cache=cache,
+            registries=registries_answer(),
             user=user if isinstance(user, TaskUser) else None,
             user_problem=user if isinstance(user, str) else "",
             programs=lambda name: shutil.which(name) is not None,
@@ -111,6 +135,21 @@ class Host:
         return self.user is not None and self.user.in_sudo_group and self.programs("sudo")
 
 
+@functools.cache
+def registries_answer() -> bool:
+    """Whether Debian's archive and PyPI answer here (asked once per process)."""
+    return all(_answers(url) for url in REGISTRIES)
+
+
+def _answers(url: str, timeout: float = 5.0) -> bool:
+    """Whether a package registry answers (through the environment's proxy settings, as apt and pip do)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
 def load_tasks(folder: Path) -> list[dict[str, Any]]:
     """Every task JSON under `folder` (the examples folder or one domain's), with its domain, sorted."""
     if not folder.is_dir():
@@ -121,8 +160,10 @@ def load_tasks(folder: Path) -> list[dict[str, Any]]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: not a task JSON: {exc}") from exc
-        if not isinstance(data, dict) or "id" not in data or "instruction" not in data:
-            continue  # task lists (test_all.json) and the template
+        if not isinstance(data, dict) or not data.get("id") or "instruction" not in data:
+            continue  # task lists (test_all.json) and the template (its id is empty)
+        if path.stem.endswith("-win"):
+            continue  # the Windows variant of a Linux task (same id): OSWorld's Windows set, not this one
         domain = path.parent.name if path.parent != folder else str(data.get("snapshot") or folder.name)
         if path.parent.parent != folder and path.parent != folder:
             domain = f"{path.parent.parent.name}/{domain}"  # Windows/excel ...
@@ -141,51 +182,56 @@ def to_bench_task(data: dict[str, Any], host: Host) -> BenchTask:
         task_id=data["id"],
         instruction=data["instruction"],
         skip_reason=reason,
+        infeasible=isinstance(evaluator := data.get("evaluator"), dict) and evaluator.get("func") == INFEASIBLE,
         data=data,
     )
 
 
 def skip_reason(task: dict[str, Any], host: Host) -> str | None:
-    """Why the task cannot run here, or None when it can."""
+    """Every reason the task cannot run here (each once, in the order found, joined by '; '), or None."""
+    reasons = list(dict.fromkeys(_reasons(task, host)))
+    return "; ".join(reasons) if reasons else None
+
+
+def _reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
     if task["_domain"].startswith("Windows"):
-        return "needs Windows and Microsoft Office (proprietary)"
+        yield "needs Windows and Microsoft Office (proprietary)"
+        return
     evaluator = task.get("evaluator") or {}
     func = evaluator.get("func")
     if not func:
-        return "the benchmark gives this task no evaluator (func is empty)"
+        yield "the benchmark gives this task no evaluator (func is empty)"
+        return
     assumption = IMAGE_ASSUMPTIONS.get(task["id"])
     if assumption is not None and not assumption[0]():
-        return assumption[1]
+        yield assumption[1]
+    if task["id"] in LIVE_WEB:
+        yield "needs the live web (its evaluation or inputs come from live sites, though its JSON does not say so)"
     if URL.search(str(task.get("instruction", ""))):
-        return "needs the network (the instruction names a URL)"
+        yield "needs the network (the instruction names a URL)"
     for app in task.get("related_apps", []):
         program, name = APP_PROGRAMS.get(str(app).lower(), ("", ""))
         if program is None:
-            return f"needs {name}"
-        if program and not host.programs(program):
-            return f"needs {name}, which is not installed here"
+            yield f"needs {name}"
+        elif program and not host.programs(program):
+            yield f"needs {name}, which is not installed here"
     steps = [*task.get("config", []), *evaluator.get("postconfig", [])]
-    for reason in _step_reasons(steps, host):
-        return reason
-    for reason in _download_reasons(task["id"], steps, host):
-        return reason
+    yield from _step_reasons(steps, host)
+    yield from _download_reasons(task["id"], steps, host)
     infeasible = func == INFEASIBLE
     if not infeasible:
-        for reason in _evaluator_reasons(task["id"], evaluator, host):
-            return reason
+        yield from _evaluator_reasons(task["id"], evaluator, host)
     commands = [c for c in _commands(steps) if not is_pyautogui(c)]
     if not infeasible:
         commands += list(_getter_commands(evaluator))
-    for reason in _command_reasons(commands, host):
-        return reason
+    yield from _command_reasons(commands, host)
     if host.user is None:
-        return host.user_problem
-    if not infeasible and not host.sudo and any(re.search(r"\bsudo\b", _text(c)) for c in commands):
-        return (
+        yield host.user_problem
+    elif not infeasible and not host.sudo and any(re.search(r"\bsudo\b", _text(c)) for c in commands):
+        yield (
             "runs sudo as the task user: install sudo and create the account with "
             "`symphony-mcp osworld-user create` (it puts the user in group sudo)"
         )
-    return None
 
 
 def _download_reasons(task_id: str, steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
@@ -249,6 +295,10 @@ def _command_reasons(commands: list[str | list[str]], host: Host) -> Iterator[st
         for pattern, reason in COMMAND_NEEDS:
             if pattern.search(text):
                 yield reason
+        if PACKAGE_INSTALL.search(text) and not host.registries:
+            yield "needs the network (installs packages; Debian's archive or PyPI does not answer here)"
+        if STORE_INSTALL.search(text):
+            yield "needs the network (installs a snap from the Snap Store)"
         if SYSTEMD_PROGRAMS.search(text) and not host.systemd:
             yield "needs systemd (timedatectl, loginctl...), which is not running here"
         if isinstance(command, list) and command and not host.programs(command[0]):

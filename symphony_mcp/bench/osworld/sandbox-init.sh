@@ -1,0 +1,55 @@
+#!/bin/sh
+# The first process of one OSWorld environment (sandbox.py starts it as root under
+# `unshare --mount --propagation private --pid --fork`): it builds the environment's own root and stays as its
+# PID 1. Everything happens in the new mount namespace, so the host sees none of these mounts.
+#   $1  the X display's socket (/tmp/.X11-unix/XN) to bind into the private /tmp, or "" for none
+#   $2... folders under /root to show read-only (the interpreter the server runs with, when it lives there)
+# The root is an overlay: the host's / read-only below, a tmpfs above, so any write anywhere (sudo included) lands
+# in memory and is gone when PID 1 dies. /proc is the new PID namespace's, /dev a minimal one (no block devices),
+# /sys read-only, /tmp private; the old root is unmounted, so nothing of the host is reachable by path.
+set -eu
+x_socket=$1
+top=/mnt  # hidden by the tmpfs below in this namespace only
+mount -t tmpfs -o mode=0700 symphony-environment "$top"
+mkdir "$top/upper" "$top/work" "$top/root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$top/upper,workdir=$top/work" "$top/root"
+root=$top/root
+mount -t proc proc "$root/proc"
+# The kernel's host-wide knobs stay read-only, as in a container: sysctls, sysrq (a reboot), IRQs, buses.
+for knob in sys sysrq-trigger irq bus fs; do
+  [ -e "$root/proc/$knob" ] && mount --bind -o ro "$root/proc/$knob" "$root/proc/$knob"
+done
+mount --bind -o ro /sys "$root/sys"
+mount -t tmpfs -o mode=0755,nosuid symphony-dev "$root/dev"
+for node in null zero full random urandom tty; do
+  touch "$root/dev/$node"
+  mount --bind "/dev/$node" "$root/dev/$node"
+done
+mkdir "$root/dev/pts" "$root/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
+ln -s pts/ptmx "$root/dev/ptmx"
+mount -t tmpfs -o mode=1777,nosuid,nodev symphony-shm "$root/dev/shm"
+mount -t tmpfs -o mode=1777,nosuid,nodev symphony-tmp "$root/tmp"
+if [ -n "$x_socket" ]; then
+  mkdir -m 1777 "$root/tmp/.X11-unix"
+  touch "$root$x_socket"
+  mount --bind "$x_socket" "$root$x_socket"
+fi
+# root's home is not the task's business (OSWorld's user cannot enter it either): an empty one, plus what $2...
+# name, e.g. a pyenv interpreter the server runs with.
+mount -t tmpfs -o mode=0755,nosuid,nodev symphony-root-home "$root/root"
+shift
+for shown in "$@"; do
+  mkdir -p "$root$shown"
+  mount --bind -o ro "$shown" "$root$shown"
+done
+mkdir "$root/.old-root"
+cd "$root"
+pivot_root . .old-root
+cd /
+umount -l /.old-root
+rmdir /.old-root
+echo ready
+# PDEATHSIG again: a change of uid clears the one unshare --kill-child set, and it ends the environment with unshare.
+exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all --pdeathsig=KILL \
+  sleep infinity >/dev/null

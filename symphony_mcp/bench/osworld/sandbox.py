@@ -1,0 +1,192 @@
+"""One OSWorld environment's machine: its own mount and PID namespaces with an overlay over the host's root.
+
+OSWorld gives every environment a VM reverted to a snapshot before each task. Here a task gets a sandbox
+instead, started at reset and thrown away at the next one: SANDBOX_INIT (run as root under `unshare --mount
+--pid --fork`) mounts an overlayfs whose lower layer is the host's `/` and whose upper layer is a tmpfs,
+pivots into it and stays as the namespace's PID 1. Whatever the task, its setup, the agent or its code write
+anywhere, `sudo` into `/` included, lands in that tmpfs, and killing PID 1 ends every process of the
+environment (the kernel kills a PID namespace with its init) and frees the overlay. Parallel environments
+each have their own sandbox, so each sees its own copy-on-write home.
+
+bubblewrap 0.8 (Debian 12) has no overlay options (`--overlay`, `--tmp-overlay` came in 0.10) and mounts
+everything nosuid, which stops `sudo` (measured), so the mounts are plain mount(8) calls in our own
+namespace; util-linux's `nsenter` and `setpriv` run each command inside, as the task user (its uid, groups
+and HOME), with a capability bounding set that `sudo` cannot exceed (no mounting, raw devices, modules,
+clock or host network changes).
+
+Everything that touches the environment goes through `command()`: setup steps, the symphony server the
+agent talks to, OSWorld's getters reading files, and files put in place, so a symlink the task made cannot
+point the host at its own files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.desktop.virtual_display import tied_to_this_process
+from symphony_mcp.errors import SymphonyError
+
+log = logging.getLogger(__name__)
+SANDBOX_INIT = Path(__file__).with_name("sandbox-init.sh")
+PROGRAMS = ("unshare", "nsenter", "setpriv", "mount", "pivot_root")
+# What a task's root (after sudo) may not do: it could reach the host through these (mount namespaces, raw
+# devices, kernel modules, the clock, the host's network setup, other processes' memory, auditing, BPF).
+DROPPED_CAPABILITIES = (
+    "sys_admin", "sys_module", "sys_rawio", "sys_time", "sys_boot", "mknod", "net_admin", "sys_ptrace",
+    "mac_admin", "mac_override", "syslog", "sys_pacct", "audit_control", "bpf", "perfmon", "checkpoint_restore",
+    "wake_alarm", "block_suspend",
+)  # fmt: skip
+START_SECONDS = 30.0
+STOP_SECONDS = 30.0
+# Its own mount, PID and host-name namespaces (a task's `hostnamectl` stays inside); the network and IPC are the
+# host's (the X server's shared memory needs the IPC namespace of Xvfb).
+UNSHARE = ("unshare", "--mount", "--propagation", "private", "--uts", "--pid", "--fork", "--kill-child=SIGKILL", "--")
+
+
+class SandboxError(SymphonyError):
+    """The environment's sandbox could not start (not root, a program missing, the kernel refused a mount)."""
+
+
+def sandbox_problem() -> str | None:
+    """Why environments cannot be sandboxed here, or None."""
+    if os.geteuid() != 0:
+        return "OSWorld environments are sandboxed with mount and PID namespaces: run the benchmark as root"
+    missing = [p for p in PROGRAMS if shutil.which(p) is None]
+    if missing:
+        return f"{', '.join(missing)} not found: install them (Debian: apt-get install util-linux mount)"
+    return None
+
+
+@dataclass
+class Sandbox:
+    """A running environment: its PID 1 (in our PID namespace) and the task user its commands run as."""
+
+    user: TaskUser
+    display: str
+    init_pid: int
+    process: subprocess.Popen[bytes]
+    namespace: str = ""  # its PID namespace, e.g. "pid:[4026532180]"
+    children: list[subprocess.Popen[bytes]] = field(default_factory=list)  # launched in the background
+
+    @classmethod
+    def start(cls, user: TaskUser, display: str) -> Sandbox:
+        """Start a fresh environment whose private /tmp holds `display`'s X socket (call from the event loop's
+        thread: the unshare process is not tied to a worker thread that may end)."""
+        problem = sandbox_problem()
+        if problem:
+            raise SandboxError(problem)
+        socket = f"/tmp/.X11-unix/X{display.lstrip(':').split('.')[0]}"
+        process = subprocess.Popen(
+            [
+                # A runner killed by SIGKILL takes its environments with it (unshare --fork ignores SIGTERM).
+                *tied_to_this_process("KILL"),
+                *UNSHARE,
+                "/bin/sh",
+                str(SANDBOX_INIT),
+                socket if Path(socket).exists() else "",
+                *_shown_from_root(),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        return cls(user, display, 0, process)
+
+    def wait_ready(self, timeout: float = START_SECONDS) -> None:
+        """Block until PID 1 is in its new root (a worker thread may wait)."""
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if line.strip() != b"ready":
+            _, errors = self.process.communicate(timeout=timeout)
+            raise SandboxError(f"the environment's sandbox did not start: {errors.decode(errors='replace').strip()}")
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
+        if len(children) != 1:
+            self.stop()
+            raise SandboxError(f"the environment's sandbox has no single first process (found {children})")
+        self.init_pid = int(children[0])
+        self.namespace = os.readlink(f"/proc/{self.init_pid}/ns/pid")
+
+    def command(self, argv: Sequence[str], *, cwd: str | None = None, as_root: bool = False) -> list[str]:
+        """`argv` run inside the environment, as the task user (or its root, as after sudo), from `cwd` (the
+        user's home by default); the caller passes the environment variables (env()) to the process it starts.
+        It dies with the nsenter process the caller starts, so a timeout ends it."""
+        assert self.init_pid, "the sandbox is not ready"
+        user = [] if as_root else [f"--reuid={self.user.uid}", f"--regid={self.user.gid}", "--init-groups"]
+        bounding = ",".join(f"-{name}" for name in DROPPED_CAPABILITIES)
+        return [
+            "nsenter", f"--target={self.init_pid}", "--mount", "--pid", "--root", "--wd", "--",
+            "setpriv", *user, f"--bounding-set={bounding}", "--pdeathsig=KILL", "--",
+            "env", f"--chdir={cwd or self.user.home}", "--", *argv,
+        ]  # fmt: skip
+
+    def env(self) -> dict[str, str]:
+        """The task user's login-like environment on the environment's display."""
+        return self.user.env(self.display)
+
+    def read_file(self, path: str) -> bytes | None:
+        """A file's bytes as the task user reads it inside the environment (None when it cannot)."""
+        done = subprocess.run(
+            self.command(["cat", "--", path]), env=self.env(), stdin=subprocess.DEVNULL, capture_output=True
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Write a file as the task user, making missing folders (OSWorld's /setup/upload, run as the user)."""
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        done = subprocess.run(
+            self.command(["sh", "-c", script, "sh", path]), env=self.env(), input=data, capture_output=True
+        )
+        if done.returncode != 0:
+            raise SandboxError(f"could not write {path}: {done.stderr.decode(errors='replace').strip()}")
+
+    def stop(self) -> None:
+        """End every process of the environment and drop its overlay (idempotent)."""
+        if self.init_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.init_pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            self.process.kill()  # unshare --kill-child takes PID 1 (and so the namespace) with it
+        self.process.wait()
+        for child in self.children:
+            child.wait()  # their nsenter ends once the namespace is gone
+        self.children.clear()
+        deadline = time.monotonic() + STOP_SECONDS  # SIGKILL is delivered when each process next runs
+        while self.namespace and processes_in(self.namespace) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.namespace and processes_in(self.namespace):
+            log.warning("environment processes %s outlived their sandbox", processes_in(self.namespace))
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _shown_from_root() -> list[str]:
+    """The interpreter's installation when it is under /root (pyenv as root): the server and the tasks' pyautogui
+    one-liners run with it as the task user, in an environment whose /root is otherwise empty."""
+    prefix = Path(sys.base_prefix).resolve()
+    return [str(prefix)] if prefix.is_relative_to("/root") else []
+
+
+def processes_in(namespace: str, name: str = "") -> list[int]:
+    """The live processes of a PID namespace (a zombie has none), optionally those whose command line holds `name`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or os.readlink(entry / "ns" / "pid") != namespace:
+                continue
+            if name in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:  # ended meanwhile
+            continue
+    return found
