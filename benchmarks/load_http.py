@@ -23,8 +23,9 @@ from mcp import Client
 from benchmarks.common import REPO, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.virtual_display import start_virtual_display
+from testkit.display import isolate_environment, wait_for_window_manager
 from testkit.load import LoadResult, check_text, run_load
-from tests.conftest import running_probe, wait_for_window_manager
+from testkit.tk_probe import running_probe
 from tests.test_transports import http_server
 
 OUTPUT = REPO / "benchmarks" / "results" / "load_http.md"
@@ -94,6 +95,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args()
     started = datetime.now(UTC)
+    isolate_environment()  # the tests' fonts and a fresh state directory, as in the CI test
     display = start_virtual_display(DisplaySettings(resolution=RESOLUTION, window_manager="openbox"))
     os.environ["DISPLAY"] = display.name
     try:

@@ -40,7 +40,7 @@ from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
-from tests.conftest import wait_for
+from testkit.waiting import wait_for
 from tests.test_orchestrator import PLANNER, act
 
 pytestmark = pytest.mark.anyio

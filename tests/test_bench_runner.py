@@ -42,8 +42,9 @@ from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import serve_command
 from testkit.chromium import QUIET_ARGS, chromium_executable
 from testkit.model_server import ModelRequest, Reply, StandInModel
+from testkit.paths import APPS
 from testkit.server_process import base_env
-from tests.conftest import APPS, wait_for
+from testkit.waiting import wait_for
 from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track, step_of
 
 ROOT = Path(__file__).resolve().parent.parent

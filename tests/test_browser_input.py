@@ -14,7 +14,8 @@ from playwright.async_api import Page, async_playwright
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.chromium import KIOSK_ARGS, chromium_executable
-from tests.conftest import call_ok, wait_for_active_window
+from testkit.display import wait_for_active_window
+from testkit.mcp_calls import call_ok
 
 pytestmark = pytest.mark.anyio
 

@@ -20,9 +20,9 @@ from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.checker import CommandChecker
 from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.server import build_server
+from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.server_process import ServerProcess, base_env
-from tests.conftest import call_error, call_ok
 from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
 
 pytestmark = pytest.mark.anyio

@@ -28,7 +28,8 @@ from symphony_mcp.config import CodeSettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.server import build_server
-from tests.conftest import SCREEN, call_error, call_ok
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_error, call_ok
 from tests.test_transports import base_env, stdio_params
 
 pytestmark = pytest.mark.anyio

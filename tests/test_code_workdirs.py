@@ -18,8 +18,9 @@ from mcp import Client
 
 from symphony_mcp.code.cgroups import PREFIX, hierarchies
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.mcp_calls import call_error
 from testkit.server_process import ServerProcess, base_env
-from tests.conftest import call_error, wait_for
+from testkit.waiting import wait_for
 from tests.test_code_run import home, run, tree
 
 pytestmark = pytest.mark.anyio

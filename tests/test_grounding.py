@@ -19,8 +19,10 @@ from PIL import Image
 
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import SymphonyServer, build_server
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, Reply, StandInModel
-from tests.conftest import SCREEN, TkProbe, call_error, call_ok
+from testkit.tk_probe import TkProbe
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.tools.listing import concise_tool
-from tests.conftest import call_ok
+from testkit.mcp_calls import call_ok
 
 pytestmark = pytest.mark.anyio
 

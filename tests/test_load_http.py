@@ -13,7 +13,7 @@ from mcp import Client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.load import check_text, run_load
-from tests.conftest import TkProbe
+from testkit.tk_probe import TkProbe
 from tests.test_transports import http_server
 
 pytestmark = pytest.mark.anyio

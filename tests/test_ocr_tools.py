@@ -22,7 +22,9 @@ from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
-from tests.conftest import TkProbe, call_error, call_ok, wait_for
+from testkit.mcp_calls import call_error, call_ok
+from testkit.tk_probe import TkProbe
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 

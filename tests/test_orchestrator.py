@@ -25,7 +25,8 @@ from symphony_mcp.orchestrator.records import RunRecord, State
 from symphony_mcp.orchestrator.report import write_report
 from symphony_mcp.server import build_server
 from testkit.model_server import ModelRequest, Reply, StandInModel
-from tests.conftest import APPS, wait_for
+from testkit.paths import APPS
+from testkit.waiting import wait_for
 from tests.test_transports import base_env, free_port, serve_command
 
 pytestmark = pytest.mark.anyio

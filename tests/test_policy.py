@@ -18,7 +18,9 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.errors import PolicyError
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.server import SymphonyServer, build_server
-from tests.conftest import call_error, call_ok, set_default, wait_for
+from testkit.mcp_calls import call_error, call_ok
+from testkit.mime import set_default
+from testkit.waiting import wait_for
 from tests.test_transports import http_server
 
 pytestmark = pytest.mark.anyio

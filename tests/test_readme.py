@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from symphony_mcp.cli import EXIT_MEANINGS
 from symphony_mcp.config import ModelEndpoint, ModelsSettings, ServerSettings, Settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.conftest import wait_for
+from testkit.waiting import wait_for
 from tests.test_transports import EXPECTED_TOOLS, base_env, free_port, port_open, serve_command
 
 REPO = Path(__file__).parent.parent

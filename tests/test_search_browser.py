@@ -21,8 +21,8 @@ from symphony_mcp.search.browser import ChromiumBrowser, marked_image
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
 from symphony_mcp.search.types import BrowserFailure, PageElement, PageView, UrlRefusedError
 from symphony_mcp.search.urls import UrlPolicy
+from testkit.waiting import wait_for
 from testkit.web_site import WebSite
-from tests.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ from symphony_mcp.search.docs_index import DocsIndex, build_index, match_express
 from symphony_mcp.search.docs_server import DocsServer
 from symphony_mcp.search.types import SearchUnavailableError
 from testkit.server_process import base_env
-from tests.conftest import wait_for
+from testkit.waiting import wait_for
 
 HELP = Path("/usr/share/libreoffice/help/en-US")
 TEXT = HELP / "text"

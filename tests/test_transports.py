@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.server_process import ServerProcess, base_env, names, serve_command, wait_gone
-from tests.conftest import wait_for
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 
