@@ -42,7 +42,7 @@ from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
-from tests.test_bench_osworld import PHOTOS, TRASH, offline_cache
+from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
 
 TASKS = REPO / "tests" / "data" / "osworld"
 SCRIPT = REPO / "scripts" / "osworld-user.sh"

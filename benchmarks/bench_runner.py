@@ -1,6 +1,6 @@
 """Benchmark runner: its overhead per task outside the agent, and the parallel speed-up with 2 environments.
 
-Runs the runner test's small real benchmark (`tests/test_bench_runner.py`: FileTasks, "type a text into a new
+Runs the runner test's small real benchmark (`testkit/file_tasks.py`: FileTasks, "type a text into a new
 Tk editor on FILE and save it", scored by reading the file) through `symphony_mcp.bench.command.run_bench`
 (the local backend, as `symphony-mcp bench` does): per environment its own Xvfb at 1280x800 with openbox and
 a `symphony-mcp serve` spawned over stdio per task; a stand-in planner (testkit/model_server.py, real HTTP
@@ -50,11 +50,9 @@ from symphony_mcp.bench.results import read_evaluation, write_evaluation
 from symphony_mcp.bench.summary import BenchSummary
 from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
 from symphony_mcp.config import load_settings
+from testkit.file_tasks import ADAPTER, FILES_VARIABLE, TASKS, Planner
 from testkit.model_server import StandInModel
-from tests.test_bench_runner import FILES_VARIABLE, MEMORYER, PLANNER, TASKS, Planner
-
-ADAPTER = "tests.test_bench_runner:FileTasks"
-
+from testkit.scripted_planner import MEMORYER, PLANNER
 
 Round = tuple[BenchSummary, list[TaskEvaluation], float]
 SCENARIOS: tuple[tuple[Backend, int], ...] = (("local", 1), ("local", 2), ("ray", 2))

@@ -24,9 +24,9 @@ from benchmarks.common import REPO, interpreter, log, machine_facts, publish_rep
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.virtual_display import start_virtual_display
 from testkit.display import isolate_environment, wait_for_window_manager
+from testkit.http_server import http_server
 from testkit.load import LoadResult, check_text, run_load
 from testkit.tk_probe import running_probe
-from tests.test_transports import http_server
 
 OUTPUT = REPO / "benchmarks" / "results" / "load_http.md"
 RESOLUTION = "1920x1080"

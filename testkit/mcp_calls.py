@@ -20,3 +20,8 @@ async def call_error(client: Client, tool: str, **arguments: Any) -> str:
     result = await client.call_tool(tool, arguments)
     assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
     return result.content[0].text  # type: ignore[union-attr]
+
+
+async def run_code(client: Client, language: str, code: str, **arguments: Any) -> dict[str, Any]:
+    """`run_code` that must succeed; its result."""
+    return await call_ok(client, "run_code", language=language, code=code, **arguments)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mcp import Client
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.server import SymphonyServer, build_server
+from testkit.code_home import SECRET, SECRET_VARIABLES, make_home
 from testkit.display import desktop, isolate_environment, wait_for_window_manager
 from testkit.mime import SESSION_VARIABLES, make_mime_home
 from testkit.model_server import StandInModel
@@ -108,3 +110,21 @@ def mime_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for variable, value in make_mime_home(tmp_path).items():
         monkeypatch.setenv(variable, value)
     return tmp_path
+
+
+@pytest.fixture
+def tree() -> Iterator[Path]:
+    """A fresh folder in /var/tmp, removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="symphony-code-test-", dir="/var/tmp"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def home(tree: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home with what code must not see or change (testkit/code_home.py), and secrets in the environment."""
+    home = make_home(tree)
+    monkeypatch.setenv("HOME", str(home))
+    for variable in SECRET_VARIABLES:
+        monkeypatch.setenv(variable, SECRET)
+    return home

@@ -10,18 +10,15 @@ process is root and it did not exist); without root or desktop-env the tests tha
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from PIL import Image
 
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
@@ -40,8 +37,9 @@ from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
+from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
+from testkit.scripted_planner import PLANNER, act
 from testkit.waiting import wait_for
-from tests.test_orchestrator import PLANNER, act
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +48,6 @@ ACCOUNT_COMMAND = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the 
 RENAME = "e0df059f-28a6-4169-924f-b9623e7184cc"  # rename ~/Desktop/todo_list_Jan_1 (made by sudo) to ..._Jan_2
 PYTHON3 = "c288e301-e626-4b98-a1ab-159dcb162af5"  # infeasible: no setup
 HIERARCHY = "4783cc41-c03c-4e1b-89b4-50658f642bd5"  # infeasible: mkdir setup, pyautogui clicks, activate_window
-TRASH = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"  # download a poster, `gio trash` it; restore it (exact_match)
-PHOTOS = "23393935-50c7-4a86-aeea-2b78fd089c5c"  # downloads in photos/...; copy the .jpg (check_moved_jpgs)
 HAS_DESKTOP_ENV = subprocess.run([sys.executable, "-c", "import desktop_env"], capture_output=True).returncode == 0
 needs_desktop_env = pytest.mark.skipif(
     not HAS_DESKTOP_ENV, reason="desktop-env is not installed (scripts/install.sh --dev installs it with --no-deps)"
@@ -355,19 +351,6 @@ def in_xterm(command: str, finished: Path) -> list[Answer]:
 def rename_in_xterm(target: str) -> list[Answer]:
     desktop = "/home/user/Desktop"
     return in_xterm(f"mv {desktop}/todo_list_Jan_1 {desktop}/{target}", Path(desktop) / target)
-
-
-def offline_cache(folder: Path, *task_files: Path) -> Path:
-    """What OSWorld's harness leaves in cache/<task_id>/ after downloading a task's files, made here: small
-    images of each downloaded file's type under OSWorld's names (offline.download_copy)."""
-    for task_file in task_files:
-        task = json.loads(task_file.read_text())
-        for step in task["config"]:
-            for file in step["parameters"].get("files", []) if step["type"] == "download" else []:
-                name = f"{uuid.uuid5(uuid.NAMESPACE_URL, file['url'])}_{os.path.basename(file['path'])}"
-                (folder / task["id"]).mkdir(parents=True, exist_ok=True)
-                Image.new("RGB", (32, 24), "orange").save(folder / task["id"] / name)  # format from the name
-    return folder
 
 
 @needs_desktop_env

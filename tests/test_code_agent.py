@@ -22,8 +22,8 @@ from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.server import build_server
 from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, StandInModel
+from testkit.scripted_planner import MEMORYER, PLANNER, act, on_track
 from testkit.server_process import ServerProcess, base_env
-from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
 
 pytestmark = pytest.mark.anyio
 CODER = "stand-in-coder"

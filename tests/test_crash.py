@@ -22,9 +22,9 @@ from symphony_mcp.memory.owner import this_process
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.report import write_report
 from testkit.mcp_calls import call_ok
+from testkit.ports import free_port, port_open
 from testkit.server_process import ServerProcess, base_env, children, names, serve_command, wait_gone
 from testkit.waiting import wait_for
-from tests.test_transports import free_port, port_open
 
 pytestmark = pytest.mark.anyio
 

@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.http_server import http_server
 from testkit.load import check_text, run_load
 from testkit.tk_probe import TkProbe
-from tests.test_transports import http_server
 
 pytestmark = pytest.mark.anyio
 

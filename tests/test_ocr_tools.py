@@ -212,7 +212,7 @@ def test_a_frame_one_pixel_off_the_last_one_is_read_again(engine: str) -> None:
 
 @pytest.fixture
 async def doc_page(xdisplay: object, tmp_path: Path) -> AsyncIterator[object]:
-    from tests.test_browser_input import open_kiosk_page
+    from testkit.kiosk_page import open_kiosk_page
 
     docs = Path("/usr/share/doc/python3/html/tutorial/controlflow.html")
     if not docs.exists():

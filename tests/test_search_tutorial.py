@@ -30,10 +30,10 @@ from symphony_mcp.search.results import SearchTranscript, TutorialResult
 from symphony_mcp.server import build_server
 from testkit.mcp_calls import call_error
 from testkit.model_server import ModelRequest, Reply, StandInModel
+from testkit.processes import descendants, kill_renderers
+from testkit.scripted_planner import MEMORYER, PLANNER, act, on_track
 from testkit.server_process import ServerProcess, base_env
 from testkit.web_site import WebSite
-from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
-from tests.test_search_browser import descendants, kill_renderers
 
 pytestmark = pytest.mark.anyio
 SEARCHER = "stand-in-searcher"
