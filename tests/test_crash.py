@@ -1,7 +1,7 @@
 """A real `symphony-mcp serve` killed or signalled mid-task: what an answered step leaves on disk.
 
 Each server runs on its own virtual display (`--virtual-display always`) with its trajectories in
-tmp, and is driven by the real MCP client over stdio. `benchmarks/crash_durability.py` does the
+tmp, and is driven by the real MCP client over stdio. `benchmarks/robustness/crash_durability.py` does the
 same many times at random points.
 """
 

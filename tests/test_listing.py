@@ -16,7 +16,7 @@ from testkit.mcp_calls import call_ok
 
 pytestmark = pytest.mark.anyio
 
-# Measured (benchmarks/tools_list_size.py): 154,504 bytes as the SDK generates it, 120,345 as sent (31 tools).
+# Measured (benchmarks/size/tools_list_size.py): 154,504 bytes as the SDK generates it, 120,345 as sent (31 tools).
 # Bounding every argument and stating the combinations tools refuse (issue 12) added about 7 KB; tutorial search's
 # two tools (issue 14) about 4.4 KB more (33 tools).
 LISTING_BUDGET = 140_000

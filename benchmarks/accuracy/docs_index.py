@@ -7,10 +7,8 @@ docs server's results page over HTTP; measures ranking on the question set bench
 (expected pages chosen by reading the HTML before the ranking was run on them; "tune" questions guided the ranking,
 "heldout" ones only measure it) over both corpora together. No display is needed. Run from the repository root:
 
-    python benchmarks/docs_index.py
+    python -m benchmarks.accuracy.docs_index
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
@@ -18,19 +16,14 @@ import argparse
 import datetime
 import json
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 import httpx
 
-from benchmarks.common import Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
+from benchmarks.common import REPO, Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.search.docs_index import DocsIndex, IndexReport, build_index, parse_page
 from symphony_mcp.search.docs_server import DocsServer
 
@@ -207,7 +200,7 @@ def main() -> None:
             query_rows.append(
                 [f"{report.pages} pages", what, f"{stats.median:.2f}", f"{stats.p90:.2f}", f"{stats.p99:.2f}"]
             )
-    command = f"{interpreter()} benchmarks/docs_index.py"
+    command = f"{interpreter()} -m benchmarks.accuracy.docs_index"
     lines = [
         "# Offline docs index: build time and query latency",
         "",

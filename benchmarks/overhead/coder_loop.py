@@ -15,40 +15,24 @@ then the summary call. Per round, from the transcript and `model_status`:
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/coder_loop.py
+    .venv/bin/python -m benchmarks.overhead.coder_loop
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
-import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import anyio
 from mcp import Client
 
 from benchmarks.common import (
-    Stats,
-    benchmark_desktop,
-    interpreter,
-    log,
     machine_facts,
-    publish_report,
-    stdio_server,
     table,
     verdict,
 )
+from benchmarks.overhead.agent_loop import Samples, agent_server, pooled, run_benchmark, timed_rounds
 from symphony_mcp.code.results import CoderResult, CoderTranscript
-from symphony_mcp.models.registry import ModelStatus
 from testkit.model_server import ModelRequest, StandInModel
 
 TARGET_MS = 100.0
@@ -63,55 +47,30 @@ def coder_answer(request: ModelRequest) -> str:
     return f"Turn {ran + 1}.\n```python\nprint({ran})\n```" if ran < TURNS else "All printed.\nDONE"
 
 
-async def measure(display: str, rounds: int, workdir: Path) -> list[dict[str, list[float]]]:
+def coder_samples(structured: dict[str, Any], outside_ms: float) -> Samples:
+    result = CoderResult.model_validate(structured)
+    turns = CoderTranscript.model_validate_json(Path(result.transcript_file).read_text()).turns
+    assert result.completion_reason == "DONE" and len(turns) == TURNS + 1, result
+    return {
+        "step": [outside_ms / len(turns)],
+        "loop": [t.overhead_ms for t in turns],
+        "block": [t.run.duration_seconds * 1000 for t in turns if t.run is not None],
+    }
+
+
+async def measure(display: str, rounds: int, workdir: Path) -> list[Samples]:
     stand_in = StandInModel().start()
     stand_in.script(default=coder_answer)
-    params = stdio_server(display)
-    assert params.env is not None
-    params.env |= {
-        "SYMPHONY_MODELS__CODER__BASE_URL": stand_in.url,
-        "SYMPHONY_MODELS__CODER__MODEL": "stand-in-coder",
-        "SYMPHONY_MEMORY__TRAJECTORY_DIR": str(workdir / "trajectories"),
-        "SYMPHONY_OCR__WARM_UP": "false",
-    }
-    samples: list[dict[str, list[float]]] = []
     try:
-        async with Client(params) as client:
-            for index in range(rounds + 1):  # the first round warms up and is not kept
-                before = await model_ms(client)
-                started = time.perf_counter()
-                called = await client.call_tool("code_agent", {"task": "Print twenty numbers", "budget": TURNS + 1})
-                wall = (time.perf_counter() - started) * 1000
-                if called.is_error:
-                    raise RuntimeError(f"code_agent failed: {called.content}")
-                result = CoderResult.model_validate(called.structured_content)
-                model = await model_ms(client) - before
-                transcript = CoderTranscript.model_validate_json(Path(result.transcript_file).read_text())
-                turns = transcript.turns
-                assert result.completion_reason == "DONE" and len(turns) == TURNS + 1, result
-                round_samples = {
-                    "step": [(wall - model) / len(turns)],
-                    "loop": [t.overhead_ms for t in turns],
-                    "block": [t.run.duration_seconds * 1000 for t in turns if t.run is not None],
-                }
-                log(f"round {index}: {round_samples['step'][0]:.1f} ms per turn outside model calls")
-                if index:
-                    samples.append(round_samples)
+        async with Client(agent_server(display, "coder", stand_in.url, workdir)) as client:
+            arguments = {"task": "Print twenty numbers", "budget": TURNS + 1}
+            return await timed_rounds(client, "coder", "code_agent", arguments, rounds, coder_samples)
     finally:
         stand_in.stop()
-    return samples
 
 
-async def model_ms(client: Client) -> float:
-    status = ModelStatus.model_validate((await client.call_tool("model_status", {})).structured_content)
-    return next(r.usage.model_ms for r in status.roles if r.role == "coder")
-
-
-def report(samples: list[dict[str, list[float]]], command: str) -> str:
-    def pooled(key: str) -> Stats:
-        return Stats(tuple(value for s in samples for value in s[key]))
-
-    step, loop, block = pooled("step"), pooled("loop"), pooled("block")
+def report(samples: list[Samples], command: str) -> str:
+    step, loop, block = (pooled(samples, key) for key in ("step", "loop", "block"))
     rows = [
         [
             "step overhead outside model calls (per round)",
@@ -143,16 +102,5 @@ def report(samples: list[dict[str, list[float]]], command: str) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/coder_loop.md")
-    args = parser.parse_args()
-    command = f"{interpreter()} benchmarks/coder_loop.py" + (f" --rounds {args.rounds}" if args.rounds != 5 else "")
-    with tempfile.TemporaryDirectory() as tmp, benchmark_desktop() as display:
-        samples = anyio.run(measure, display, args.rounds, Path(tmp))
-    publish_report(report(samples, command), args.output)
-
-
 if __name__ == "__main__":
-    main()
+    run_benchmark("coder_loop", __doc__.split("\n\n")[0], measure, report)

@@ -12,17 +12,14 @@ three text-filled xterms, then, side by side in one run:
 The stdio server gets DISPLAY, PATH and any SYMPHONY_* variables; nothing else of the environment.
 Prints a markdown report and writes it to --output. Run from the repository root:
 
-    python benchmarks/desktop_roundtrip.py
+    python -m benchmarks.overhead.desktop_roundtrip
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import datetime
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -30,22 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 import anyio
 from mcp import Client
 from mcp.types import ImageContent
 
 from benchmarks.common import (
     INPUT_TARGET,
+    REPO,
     RESOLUTION,
     Stats,
     benchmark_desktop,
     call_tool,
     elapsed_ms,
-    interpreter,
+    invocation,
     log,
     machine_facts,
     publish_report,
@@ -493,7 +487,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join([interpreter(), *sys.argv])
+    command = invocation()
     facts = machine_facts()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")

@@ -6,10 +6,8 @@ processes over the real stdio client: one runs the code at --before (a directory
 server reads the screen once (the first call, not measured), then the calls alternate between the two so both
 see the same machine load. Prints a markdown report and writes it to --output. Run from the repository root:
 
-    python benchmarks/find_text_repeat.py --before /tmp/speed-base
+    python -m benchmarks.overhead.find_text_repeat --before /tmp/speed-base
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
@@ -17,22 +15,17 @@ import argparse
 import contextlib
 import datetime
 import os
-import shlex
-import sys
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
 
 import anyio
 from mcp import Client, StdioServerParameters
 
 from benchmarks.common import (
+    REPO,
     Stats,
     benchmark_desktop,
     call_tool,
-    interpreter,
+    invocation,
     log,
     machine_facts,
     publish_report,
@@ -117,7 +110,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--warmups", type=int, default=3)
     args = parser.parse_args()
-    command = shlex.join([interpreter(), *sys.argv])
+    command = invocation()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")
         stats = anyio.run(measure, display, args)

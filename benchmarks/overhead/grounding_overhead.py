@@ -16,10 +16,8 @@ The point clicked is the bare root window between the left and right xterms (ope
 left click there), so the clicks have no side effects. Prints a markdown report and writes it to --output.
 Run from the repository root:
 
-    python benchmarks/grounding_overhead.py
+    python -m benchmarks.overhead.grounding_overhead
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
@@ -30,7 +28,6 @@ import datetime
 import functools
 import json
 import logging
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -38,21 +35,18 @@ from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 import anyio
 from mcp import Client, StdioServerParameters
 from PIL import Image
 
 from benchmarks.common import (
+    REPO,
     RESOLUTION,
     Stats,
     benchmark_desktop,
     call_tool,
     elapsed_ms,
-    interpreter,
+    invocation,
     log,
     machine_facts,
     publish_report,
@@ -745,7 +739,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join([interpreter(), *sys.argv])
+    command = invocation()
     facts = machine_facts()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")

@@ -14,7 +14,7 @@ line write alone (the same step written again to a scratch file), what an fsync 
 would add, and, in the same loop, a default
 `screenshot` (grab + JPEG) for comparison. Medians per window of 100 steps.
 
-    python -m benchmarks.memory_steps
+    python -m benchmarks.overhead.memory_steps
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ from benchmarks.common import (
     Stats,
     benchmark_desktop,
     elapsed_ms,
-    interpreter,
+    invocation,
     log,
     machine_facts,
     publish_report,
@@ -246,7 +245,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join([interpreter(), "-m", "benchmarks.memory_steps", *sys.argv[1:]])
+    command = invocation()
     facts = machine_facts()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")

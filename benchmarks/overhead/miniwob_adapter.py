@@ -13,10 +13,8 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/bench_miniwob.py
+    .venv/bin/python -m benchmarks.overhead.miniwob_adapter
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
@@ -27,22 +25,15 @@ import io
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-os.environ["FONTCONFIG_FILE"] = str(REPO / "tests/fonts/fonts.conf")  # the tests' fonts: the same layout
-os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 import mss
 from PIL import Image
 from rich.console import Console
 
-from benchmarks.common import Stats, interpreter, log, machine_facts, publish_report, table
+from benchmarks.common import REPO, Stats, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.miniwob import DEFAULT_SUBSET, DEFAULT_ZOOM, MiniWobAdapter
 from symphony_mcp.bench.request import BenchRequest
@@ -55,6 +46,7 @@ from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.vision.ocr.pipeline import shared_pipeline
 from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
 from testkit.model_server import StandInModel
+from testkit.paths import FONTS_CONF
 
 SCREENSHOT = (1280, 720)  # the default screenshot of a 1920x1080 screen (screenshot.max_width/max_height)
 
@@ -249,8 +241,10 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=5, help="window starts measured (default 5)")
     parser.add_argument("--rounds", type=int, default=3, help="runner rounds of the smoke policy (default 3)")
     parser.add_argument("--zooms", default="1,2,3,4", help="device scale factors compared (default 1,2,3,4)")
-    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/bench_miniwob.md")
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/miniwob_adapter.md")
     args = parser.parse_args()
+    os.environ["FONTCONFIG_FILE"] = str(FONTS_CONF)  # the tests' fonts: the same layout
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # before anything here or in a server loads OCR
     display = start_virtual_display(DisplaySettings(resolution="1920x1080", window_manager="openbox"))
     os.environ["DISPLAY"] = display.name
     try:
@@ -271,7 +265,7 @@ def main() -> None:
         "--zooms": (args.zooms, "1,2,3,4"),
     }
     options = "".join(f" {flag} {value}" for flag, (value, default) in defaults.items() if value != default)
-    command = f"{interpreter()} benchmarks/bench_miniwob.py{options}"
+    command = f"{interpreter()} -m benchmarks.overhead.miniwob_adapter{options}"
     publish_report(report(window, resets, evaluations, args.seeds, runs, shares, command), args.output)
 
 

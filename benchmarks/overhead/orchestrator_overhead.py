@@ -25,10 +25,8 @@ window of 10 steps; growth = last window / first window. Afterwards, in process,
 of 50 to 500 steps made from a measured run. Prints a markdown report and writes it to --output (--samples
 also writes every step's numbers as JSON). Run from the repository root:
 
-    .venv/bin/python benchmarks/orchestrator_overhead.py
+    .venv/bin/python -m benchmarks.overhead.orchestrator_overhead
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
@@ -40,7 +38,6 @@ import gc
 import json
 import logging
 import re
-import shlex
 import statistics
 import sys
 import tempfile
@@ -51,18 +48,15 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from benchmarks.common import (
+    REPO,
     RESOLUTION,
     benchmark_desktop,
-    interpreter,
+    invocation,
     log,
     machine_facts,
     publish_report,
@@ -782,7 +776,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join([interpreter(), *sys.argv])
+    command = invocation()
     facts = machine_facts()
     with benchmark_desktop() as display:
         log(f"benchmark display {display}")

@@ -9,13 +9,11 @@ classifying the 31 os tasks; the first call in the process also imports the metr
 (putting the home back, then the task's setup steps; the setup's own waits, e.g. the pyautogui one-liners'
 `time.sleep(0.5)`, are part of OSWorld's task and included), of which the home reset alone, and evaluate
 (postconfig, getters, OSWorld's metric) for an agent run that said done. No agent runs: the agent's time is
-the orchestrator benchmarks'; the runner's own bookkeeping is benchmarks/bench_runner.py's. Run from the
+the orchestrator benchmarks'; the runner's own bookkeeping is benchmarks/overhead/runner_overhead.py's. Run from the
 repository root, as root:
 
-    .venv/bin/python benchmarks/bench_osworld.py
+    .venv/bin/python -m benchmarks.overhead.osworld_adapter
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and tests imports
 
 from __future__ import annotations
 
@@ -23,16 +21,11 @@ import argparse
 import asyncio
 import datetime
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
-from benchmarks.common import Stats, interpreter, log, machine_facts, publish_report, table
+from benchmarks.common import REPO, Stats, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.bench.osworld.tasks import load_tasks
@@ -167,7 +160,9 @@ def main() -> None:
     finally:
         if made_here:
             subprocess.run([str(SCRIPT), "remove"], check=True, capture_output=True)
-    command = f"{interpreter()} benchmarks/bench_osworld.py" + (f" --rounds {args.rounds}" if args.rounds != 5 else "")
+    command = f"{interpreter()} -m benchmarks.overhead.osworld_adapter" + (
+        f" --rounds {args.rounds}" if args.rounds != 5 else ""
+    )
     publish_report(report(samples, listing, listed, command), args.output)
 
 

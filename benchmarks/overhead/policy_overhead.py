@@ -6,31 +6,24 @@ input-required round, and 2025-11-25 with a standalone elicitation). Every call 
 MCP client in memory, so the differences are the server's own work. No display is needed. Run from
 the repository root:
 
-    python benchmarks/policy_overhead.py
+    python -m benchmarks.overhead.policy_overhead
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
 
 import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ElicitResult, ToolAnnotations
 
-from benchmarks.common import Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
+from benchmarks.common import REPO, Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.config import PolicySettings
 from symphony_mcp.tools.policy import PolicyServer
 
@@ -114,7 +107,7 @@ def main() -> None:
     parser.add_argument("--warmups", type=int, default=50)
     args = parser.parse_args()
     results = anyio.run(run, args.repeats, args.warmups)
-    command = f"{interpreter()} benchmarks/policy_overhead.py"
+    command = f"{interpreter()} -m benchmarks.overhead.policy_overhead"
     if args.repeats != 1000:
         command += f" --repeats {args.repeats}"
     publish_report(report(results, args.repeats, args.warmups, command), args.output)

@@ -8,10 +8,8 @@ order swapped every round), so machine load falls on both alike. The baseline's 
 interpreter. Overhead = run_code median - bare interpreter median (as in run_code_overhead.py). Starts its own
 Xvfb. Run from the repository root:
 
-    python benchmarks/run_code_before_after.py
+    python -m benchmarks.overhead.run_code_before_after
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
@@ -28,14 +26,10 @@ import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 from mcp import Client, StdioServerParameters
 
-from benchmarks.common import Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
-from benchmarks.run_code_overhead import BLOCKS, bare
+from benchmarks.common import REPO, Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
+from benchmarks.overhead.run_code_overhead import BLOCKS, bare
 from symphony_mcp.code.types import Language
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.virtual_display import start_virtual_display
@@ -175,7 +169,7 @@ def main() -> None:
     finally:
         display.stop()
         shutil.rmtree(tree, ignore_errors=True)
-    command = f"{interpreter()} benchmarks/run_code_before_after.py"
+    command = f"{interpreter()} -m benchmarks.overhead.run_code_before_after"
     if args.repeats != 50:
         command += f" --repeats {args.repeats}"
     if args.baseline != BASELINE:

@@ -7,10 +7,8 @@ unshare), and as `run_code` calls to `symphony-mcp serve` spawned over stdio. Th
 minus the bare median; the target is <= 60 ms. Starts its own Xvfb (the server needs a display). Run from the
 repository root:
 
-    python benchmarks/run_code_overhead.py
+    python -m benchmarks.overhead.run_code_overhead
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
@@ -25,13 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 from mcp import Client, StdioServerParameters
 
-from benchmarks.common import Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table, verdict
+from benchmarks.common import REPO, Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table, verdict
 from symphony_mcp.code.local import LocalExecutor
 from symphony_mcp.code.types import Language
 from symphony_mcp.config import CodeSettings, DisplaySettings
@@ -164,7 +158,7 @@ def main() -> None:
     finally:
         display.stop()
         shutil.rmtree(tree, ignore_errors=True)
-    command = f"{interpreter()} benchmarks/run_code_overhead.py"
+    command = f"{interpreter()} -m benchmarks.overhead.run_code_overhead"
     if args.repeats != 50:
         command += f" --repeats {args.repeats}"
     publish_report(report(rows, args.repeats, command), args.output)

@@ -17,10 +17,8 @@ wall time (first task started to last ended) and the time outside the tasks (the
 minus that: planning, the environments' or actors' start and stop, the summary). Run from the repository
 root:
 
-    .venv/bin/python benchmarks/bench_runner.py
+    .venv/bin/python -m benchmarks.overhead.runner_overhead
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and tests imports
 
 from __future__ import annotations
 
@@ -30,20 +28,15 @@ import io
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
 from rich.console import Console
 
-from benchmarks.common import Stats, interpreter, log, machine_facts, publish_report, table
+from benchmarks.common import REPO, Stats, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.request import Backend, BenchRequest
 from symphony_mcp.bench.results import read_evaluation, write_evaluation
@@ -191,7 +184,7 @@ def start_ray(temp: Path) -> tuple[float, Callable[[], None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds per scenario (default 3)")
-    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/bench_runner.md")
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/runner_overhead.md")
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no token written under ~/.ray
     stand_in = StandInModel().start()
@@ -218,7 +211,9 @@ def main() -> None:
             writes = write_times(rounds[("local", 1)][0][1][0], Path(temp) / "writes")
     finally:
         stand_in.stop()
-    command = f"{interpreter()} benchmarks/bench_runner.py" + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
+    command = f"{interpreter()} -m benchmarks.overhead.runner_overhead" + (
+        f" --rounds {args.rounds}" if args.rounds != 3 else ""
+    )
     publish_report(report(rounds, writes, ray_start, command), args.output)
 
 

@@ -16,39 +16,23 @@ twenty steps are done, then done(tutorial). Per round, from the transcript and `
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/search_loop.py
+    .venv/bin/python -m benchmarks.overhead.search_loop
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks and testkit imports
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import anyio
 from mcp import Client
 
 from benchmarks.common import (
-    Stats,
-    benchmark_desktop,
-    interpreter,
-    log,
     machine_facts,
-    publish_report,
-    stdio_server,
     table,
     verdict,
 )
-from symphony_mcp.models.registry import ModelStatus
+from benchmarks.overhead.agent_loop import Samples, agent_server, pooled, run_benchmark, timed_rounds
 from symphony_mcp.search.results import SearchTranscript, TutorialResult
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.web_site import running_site
@@ -75,57 +59,34 @@ def searcher_answer(request: ModelRequest) -> str:
     return f"Read on.\n```python\nscroll({direction!r}, 4)\n```"
 
 
-async def measure(display: str, rounds: int, workdir: Path, source: Path | None = None) -> list[dict[str, list[float]]]:
+def searcher_samples(structured: dict[str, Any], outside_ms: float) -> Samples:
+    result = TutorialResult.model_validate(structured)
+    steps = SearchTranscript.model_validate_json(Path(result.transcript_file).read_text()).steps
+    assert result.completion_reason == "DONE" and len(steps) == STEPS + 1, result
+    return {"step": [outside_ms / len(steps)], "loop": [s.overhead_ms for s in steps]}
+
+
+async def measure(display: str, rounds: int, workdir: Path, source: Path | None = None) -> list[Samples]:
     """Per kept round, the step overhead and the loop's per-step overheads; the server runs the package found
     in `source` when given (a checkout's root), else the installed one."""
     stand_in = StandInModel().start()
     stand_in.script(default=searcher_answer)
-    samples: list[dict[str, list[float]]] = []
     try:
         with running_site() as site:
-            params = stdio_server(display)
-            assert params.env is not None
-            params.env |= {
-                "SYMPHONY_MODELS__SEARCHER__BASE_URL": stand_in.url,
-                "SYMPHONY_MODELS__SEARCHER__MODEL": "stand-in-searcher",
+            engine = {
                 "SYMPHONY_SEARCH__ENGINE": "template",
                 "SYMPHONY_SEARCH__URL_TEMPLATE": site.url("/search?q={query}"),
-                "SYMPHONY_MEMORY__TRAJECTORY_DIR": str(workdir / "trajectories"),
-                "SYMPHONY_OCR__WARM_UP": "false",
             }
-            if source is not None:
-                params.env["PYTHONPATH"] = str(source)
+            params = agent_server(display, "searcher", stand_in.url, workdir, source, **engine)
             async with Client(params) as client:
-                for index in range(rounds + 1):  # the first round warms up and is not kept
-                    before = await model_ms(client)
-                    started = time.perf_counter()
-                    called = await client.call_tool(
-                        "search_tutorial", {"query": "freeze the first row", "budget": STEPS + 1}
-                    )
-                    wall = (time.perf_counter() - started) * 1000
-                    if called.is_error:
-                        raise RuntimeError(f"search_tutorial failed: {called.content}")
-                    result = TutorialResult.model_validate(called.structured_content)
-                    model = await model_ms(client) - before
-                    steps = SearchTranscript.model_validate_json(Path(result.transcript_file).read_text()).steps
-                    assert result.completion_reason == "DONE" and len(steps) == STEPS + 1, result
-                    round_samples = {"step": [(wall - model) / len(steps)], "loop": [s.overhead_ms for s in steps]}
-                    log(f"round {index}: {round_samples['step'][0]:.1f} ms per step outside model calls")
-                    if index:
-                        samples.append(round_samples)
+                arguments = {"query": "freeze the first row", "budget": STEPS + 1}
+                return await timed_rounds(client, "searcher", "search_tutorial", arguments, rounds, searcher_samples)
     finally:
         stand_in.stop()
-    return samples
 
 
-async def model_ms(client: Client) -> float:
-    status = ModelStatus.model_validate((await client.call_tool("model_status", {})).structured_content)
-    return next(r.usage.model_ms for r in status.roles if r.role == "searcher")
-
-
-def report(samples: list[dict[str, list[float]]], command: str) -> str:
-    step = Stats(tuple(value for s in samples for value in s["step"]))
-    loop = Stats(tuple(value for s in samples for value in s["loop"]))
+def report(samples: list[Samples], command: str) -> str:
+    step, loop = pooled(samples, "step"), pooled(samples, "loop")
     rows = [
         ["step overhead outside model calls (per round)", f"{step.median:.1f}", f"{max(step.samples):.1f}"],
         ["in-loop overhead per step (view, marks, PNG, image, action)", f"{loop.median:.1f}", f"{loop.p90:.1f}"],
@@ -149,16 +110,5 @@ def report(samples: list[dict[str, list[float]]], command: str) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/search_loop.md")
-    args = parser.parse_args()
-    command = f"{interpreter()} benchmarks/search_loop.py" + (f" --rounds {args.rounds}" if args.rounds != 5 else "")
-    with tempfile.TemporaryDirectory() as tmp, benchmark_desktop() as display:
-        samples = anyio.run(measure, display, args.rounds, Path(tmp))
-    publish_report(report(samples, command), args.output)
-
-
 if __name__ == "__main__":
-    main()
+    run_benchmark("search_loop", __doc__.split("\n\n")[0], measure, report)

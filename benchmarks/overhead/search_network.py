@@ -7,29 +7,22 @@ searcher that answers at once, budget 21 on the local test site, over stdio); th
 by round, so that load on the machine falls on both alike. The old package is taken from git (`git archive`) into
 a temporary folder and run from there. Run from the repository root:
 
-    .venv/bin/python benchmarks/search_network.py
+    .venv/bin/python -m benchmarks.overhead.search_network
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
 import argparse
 import io
 import subprocess
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 import anyio
 
-from benchmarks.common import Stats, benchmark_desktop, interpreter, log, machine_facts, publish_report, table
-from benchmarks.search_loop import STEPS, measure
+from benchmarks.common import REPO, Stats, benchmark_desktop, interpreter, log, machine_facts, publish_report, table
+from benchmarks.overhead.search_loop import STEPS, measure
 
 BEFORE = "2a0e050"
 Samples = list[dict[str, list[float]]]
@@ -83,7 +76,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks/results/search_network.md")
     args = parser.parse_args()
-    command = f"{interpreter()} benchmarks/search_network.py" + (f" --rounds {args.rounds}" if args.rounds != 4 else "")
+    command = f"{interpreter()} -m benchmarks.overhead.search_network" + (
+        f" --rounds {args.rounds}" if args.rounds != 4 else ""
+    )
     with tempfile.TemporaryDirectory() as tmp, benchmark_desktop() as display:
         old = checkout(BEFORE, Path(tmp) / "before")
         before, after = anyio.run(alternate, display, args.rounds, Path(tmp), old)

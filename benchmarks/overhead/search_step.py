@@ -8,10 +8,8 @@ the test site's how-to (testkit/web_site.py; cookie banner accepted, scrolled to
 page, and a long real documentation page (Python's library/stdtypes.html from python3.11-doc, when installed).
 No display is needed (headless). Run from the repository root:
 
-    python benchmarks/search_step.py
+    python -m benchmarks.overhead.search_step
 """
-
-# ruff: noqa: E402 - the repository root goes on sys.path before the benchmarks imports
 
 from __future__ import annotations
 
@@ -21,7 +19,6 @@ import base64
 import contextlib
 import datetime
 import functools
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -30,11 +27,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script, only benchmarks/ is on the path
-    sys.path.insert(0, str(REPO))
-
-from benchmarks.common import Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table, verdict
+from benchmarks.common import REPO, Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table, verdict
 from symphony_mcp.config import SearchSettings
 from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
 from symphony_mcp.search.browser import ChromiumBrowser, marked_image
@@ -219,7 +212,7 @@ def main() -> None:
     parser.add_argument("--warmups", type=int, default=5)
     args = parser.parse_args()
     results = asyncio.run(run(args.repeats, args.warmups))
-    command = f"{interpreter()} benchmarks/search_step.py"
+    command = f"{interpreter()} -m benchmarks.overhead.search_step"
     if args.repeats != 40:
         command += f" --repeats {args.repeats}"
     chromium = chromium_executable(SearchSettings())

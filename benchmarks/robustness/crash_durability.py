@@ -19,7 +19,7 @@ what each kill left. Latencies: the client's round trip per answered action, and
 carries (screen print and loop check inside `Task.record`; the line's write itself is
 microseconds).
 
-    python -m benchmarks.crash_durability
+    python -m benchmarks.robustness.crash_durability
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import argparse
 import datetime
 import os
 import random
-import shlex
 import signal
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from benchmarks.common import REPO, interpreter, log, machine_facts, publish_report, table, verdict
+from benchmarks.common import REPO, invocation, log, machine_facts, publish_report, table, verdict
 from symphony_mcp.memory.layout import TRAJECTORY_FILE, step_screenshot
 from symphony_mcp.memory.trajectory import TrajectoryStep, read_trajectory
 from testkit.server_process import ServerProcess, wait_gone
@@ -271,7 +270,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join([interpreter(), "-m", "benchmarks.crash_durability", *sys.argv[1:]])
+    command = invocation()
     facts = machine_facts()
     rounds, settled = anyio.run(run_benchmark, args.kills, args.seed, args.max_delay)
     publish_report(render_report(rounds, settled, command, facts, args.seed), args.output)

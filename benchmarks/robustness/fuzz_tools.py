@@ -6,7 +6,7 @@ tool again through the raw JSON-RPC client (NaN, Infinity, lone surrogates). A v
 run goes on with the next tool; the report lists calls, tools covered, outcomes by kind, p50/p99 latency per
 tool, the server's peak RSS and every failure found.
 
-    .venv/bin/python -m benchmarks.fuzz_tools [--examples 150] [--sequences 300] [--raw-examples 60]
+    .venv/bin/python -m benchmarks.robustness.fuzz_tools [--examples 150] [--sequences 300] [--raw-examples 60]
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def report(run: Run, args: argparse.Namespace, started: datetime) -> str:
         "sandbox (testkit/fuzz/sandbox.py): own HOME, cwd, TMPDIR, trajectory folder and group id; open_app "
         "allowed xmessage and true only, PATH with those, Xvfb and openbox; waits bounded at 5 s; grounder: "
         f"the stand-in model (testkit/model_server.py), answering {GROUNDED_POINT} to every description",
-        f"- Command: `{interpreter()} -m benchmarks.fuzz_tools --examples {args.examples} "
+        f"- Command: `{interpreter()} -m benchmarks.robustness.fuzz_tools --examples {args.examples} "
         f"--sequences {args.sequences} --raw-examples {args.raw_examples}`",
         "- Draws per tool and per template: about half valid (from the tool's input schema), half hostile; "
         "sequences: 1-5 random tools. Seed fixed (hypothesis derandomize). Latency: the call alone, not the "

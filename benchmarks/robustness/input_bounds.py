@@ -6,7 +6,7 @@ lines, one huge argument per call: a 50 MB record_step thought, 10,000 hotkey ke
 seconds to the reply, the reply's size, the server's resident memory after the call and its peak so far
 (VmRSS, VmHWM from /proc), and the bytes the call added to the server's log.
 
-Run from the repository root: `.venv/bin/python -m benchmarks.input_bounds` (no display needed). To measure
+Run from the repository root: `.venv/bin/python -m benchmarks.robustness.input_bounds` (no display needed). To measure
 another source tree with the same environment too, e.g. the code before the bounds: `--before /tmp/prebounds`
 (a `git worktree add /tmp/prebounds <commit>`). The report goes to stdout and benchmarks/results/input_bounds.md.
 """
@@ -142,7 +142,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "input_bounds.md")
     args = parser.parse_args()
     header = ["call", "seconds to reply", "reply bytes", "RSS after (MB)", "peak RSS (MB)", "log bytes"]
-    command = "`.venv/bin/python -m benchmarks.input_bounds" + (f" --before {args.before}`" if args.before else "`")
+    command = "`.venv/bin/python -m benchmarks.robustness.input_bounds" + (
+        f" --before {args.before}`" if args.before else "`"
+    )
     lines = ["# Huge input over stdio", "", f"- Command: {command}", *machine_facts(), ""]
     runs = [("This source", None)] + (
         [(f"Before: {args.before} ({_commit(args.before)})", args.before)] if args.before else []

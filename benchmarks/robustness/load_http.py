@@ -6,7 +6,7 @@ a typed token of its own into the probe's focused entry and, every fourth round,
 per round. Afterwards the entry must hold whole tokens only, each typed token once: a broken token means two
 sessions' actions interleaved inside one action, a missing one a lost action.
 
-    .venv/bin/python -m benchmarks.load_http [--clients 20] [--rounds 10]
+    .venv/bin/python -m benchmarks.robustness.load_http [--clients 20] [--rounds 10]
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def report(result: LoadResult, problems: list[str], args: argparse.Namespace, st
         *machine_facts(),
         f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and the Tk probe (tests/apps/tk_probe.py)",
         "- Server: `symphony-mcp serve --transport http` (defaults: 50 ms settle after each action)",
-        f"- Command: `{interpreter()} -m benchmarks.load_http --clients {args.clients} --rounds {args.rounds} "
-        f"--seed {args.seed}`",
+        f"- Command: `{interpreter()} -m benchmarks.robustness.load_http --clients {args.clients} "
+        f"--rounds {args.rounds} --seed {args.seed}`",
         f"- {args.clients} sessions at once, {args.rounds} rounds each: a read, a click, a typed token, a "
         "find_text every fourth round; latency is each call's round trip as its client saw it (queueing behind "
         "the other sessions' actions included)",

@@ -2,7 +2,7 @@
 with uv, and the `--dev` set with pip), the venv's size, and the installed server's time to its first `initialize`
 over stdio, with a DISPLAY given and starting its own Xvfb.
 
-Run from the repository root: `.venv/bin/python -m benchmarks.install_footprint` (needs uv, Xvfb and openbox; about
+Run from the repository root: `.venv/bin/python -m benchmarks.size.install_footprint` (needs uv, Xvfb and openbox; about
 10 minutes, most of it downloading). Venvs and caches go to a temporary folder that is removed at the end; the
 machine's pip and uv caches are not used (pip --no-cache-dir, UV_CACHE_DIR in the temporary folder), so every
 package is downloaded as on a fresh machine. torch comes from this machine's wheel folder as pip's configuration
@@ -115,7 +115,7 @@ def main() -> None:
         "# Install footprint and server start",
         "",
         *facts,
-        "- Command: `.venv/bin/python -m benchmarks.install_footprint`",
+        "- Command: `.venv/bin/python -m benchmarks.size.install_footprint`",
         "- Installs into new venvs with empty caches (pip --no-cache-dir; uv with a new UV_CACHE_DIR): every package"
         " is downloaded from PyPI, torch (dev set) read from this machine's wheel folder. System packages were"
         " already installed (scripts/install.sh's apt part is not timed). Times include creating the venv.",

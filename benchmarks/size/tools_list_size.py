@@ -1,6 +1,6 @@
 """How many bytes `tools/list` costs a host, as sent (concise schemas) and as the SDK would generate them.
 
-Run from the repository root: `.venv/bin/python -m benchmarks.tools_list_size` (no display needed);
+Run from the repository root: `.venv/bin/python -m benchmarks.size.tools_list_size` (no display needed);
 the report goes to benchmarks/results/tools_list_size.md and stdout.
 """
 
@@ -51,7 +51,7 @@ async def measure() -> str:
             "# tools/list size",
             "",
             f"- Package source: git {commit.stdout.strip()}; {len(sent)} tools",
-            "- Command: `.venv/bin/python -m benchmarks.tools_list_size`",
+            "- Command: `.venv/bin/python -m benchmarks.size.tools_list_size`",
             "- Bytes of the JSON result as sent (compact JSON, UTF-8); schemas and descriptions summed over tools",
             "",
             "| listing | tools/list | input schemas | output schemas | descriptions | largest output schema |",
