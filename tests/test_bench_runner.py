@@ -264,11 +264,19 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
         assert failed.returncode == status and message in failed.stderr, (spec, failed.stderr)
 
 
+@pytest.mark.timeout(300)
 def test_ray_backend_gives_the_same_results_layout(
     stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A local Ray cluster of 2 CPUs started here (its state in a temporary folder and HOME, auth off, so
-    nothing is left behind): one actor per environment, the same folders, evaluations and summary."""
+    nothing is left behind): one actor per environment, the same folders, evaluations and summary.
+
+    The work is long by nature: Ray's own processes (GCS, raylet, dashboard, agents, monitors: 7, 5 of them
+    Python), an actor worker and a desktop per environment, then 3 tasks. Beside other tests and two busy loops
+    (load average 15) it took 31 s to start Ray, 116 s to set up the actors and 32 s for the tasks, past the
+    suite's 120 s. So the actors load a light adapter module (testkit/file_tasks.py, not a test module), and the
+    settings reach them as inherited environment: a runtime_env made Ray start two more workers for the actors
+    beside the two it prestarts for num_cpus=2."""
     ray = pytest.importorskip("ray", reason="the Ray backend needs ray: pip install -e '.[dev]' installs it")
     results, files, home = tmp_path / "results", tmp_path / "files", tmp_path / "home"
     home.mkdir()
@@ -278,8 +286,9 @@ def test_ray_backend_gives_the_same_results_layout(
         "PYTHONPATH": str(ROOT),
         "SYMPHONY_OCR__WARM_UP": "false",
         FILES_VARIABLE: str(files),
+        CRASH_VARIABLE: "1",
     }
-    for name, value in variables.items():
+    for name, value in variables.items():  # the raylet inherits them, and its workers from it
         monkeypatch.setenv(name, value)
     stand_in.script(default=Planner())
     settings = load_settings(
@@ -290,8 +299,6 @@ def test_ray_backend_gives_the_same_results_layout(
         orchestrator={"results_dir": str(results), "max_steps": 6, "reflection": False, "reset": True},
         display={"resolution": "1280x800"},
     )
-    variables[CRASH_VARIABLE] = "1"
-    monkeypatch.setenv(CRASH_VARIABLE, "1")
     selection = TaskFilter(task_ids=("t-crash", "t1", "t2", "t3", "t-online", "t-broken"))
     request = BenchRequest(ADAPTER, selection, parallel=2, backend="ray", quiet=True)
     ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
@@ -301,12 +308,14 @@ def test_ray_backend_gives_the_same_results_layout(
             include_dashboard=False,
             log_to_driver=False,
             _temp_dir=ray_temp,
-            runtime_env={"env_vars": variables},
         )
         summary, path = run_bench(request, settings, Console(file=io.StringIO()))
+        workers = list(Path(ray_temp).glob("session_latest/logs/worker-*.out"))
     finally:
         ray.shutdown()
         shutil.rmtree(ray_temp, ignore_errors=True)
+
+    assert len(workers) == 2, f"Ray started workers beyond the two it prestarts: {[w.name for w in workers]}"
 
     assert path == results / "files" / SUMMARY_FILE
     for task in ("t1", "t2", "t3"):
