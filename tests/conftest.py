@@ -3,9 +3,7 @@ apps, the server in memory, the stand-in model and the local web site. Helpers l
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from testkit.mime import SESSION_VARIABLES, make_mime_home
 from testkit.model_server import StandInModel
 from testkit.tk_probe import TkProbe, running_probe
 from testkit.web_site import WebSite, running_site
+from testkit.xterm import line_reader
 
 isolate_environment()  # on import: before any fixture starts a program
 
@@ -54,18 +53,9 @@ def tk_probe(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[TkProbe]:
 
 @pytest.fixture
 def xterm_line(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[Path]:
-    """An xterm whose shell reads one line and writes it to a file; yields that file's path."""
-    if shutil.which("xterm") is None:
-        pytest.fail("xterm is not installed (apt-get install xterm)")
-    out = tmp_path / "xterm_line.txt"
-    script = f'read -r line; printf "%s" "$line" > {out}'
-    process = subprocess.Popen(
-        ["xterm", "-T", "Symphony Term", "-geometry", "80x12+1100+600", "-e", "bash", "-c", script],
-        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
-    )
-    yield out
-    process.terminate()
-    process.wait(timeout=5)
+    """An xterm whose shell reads one line and writes it to a file (testkit/xterm.py); yields that file's path."""
+    with line_reader(tmp_path / "xterm_line.txt") as out:
+        yield out
 
 
 @pytest.fixture
