@@ -248,7 +248,7 @@ def main() -> None:
     display = start_virtual_display(DisplaySettings(resolution="1920x1080", window_manager="openbox"))
     os.environ["DISPLAY"] = display.name
     try:
-        with tempfile.TemporaryDirectory(prefix="bench-miniwob-") as temp:
+        with tempfile.TemporaryDirectory(prefix="miniwob-adapter-") as temp:
             log("adapter overhead")
             window, resets, evaluations = asyncio.run(
                 adapter_overhead(display.name, Path(temp), args.seeds, args.starts)

@@ -72,12 +72,12 @@ from symphony_mcp.orchestrator.loop import RunEvent
 from symphony_mcp.orchestrator.records import RunRecord, State
 from symphony_mcp.orchestrator.results import save_record
 from testkit.model_server import ModelRequest, StandInModel
+from testkit.scripted_planner import MEMORYER, PLANNER, act, is_step_check, on_track
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "orchestrator_overhead.md"
 TARGET_MS = 150.0
 GROWTH_LIMIT = 1.5
 WINDOW = 10
-PLANNER, MEMORYER = "stand-in-planner", "stand-in-memoryer"
 INSTRUCTION = "Move the pointer over the desktop background, one spot per step, then say done"
 DEFAULT_SETTLE = Settings().input.settle_seconds
 SAVE_LENGTHS = (50, 100, 200, 500)  # record lengths for the run.json write (max_steps allows up to 500)
@@ -106,16 +106,8 @@ def check_spots_are_background() -> None:
             raise RuntimeError(f"({x}, {y}) is not bare background on the benchmark desktop; did the layout change?")
 
 
-def act(code: str) -> str:
-    """A planner answer in the required format (as `tests/test_orchestrator.act`)."""
-    return (
-        "(Previous action verification)\nFine.\n(Screenshot analysis)\nThe screen as expected.\n"
-        f"(Next action)\nMove the pointer to the next spot.\n(Grounded action)\n```python\n{code}\n```"
-    )
-
-
 STEP_CHECK = json.dumps({"success": True, "summary": "The pointer moved to the spot."})
-AUDIT = json.dumps({"status": "On-track", "reflection": "Progressing.", "is_milestone": False, "new_facts": []})
+NEXT_SPOT = "Move the pointer to the next spot."
 
 
 def step_of(request: ModelRequest) -> tuple[int, int]:
@@ -128,12 +120,12 @@ def step_of(request: ModelRequest) -> tuple[int, int]:
 
 def answer(request: ModelRequest) -> str:
     if request.body["model"] == MEMORYER:
-        return STEP_CHECK if request.messages[0]["content"].startswith("You check one step") else AUDIT
+        return STEP_CHECK if is_step_check(request) else on_track()
     step, max_steps = step_of(request)
     if step >= max_steps:
-        return act("done()")
+        return act("done()", NEXT_SPOT)
     x, y = SPOTS[(step - 1) % len(SPOTS)]
-    return act(f'move_pointer(x={x}, y={y}, space="screen")')
+    return act(f'move_pointer(x={x}, y={y}, space="screen")', NEXT_SPOT)
 
 
 # --- instrumentation -----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The bundled os tasks (tests/data/osworld, OSWorld's own JSONs) that run on this machine, on a real Xvfb at
 1920x1080 (OSWorld's screen) with openbox, as the task account `user` (scripts/osworld-user.sh; created for
 the run and removed after when it did not exist; needs root), with two more tasks run from an offline copy of
-OSWorld's download cache made as its harness leaves it (tests.test_bench_osworld.offline_cache: small images
+OSWorld's download cache made as its harness leaves it (testkit/osworld_cache.py offline_cache: small images
 under OSWorld's names). Per task and round: list_tasks (loading and
 classifying the 31 os tasks; the first call in the process also imports the metric modules), reset
 (putting the home back, then the task's setup steps; the setup's own waits, e.g. the pyautogui one-liners'
@@ -140,7 +140,7 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
         'each `python -c "import pyautogui; ... time.sleep(0.5)"` step imports pyautogui in a new interpreter and '
         "sleeps as OSWorld's task says, and `sudo -S` costs a PAM round. Evaluate runs the getter's command as the "
         "task user (a shell) and OSWorld's metric, or nothing but the verdict for infeasible tasks. The runner's "
-        "own per-task overhead (results files, queue) is in bench_runner.md.",
+        "own per-task overhead (results files, queue) is in runner_overhead.md.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -148,7 +148,7 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "bench_osworld.md")
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "osworld_adapter.md")
     args = parser.parse_args()
     status = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True).stdout
     made_here = "does not exist" in status
