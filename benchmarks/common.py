@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -167,6 +168,13 @@ def interpreter() -> str:
     if executable.is_relative_to(Path.cwd()):
         return str(executable.relative_to(Path.cwd()))
     return str(executable)
+
+
+def invocation() -> str:
+    """How this benchmark was started, as its report records it: `python -m benchmarks.<room>.<name> [options]`."""
+    spec = sys.modules["__main__"].__spec__
+    started = ["-m", spec.name] if spec is not None else [sys.argv[0]]
+    return shlex.join([interpreter(), *started, *sys.argv[1:]])
 
 
 def publish_report(report: str, output: Path) -> None:

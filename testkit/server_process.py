@@ -21,6 +21,7 @@ from typing import IO, Any
 import anyio
 import mcp_types as types
 from anyio.abc import Process
+from mcp import StdioServerParameters
 from mcp.shared.message import SessionMessage
 
 from symphony_mcp.sdk_internals import TransportStreams
@@ -36,6 +37,12 @@ def serve_command() -> list[str]:
 
 def base_env(**extra: str) -> dict[str, str]:
     return {**{k: os.environ[k] for k in ENV_KEPT if k in os.environ}, **extra}
+
+
+def stdio_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    """`serve *args` for the SDK's own stdio client."""
+    command, *prefix = serve_command()
+    return StdioServerParameters(command=command, args=[*prefix, "serve", *args], env=env)
 
 
 class ServerProcess(AbstractAsyncContextManager[TransportStreams]):

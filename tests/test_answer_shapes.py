@@ -18,7 +18,7 @@ from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.server import build_server
 from testkit.model_server import Reply, StandInModel
-from tests.test_orchestrator import MEMORYER, Script, act, settings_for
+from testkit.scripted_planner import MEMORYER, Script, act, settings_for
 
 pytestmark = pytest.mark.anyio
 CLICK = "click(x=600, y=420)"

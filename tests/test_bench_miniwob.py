@@ -30,7 +30,7 @@ from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
 from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
 from testkit.model_server import StandInModel
-from tests.test_search_browser import descendants
+from testkit.processes import descendants
 
 MINIWOB = "symphony_mcp.bench.miniwob:MiniWobAdapter"
 

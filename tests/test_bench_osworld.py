@@ -23,7 +23,6 @@ from typing import Any
 
 import anyio
 import pytest
-from PIL import Image
 
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
@@ -42,19 +41,17 @@ from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
-from tests.conftest import wait_for
-from tests.test_code_agent import CODER, said
-from tests.test_orchestrator import PLANNER, act
+from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
+from testkit.osworld_host import TASKS, host
+from testkit.scripted_planner import CODER, PLANNER, act, said
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
-TASKS = ROOT / "tests" / "data" / "osworld"
 ACCOUNT_COMMAND = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
 RENAME = "e0df059f-28a6-4169-924f-b9623e7184cc"  # rename ~/Desktop/todo_list_Jan_1 (made by sudo) to ..._Jan_2
 PYTHON3 = "c288e301-e626-4b98-a1ab-159dcb162af5"  # infeasible: no setup
 HIERARCHY = "4783cc41-c03c-4e1b-89b4-50658f642bd5"  # infeasible: mkdir setup, pyautogui clicks, activate_window
-TRASH = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"  # download a poster, `gio trash` it; restore it (exact_match)
-PHOTOS = "23393935-50c7-4a86-aeea-2b78fd089c5c"  # downloads in photos/...; copy the .jpg (check_moved_jpgs)
 HAS_DESKTOP_ENV = subprocess.run([sys.executable, "-c", "import desktop_env"], capture_output=True).returncode == 0
 needs_desktop_env = pytest.mark.skipif(
     not HAS_DESKTOP_ENV, reason="desktop-env is not installed (scripts/install.sh --dev installs it with --no-deps)"
@@ -77,18 +74,6 @@ def task_user() -> Iterator[str]:
         done = subprocess.run([*ACCOUNT_COMMAND, "remove"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert not RECORD.exists() and not Path("/home/user").exists()
-
-
-def host(sudo: bool = True, systemd: bool = False, missing: tuple[str, ...] = ()) -> Host:
-    """This machine as classification sees it, with chosen facts (the input of a pure function)."""
-    user = find_task_user("user", "password")
-    return Host(
-        user=user if not isinstance(user, str) else None,
-        user_problem=user if isinstance(user, str) else "",
-        programs=lambda name: name not in missing and (name != "sudo" or sudo),
-        systemd=systemd,
-        pyautogui=True,
-    )
 
 
 @needs_desktop_env
@@ -207,7 +192,7 @@ def test_a_metric_module_failing_at_import_skips_its_tasks_with_the_reason(task_
     code = (
         "import json, sys\n"
         "from symphony_mcp.bench.osworld.tasks import load_tasks, skip_reason\n"
-        "from tests.test_bench_osworld import TASKS, host\n"
+        "from testkit.osworld_host import TASKS, host\n"
         "task = next(t for t in load_tasks(TASKS) if t['id'].startswith('e0df059f'))\n"
         "docx = {**task, 'evaluator': {**task['evaluator'], 'func': 'compare_docx_files'}}\n"
         "print(json.dumps([skip_reason(docx, host()), skip_reason(task, host())]))\n"
@@ -387,19 +372,6 @@ def inside(adapter: OSWorldAdapter, path: str, environment: str = "env-0") -> Ca
 def rename_in_xterm(adapter: OSWorldAdapter, target: str) -> list[Answer]:
     desktop = "/home/user/Desktop"
     return in_xterm(f"mv {desktop}/todo_list_Jan_1 {desktop}/{target}", inside(adapter, f"{desktop}/{target}"))
-
-
-def offline_cache(folder: Path, *task_files: Path) -> Path:
-    """What OSWorld's harness leaves in cache/<task_id>/ after downloading a task's files, made here: small
-    images of each downloaded file's type under OSWorld's names (offline.download_copy)."""
-    for task_file in task_files:
-        task = json.loads(task_file.read_text())
-        for step in task["config"]:
-            for file in step["parameters"].get("files", []) if step["type"] == "download" else []:
-                name = f"{uuid.uuid5(uuid.NAMESPACE_URL, file['url'])}_{os.path.basename(file['path'])}"
-                (folder / task["id"]).mkdir(parents=True, exist_ok=True)
-                Image.new("RGB", (32, 24), "orange").save(folder / task["id"] / name)  # format from the name
-    return folder
 
 
 @needs_desktop_env

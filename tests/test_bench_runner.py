@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -32,113 +29,20 @@ from symphony_mcp.bench.types import (
     EVALUATION_FILE,
     SCORE_FILE,
     BenchTask,
-    Environment,
-    Score,
     TaskEvaluation,
     TaskFilter,
 )
 from symphony_mcp.config import load_settings
-from symphony_mcp.orchestrator.api import TaskOutcome
-from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
+from symphony_mcp.orchestrator.connection import serve_command
 from testkit.chromium import QUIET_ARGS, chromium_executable
-from testkit.model_server import ModelRequest, Reply, StandInModel
+from testkit.file_tasks import ADAPTER, CRASH_VARIABLE, FILES_VARIABLE, TASKS, Planner
+from testkit.model_server import StandInModel
+from testkit.scripted_planner import MEMORYER, PLANNER, act
 from testkit.server_process import base_env
-from tests.conftest import APPS, wait_for
-from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track, step_of
+from testkit.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = chromium_executable()
-FILES_VARIABLE = "SYMPHONY_TEST_BENCH_FILES"
-CRASH_VARIABLE = "SYMPHONY_TEST_BENCH_CRASH"
-INSTRUCTION = re.compile(
-    r"\[(?P<task>[\w-]+)\] Type '(?P<text>[^']*)' into a new editor on (?P<path>\S+) and save it\."
-)
-TASKS = ("t1", "t2", "t3", "t4", "t5", "t6")
-
-
-class FileTasks:
-    """A benchmark of one kind of task: save a given text in a file of the environment's own folder."""
-
-    name = "files"
-    title = "Files"
-
-    def __init__(self) -> None:
-        self.root = Path(os.environ[FILES_VARIABLE])
-
-    def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
-        tasks = [
-            BenchTask(self.name, "notes" if n % 2 else "memos", task_id, data={"text": f"note number {n}"})
-            for n, task_id in enumerate(TASKS, 1)
-        ]
-        tasks.insert(2, BenchTask(self.name, "notes", "t-online", skip_reason="needs the network"))
-        tasks.append(BenchTask(self.name, "memos", "t-broken", data={"text": "x", "broken": True}))
-        if os.environ.get(CRASH_VARIABLE):  # a task whose reset ends the whole process (a Ray actor dying)
-            tasks.append(BenchTask(self.name, "memos", "t-crash", data={"text": "x", "crash": True}))
-        return [
-            t
-            for t in tasks
-            if (not selection.task_ids or t.task_id in selection.task_ids)
-            and (not selection.domains or t.domain in selection.domains)
-        ]
-
-    def path(self, environment: Environment, task: BenchTask) -> Path:
-        return self.root / environment.name / f"{task.task_id}.txt"
-
-    async def setup(self, environment: Environment) -> None:
-        (self.root / environment.name).mkdir(parents=True, exist_ok=True)
-
-    async def reset(self, environment: Environment, task: BenchTask) -> str:
-        if task.data.get("broken"):
-            raise RuntimeError("the task's fixture file is missing")
-        if task.data.get("crash"):
-            os._exit(17)
-        path = self.path(environment, task)
-        path.unlink(missing_ok=True)
-        return f"[{task.task_id}] Type '{task.data['text']}' into a new editor on {path} and save it."
-
-    def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
-        return server
-
-    async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
-        path = self.path(environment, task)
-        saved = path.read_text(encoding="utf-8") if path.exists() else None
-        return Score(value=float(saved == task.data["text"]), detail=f"{path.name} holds {saved!r}")
-
-    async def teardown(self, environment: Environment) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
-
-
-def editor(path: str) -> str:
-    return f"{sys.executable} {APPS / 'tk_editor.py'} {path}"
-
-
-class Planner:
-    """Per task: open the editor on the file, type the text, save, done. Tasks in `held` wait at step 1."""
-
-    def __init__(self) -> None:
-        self.held: set[str] = set()
-        self.asked: list[str] = []  # the task of each planner request, in order
-
-    def __call__(self, request: ModelRequest) -> str | Reply:
-        if request.body["model"] == MEMORYER:
-            if request.messages[0]["content"].startswith("You check one step"):
-                return json.dumps({"success": True, "summary": "The action had its effect."})
-            return on_track()
-        match = next(m for t in request.texts() if (m := INSTRUCTION.search(t)))
-        self.asked.append(match["task"])
-        step = step_of(request)
-        answers = {
-            1: act(f"open_app(target={editor(match['path'])!r}, wait_seconds=30)"),
-            2: act(f"type(text={match['text']!r})"),
-            3: act('hotkey(keys=["ctrl", "s"])'),
-        }
-        answer = answers.get(step, act("done()"))
-        if match["task"] in self.held and step == 1:
-            return Reply(text=answer, delay=120)  # in flight until the runner is killed
-        return answer
 
 
 def bench(stand_in: StandInModel, results: Path, files: Path, *extra: str) -> subprocess.Popen[str]:
@@ -151,7 +55,7 @@ def bench(stand_in: StandInModel, results: Path, files: Path, *extra: str) -> su
         *serve_command(),
         "bench",
         "--adapter",
-        "tests.test_bench_runner:FileTasks",
+        ADAPTER,
         "--parallel",
         "2",
         "--results",
@@ -329,7 +233,7 @@ def test_sigterm_stops_in_flight_tasks_and_the_displays(stand_in: StandInModel, 
 def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: Path) -> None:
     env = base_env(PYTHONPATH=str(ROOT), **{FILES_VARIABLE: str(tmp_path)})
     listing = subprocess.run(
-        [*serve_command(), "bench", "list", "--adapter", "tests.test_bench_runner:FileTasks", "--domains", "notes"],
+        [*serve_command(), "bench", "list", "--adapter", ADAPTER, "--domains", "notes"],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -354,8 +258,8 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
         ("json:no_such_factory", "json has no callable 'no_such_factory'", 2),
         ("no_such_module:Adapter", "no module no_such_module in this installation", 3),
         ("no-colon", "--adapter must look like package.module:Factory", 2),
-        ("tests.test_bench_runner:FileTasks --parallel 0", "--parallel must be at least 1", 2),
-        ("tests.test_bench_runner:FileTasks --ray-address auto", "--ray-address needs --backend ray", 2),
+        (f"{ADAPTER} --parallel 0", "--parallel must be at least 1", 2),
+        (f"{ADAPTER} --ray-address auto", "--ray-address needs --backend ray", 2),
     ):
         failed = subprocess.run(
             [*serve_command(), "bench", "--adapter", *spec.split()], env=env, capture_output=True, text=True, timeout=60
@@ -363,11 +267,19 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
         assert failed.returncode == status and message in failed.stderr, (spec, failed.stderr)
 
 
+@pytest.mark.timeout(300)
 def test_ray_backend_gives_the_same_results_layout(
     stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A local Ray cluster of 2 CPUs started here (its state in a temporary folder and HOME, auth off, so
-    nothing is left behind): one actor per environment, the same folders, evaluations and summary."""
+    nothing is left behind): one actor per environment, the same folders, evaluations and summary.
+
+    The work is long by nature: Ray's own processes (GCS, raylet, dashboard, agents, monitors: 7, 5 of them
+    Python), an actor worker and a desktop per environment, then 3 tasks. Beside other tests and two busy loops
+    (load average 15) it took 31 s to start Ray, 116 s to set up the actors and 32 s for the tasks, past the
+    suite's 120 s. So the actors load a light adapter module (testkit/file_tasks.py, not a test module), and the
+    settings reach them as inherited environment: a runtime_env made Ray start two more workers for the actors
+    beside the two it prestarts for num_cpus=2."""
     ray = pytest.importorskip("ray", reason="the Ray backend needs ray: pip install -e '.[dev]' installs it")
     results, files, home = tmp_path / "results", tmp_path / "files", tmp_path / "home"
     home.mkdir()
@@ -377,8 +289,9 @@ def test_ray_backend_gives_the_same_results_layout(
         "PYTHONPATH": str(ROOT),
         "SYMPHONY_OCR__WARM_UP": "false",
         FILES_VARIABLE: str(files),
+        CRASH_VARIABLE: "1",
     }
-    for name, value in variables.items():
+    for name, value in variables.items():  # the raylet inherits them, and its workers from it
         monkeypatch.setenv(name, value)
     stand_in.script(default=Planner())
     settings = load_settings(
@@ -389,10 +302,8 @@ def test_ray_backend_gives_the_same_results_layout(
         orchestrator={"results_dir": str(results), "max_steps": 6, "reflection": False, "reset": True},
         display={"resolution": "1280x800"},
     )
-    variables[CRASH_VARIABLE] = "1"
-    monkeypatch.setenv(CRASH_VARIABLE, "1")
     selection = TaskFilter(task_ids=("t-crash", "t1", "t2", "t3", "t-online", "t-broken"))
-    request = BenchRequest("tests.test_bench_runner:FileTasks", selection, parallel=2, backend="ray", quiet=True)
+    request = BenchRequest(ADAPTER, selection, parallel=2, backend="ray", quiet=True)
     ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
     try:
         ray.init(
@@ -400,12 +311,14 @@ def test_ray_backend_gives_the_same_results_layout(
             include_dashboard=False,
             log_to_driver=False,
             _temp_dir=ray_temp,
-            runtime_env={"env_vars": variables},
         )
         summary, path = run_bench(request, settings, Console(file=io.StringIO()))
+        workers = list(Path(ray_temp).glob("session_latest/logs/worker-*.out"))
     finally:
         ray.shutdown()
         shutil.rmtree(ray_temp, ignore_errors=True)
+
+    assert len(workers) == 2, f"Ray started workers beyond the two it prestarts: {[w.name for w in workers]}"
 
     assert path == results / "files" / SUMMARY_FILE
     for task in ("t1", "t2", "t3"):
@@ -439,7 +352,7 @@ def test_the_benchmark_verdict_is_the_one_shown(
         display={"resolution": "1280x800"},
     )
     screen = io.StringIO()
-    request = BenchRequest("tests.test_bench_runner:FileTasks", TaskFilter(task_ids=("t1",)))
+    request = BenchRequest(ADAPTER, TaskFilter(task_ids=("t1",)))
     summary, _ = run_bench(request, settings, Console(file=screen, width=200))
     reason = "t1.txt holds None"
     [row] = summary.tasks

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from mcp import Client
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Page
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from testkit.chromium import KIOSK_ARGS, chromium_executable
-from tests.conftest import call_ok, wait_for_active_window
+from testkit.chromium import chromium_executable
+from testkit.kiosk_page import open_kiosk_page
+from testkit.mcp_calls import call_ok
 
 pytestmark = pytest.mark.anyio
 
@@ -23,28 +22,6 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>page.html</tit
 <div style="width:6000px;height:4000px;background:linear-gradient(90deg,#fff,#888)">
 <input id="field" style="position:fixed;left:300px;top:200px;width:600px;height:40px;font-size:20px">
 </div></body></html>"""
-
-
-@asynccontextmanager
-async def open_kiosk_page(url: str, tmp_path: Path) -> AsyncIterator[Page]:
-    """A kiosk Chromium window filling the screen (so CSS pixels are screen pixels), made active."""
-    if CHROMIUM is None:
-        pytest.fail("Chromium is not installed (apt-get install chromium)")
-    async with async_playwright() as playwright:
-        context = await playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=CHROMIUM,
-            headless=False,
-            no_viewport=True,
-            args=list(KIOSK_ARGS),
-            env={"DISPLAY": os.environ["DISPLAY"], "FONTCONFIG_FILE": os.environ["FONTCONFIG_FILE"]},  # tests' fonts
-        )
-        page = context.pages[0] if context.pages else await context.new_page()
-        await page.goto(url)
-        await page.wait_for_function("window.innerWidth > 1000")
-        wait_for_active_window(f"{await page.title()} - Chromium")
-        yield page
-        await context.close()
 
 
 @pytest.fixture

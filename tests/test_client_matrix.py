@@ -29,8 +29,11 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.server import build_server
 from testkit.model_server import ModelRequest, Reply, StandInModel
-from tests.conftest import TkProbe, running_probe, wait_for
-from tests.test_transports import EXPECTED_TOOLS, base_env, free_port, serve_command
+from testkit.ports import free_port
+from testkit.server_process import base_env, serve_command
+from testkit.tk_probe import TkProbe, running_probe
+from testkit.tool_names import EXPECTED_TOOLS
+from testkit.waiting import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 CLIENTS = REPO / "tests" / "clients"

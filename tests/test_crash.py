@@ -1,7 +1,7 @@
 """A real `symphony-mcp serve` killed or signalled mid-task: what an answered step leaves on disk.
 
 Each server runs on its own virtual display (`--virtual-display always`) with its trajectories in
-tmp, and is driven by the real MCP client over stdio. `benchmarks/crash_durability.py` does the
+tmp, and is driven by the real MCP client over stdio. `benchmarks/robustness/crash_durability.py` does the
 same many times at random points.
 """
 
@@ -21,9 +21,10 @@ from mcp import Client, MCPError
 from symphony_mcp.memory.owner import this_process
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.report import write_report
+from testkit.mcp_calls import call_ok
+from testkit.ports import free_port, port_open
 from testkit.server_process import ServerProcess, base_env, children, names, serve_command, wait_gone
-from tests.conftest import call_ok, wait_for
-from tests.test_transports import free_port, port_open
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,10 @@ import pytest
 from mcp import Client
 from PIL import Image
 
-from tests.conftest import SCREEN, TkProbe, call_error, call_ok, wait_for
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_error, call_ok
+from testkit.tk_probe import TkProbe
+from testkit.waiting import wait_for
 
 # AnyIO's plugin sets up and tears down async fixtures in one task (MCP clients need that).
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,7 @@ import pytest
 from playwright.async_api import Page
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.test_browser_input import open_kiosk_page
+from testkit.kiosk_page import open_kiosk_page
 
 pytestmark = pytest.mark.anyio
 

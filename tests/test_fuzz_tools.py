@@ -7,7 +7,7 @@ harmless programs for open_app (testkit/fuzz/sandbox.py); its grounder is the st
 every description at one point, so tools that take a description act. Invariants after every call
 (testkit/fuzz/harness.py): a result or a clear error within the bound, never a crash; the server alive; no key
 or button left held beyond what key_down asked for; no file outside the trajectory folder. Fixed seed, bounded
-counts; the long run is benchmarks/fuzz_tools.py.
+counts; the long run is benchmarks/robustness/fuzz_tools.py.
 """
 
 from __future__ import annotations

@@ -12,15 +12,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pytest
 from mcp import Client
-from PIL import Image
 
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import SymphonyServer, build_server
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, Reply, StandInModel
-from tests.conftest import SCREEN, TkProbe, call_error, call_ok
+from testkit.swatch import red_centroid
+from testkit.tk_probe import TkProbe
 
 pytestmark = pytest.mark.anyio
 
@@ -224,14 +225,6 @@ async def test_locate_then_click_its_point(tk_probe: TkProbe, stand_in: StandInM
     tk_probe.wait(lambda s: s["clicks"] == 1)
 
 
-def red_centroid(image: Image.Image) -> tuple[float, float]:
-    """Where the stand-in 'sees' the red swatch: the centre of the red pixels of the (JPEG) image it got."""
-    rgb = np.asarray(image.convert("RGB")).astype(int)
-    ys, xs = np.nonzero((rgb[..., 0] > 200) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60))
-    assert xs.size, "no red swatch in the image the model was sent"
-    return float(xs.mean()), float(ys.mean())
-
-
 async def test_refinement_looks_again_at_a_zoomed_crop(tk_probe: TkProbe, stand_in: StandInModel) -> None:
     """A first guess beside the target is corrected by the second look, at a crop around the guess."""
     sx, sy = tk_probe.centre("swatch")
@@ -321,7 +314,7 @@ async def test_timeouts_are_retried_then_reported(stand_in: StandInModel, xdispl
 
 
 async def test_endpoint_down_is_reported(stand_in: StandInModel, xdisplay: object) -> None:
-    from tests.test_transports import free_port
+    from testkit.ports import free_port
 
     async with grounded(stand_in, base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=1) as (client, _):
         message = await call_error(client, "click", description="the button")

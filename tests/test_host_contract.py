@@ -19,9 +19,10 @@ from mcp import Client
 
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import build_server
+from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, StandInModel
-from tests.conftest import TkProbe, call_error, call_ok, running_probe
-from tests.test_grounding import red_centroid
+from testkit.swatch import red_centroid
+from testkit.tk_probe import TkProbe, running_probe
 
 pytestmark = pytest.mark.anyio
 

@@ -25,8 +25,8 @@ from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.limits import MAX_ECHO, MAX_ERROR_MESSAGE
 from symphony_mcp.server import build_server
 from symphony_mcp.tools.common import caller_errors
-from tests.test_transports import base_env, serve_command
-from tests.test_unreadable_messages import raw_stdio_server
+from testkit.raw_jsonrpc import raw_stdio_server
+from testkit.server_process import base_env, serve_command
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.test_transports import EXPECTED_TOOLS, serve_command
+from testkit.server_process import serve_command
+from testkit.tool_names import EXPECTED_TOOLS
 
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
 

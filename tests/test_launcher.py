@@ -9,7 +9,7 @@ import pytest
 
 from symphony_mcp.desktop.launcher import plan_launch
 from symphony_mcp.errors import InvalidInputError
-from tests.conftest import set_default
+from testkit.mime import set_default
 
 
 def test_launch_plans_resolve_programs_once(mime_home: Path) -> None:

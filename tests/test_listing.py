@@ -12,11 +12,11 @@ from mcp.server.mcpserver import MCPServer
 from symphony_mcp.config import load_settings
 from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.tools.listing import concise_tool
-from tests.conftest import call_ok
+from testkit.mcp_calls import call_ok
 
 pytestmark = pytest.mark.anyio
 
-# Measured (benchmarks/tools_list_size.py): 154,504 bytes as the SDK generates it, 120,345 as sent (31 tools).
+# Measured (benchmarks/size/tools_list_size.py): 154,504 bytes as the SDK generates it, 120,345 as sent (31 tools).
 # Bounding every argument and stating the combinations tools refuse (issue 12) added about 7 KB; tutorial search's
 # two tools (issue 14) about 4.4 KB more (33 tools).
 LISTING_BUDGET = 140_000

@@ -27,7 +27,7 @@ from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_d
 from symphony_mcp.errors import DisplayUnavailableError
 from testkit.chromium import QUIET_ARGS, chromium_executable
 from testkit.server_process import children, names, wait_gone
-from tests.conftest import wait_for
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(bool(missing_parts()), reason=f"live view parts missing: {missing_parts()}")
 

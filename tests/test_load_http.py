@@ -3,7 +3,7 @@
 20 clients, each its own session, each clicks the Tk probe's button and types tokens of its own into its
 entry while the others read the screen. Actions from different sessions must never interleave inside one
 action: the entry ends up holding whole tokens only, and each typed token exactly once; no call fails.
-The full run with latencies is benchmarks/load_http.py.
+The full run with latencies is benchmarks/robustness/load_http.py.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from testkit.http_server import http_server
 from testkit.load import check_text, run_load
-from tests.conftest import TkProbe
-from tests.test_transports import http_server
+from testkit.tk_probe import TkProbe
 
 pytestmark = pytest.mark.anyio
 

@@ -23,8 +23,9 @@ from symphony_mcp.memory.layout import TRAJECTORY_FILE
 from symphony_mcp.memory.milestones import MilestoneMemory
 from symphony_mcp.memory.trajectory import TrajectoryStep, TrajectoryWriter, read_trajectory
 from symphony_mcp.server import SymphonyServer, build_server
+from testkit.mcp_calls import call_error, call_ok
 from testkit.model_server import ModelRequest, Reply, StandInModel
-from tests.conftest import TkProbe, call_error, call_ok
+from testkit.tk_probe import TkProbe
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from symphony_mcp import __version__
-from tests.test_transports import EXPECTED_TOOLS, base_env
+from testkit.server_process import base_env
+from testkit.tool_names import EXPECTED_TOOLS
 
 pytestmark = pytest.mark.anyio
 

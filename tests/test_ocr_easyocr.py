@@ -24,7 +24,7 @@ from symphony_mcp.vision.ocr.easyocr_engine import (
     shared_reader,
 )
 from symphony_mcp.vision.ocr.types import RecognizedWord
-from tests.conftest import TkProbe
+from testkit.tk_probe import TkProbe
 
 if not all(importlib.util.find_spec(name) for name in ("easyocr", "easyocr_en_models")) and not os.environ.get("CI"):
     pytest.skip(f"EasyOCR is not installed: {INSTALL_HINT}", allow_module_level=True)

@@ -160,7 +160,7 @@ async def test_labels_on_coloured_bands_caps_buttons_and_mixed_codes_are_grounde
     """Each header on its band, each all-caps button word and each letter-digit label is found where Chromium
     drew it. The labels read with a glyph mixed up ('80H' for '8OH') used to score under the 80 minimum, so they
     were not found at all; look-alike glyphs now count as the same in the score (the match stays not exact)."""
-    from tests.test_browser_input import open_kiosk_page  # not yet in testkit/
+    from testkit.kiosk_page import open_kiosk_page
 
     html = tmp_path / "panels.html"
     html.write_text(panels_page(), encoding="utf-8")

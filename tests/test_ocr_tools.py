@@ -22,7 +22,9 @@ from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import SymphonyServer, build_server
 from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
-from tests.conftest import TkProbe, call_error, call_ok, wait_for
+from testkit.mcp_calls import call_error, call_ok
+from testkit.tk_probe import TkProbe
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -210,7 +212,7 @@ def test_a_frame_one_pixel_off_the_last_one_is_read_again(engine: str) -> None:
 
 @pytest.fixture
 async def doc_page(xdisplay: object, tmp_path: Path) -> AsyncIterator[object]:
-    from tests.test_browser_input import open_kiosk_page
+    from testkit.kiosk_page import open_kiosk_page
 
     docs = Path("/usr/share/doc/python3/html/tutorial/controlflow.html")
     if not docs.exists():

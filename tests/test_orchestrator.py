@@ -9,13 +9,12 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from symphony_mcp.config import Settings, load_settings
+from symphony_mcp.config import load_settings
 from symphony_mcp.memory.layout import TRAJECTORY_FILE
 from symphony_mcp.memory.trajectory import read_trajectory
 from symphony_mcp.orchestrator.api import run_task
@@ -25,58 +24,13 @@ from symphony_mcp.orchestrator.records import RunRecord, State
 from symphony_mcp.orchestrator.report import write_report
 from symphony_mcp.server import build_server
 from testkit.model_server import ModelRequest, Reply, StandInModel
-from tests.conftest import APPS, wait_for
-from tests.test_transports import base_env, free_port, serve_command
+from testkit.paths import APPS
+from testkit.ports import free_port
+from testkit.scripted_planner import PLANNER, Script, act, on_track, settings_for
+from testkit.server_process import base_env, serve_command
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
-PLANNER, MEMORYER = "stand-in-planner", "stand-in-memoryer"
-
-
-def act(code: str, note: str = "") -> str:
-    """A planner answer in the required format."""
-    return (
-        "(Previous action verification)\nFine.\n(Screenshot analysis)\nThe screen as expected.\n"
-        f"(Next action)\n{note or 'Do the next thing.'}\n(Grounded action)\n```python\n{code}\n```"
-    )
-
-
-def step_of(request: ModelRequest) -> int:
-    """The step the planner is asked about (the current message; re-asks come after it)."""
-    for text in reversed(request.texts()):
-        if match := re.search(r"Step (\d+) of \d+\.", text):
-            return int(match.group(1))
-    raise AssertionError("no step number in the planner request")
-
-
-class Script:
-    """Planner answers per step (a list: answers in order, for re-asks) and memoryer answers."""
-
-    def __init__(
-        self, planner: dict[int, list[str | Reply]], audit: Callable[[ModelRequest], str] | None = None
-    ) -> None:
-        self.planner = {step: list(answers) for step, answers in planner.items()}
-        self.audit = audit or (lambda _: on_track())
-        self.planner_requests: list[ModelRequest] = []
-
-    def __call__(self, request: ModelRequest) -> str | Reply:
-        if request.body["model"] == MEMORYER:
-            if request.messages[0]["content"].startswith("You check one step"):
-                return json.dumps({"success": True, "summary": "The action had its effect."})
-            return self.audit(request)
-        self.planner_requests.append(request)
-        return self.planner[step_of(request)].pop(0)
-
-
-def on_track() -> str:
-    return json.dumps({"status": "On-track", "reflection": "Progressing.", "is_milestone": False, "new_facts": []})
-
-
-def settings_for(stand_in: StandInModel, results: Path, **orchestrator: Any) -> Settings:
-    endpoint = {"base_url": stand_in.url, "backoff_seconds": 0.05, "max_retries": 1}
-    return load_settings(
-        models={"orchestrator": {**endpoint, "model": PLANNER}, "memoryer": {**endpoint, "model": MEMORYER}},
-        orchestrator={"results_dir": str(results), **orchestrator},
-    )
 
 
 def editor(out: Path) -> str:
@@ -296,7 +250,7 @@ async def test_cli_run_is_killed_then_resumes_then_skips(xdisplay: Any, stand_in
 async def test_remote_server_by_url_and_token_with_the_trajectory_mirrored(
     xdisplay: Any, stand_in: StandInModel, tmp_path: Path
 ) -> None:
-    from tests.test_transports import http_server
+    from testkit.http_server import http_server
 
     stand_in.script(default=Script({1: [act("wait(seconds=0)")], 2: [act("done()")]}))
     settings = settings_for(stand_in, tmp_path / "results", reflection=False)

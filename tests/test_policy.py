@@ -18,8 +18,10 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.errors import PolicyError
 from symphony_mcp.policy.programs import ProgramAllowList
 from symphony_mcp.server import SymphonyServer, build_server
-from tests.conftest import call_error, call_ok, set_default, wait_for
-from tests.test_transports import http_server
+from testkit.http_server import http_server
+from testkit.mcp_calls import call_error, call_ok
+from testkit.mime import set_default
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -466,7 +468,7 @@ def test_every_call_is_audited_even_those_refused_before_a_tool_runs(tmp_path: P
     """Over a real stdio server: calls the SDK refuses before any tool code runs (unknown names, one with a
     newline, arguments that are not an object, no name) each get their line, as the others do (12 calls
     gave 9 lines)."""
-    from tests.test_unreadable_messages import raw_stdio_server
+    from testkit.raw_jsonrpc import raw_stdio_server
 
     audit = tmp_path / "audit.jsonl"
     calls: list[tuple[Any, Any, str]] = [

@@ -6,7 +6,7 @@ import pytest
 from mcp import Client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.test_transports import base_env, stdio_params
+from testkit.server_process import base_env, stdio_params
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,10 @@ from mcp import Client, StdioServerParameters
 from symphony_mcp.cli import EXIT_MEANINGS
 from symphony_mcp.config import ModelEndpoint, ModelsSettings, ServerSettings, Settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.conftest import wait_for
-from tests.test_transports import EXPECTED_TOOLS, base_env, free_port, port_open, serve_command
+from testkit.ports import free_port, port_open
+from testkit.server_process import base_env, serve_command
+from testkit.tool_names import EXPECTED_TOOLS
+from testkit.waiting import wait_for
 
 REPO = Path(__file__).parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

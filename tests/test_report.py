@@ -34,7 +34,10 @@ from symphony_mcp.orchestrator.records import (
 from symphony_mcp.orchestrator.report import report_command, write_report
 from symphony_mcp.server import build_server
 from testkit.chromium import QUIET_ARGS, chromium_executable
-from tests.conftest import SCREEN, TkProbe, call_ok, wait_for
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_ok
+from testkit.tk_probe import TkProbe
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -6,8 +6,6 @@ their own. Every refused URL is also checked on the servers' side: they must nev
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,8 +19,9 @@ from symphony_mcp.search.browser import ChromiumBrowser, marked_image
 from symphony_mcp.search.chromium import ChromiumProcess, launch_chromium
 from symphony_mcp.search.types import BrowserError, PageElement, PageView, UrlRefusedError
 from symphony_mcp.search.urls import UrlPolicy
+from testkit.processes import chromium_processes, descendants, kill_renderers
+from testkit.waiting import wait_for
 from testkit.web_site import WebSite
-from tests.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -62,42 +61,6 @@ async def accept_cookies(browser: ChromiumBrowser) -> PageView:
         await browser.click(find(view, "Accept all"))
         view = await browser.view()
     return view
-
-
-def descendants() -> dict[int, str]:
-    """pid -> command line of every process below this one (a /proc scan: who belongs to this test run)."""
-    parents: dict[int, int] = {}
-    commands: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            commands[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    mine = {os.getpid()}
-    changed = True
-    while changed:
-        changed = False
-        for pid, parent in parents.items():
-            if parent in mine and pid not in mine:
-                mine.add(pid)
-                changed = True
-    return {pid: commands[pid] for pid in mine if pid != os.getpid() and pid in commands}
-
-
-def chromium_processes() -> set[int]:
-    return {pid for pid, command in descendants().items() if "chromium" in command}
-
-
-def kill_renderers(spare: set[int]) -> list[int]:
-    """SIGKILL the renderer processes of this run's Chromiums, but those in `spare` (other tests' browser)."""
-    renderers = [pid for pid, command in descendants().items() if "--type=renderer" in command and pid not in spare]
-    for pid in renderers:
-        os.kill(pid, signal.SIGKILL)
-    return renderers
 
 
 async def test_elements_are_numbered_boxes_of_the_page_and_clicking_one_follows_it(

@@ -20,7 +20,7 @@ from symphony_mcp.search.docs_index import DocsIndex, build_index, match_express
 from symphony_mcp.search.docs_server import DocsServer
 from symphony_mcp.search.types import SearchUnavailableError
 from testkit.server_process import base_env
-from tests.conftest import wait_for
+from testkit.waiting import wait_for
 
 HELP = Path("/usr/share/libreoffice/help/en-US")
 TEXT = HELP / "text"
@@ -103,7 +103,7 @@ def test_sphinx_sidebars_are_left_out_by_their_aria_roles() -> None:
     assert "".join(parse_page('<p>a <input role="search"> b</p>').body).split() == ["a", "b"]
 
 
-# Ranking facts of issue 26 on a small index of real pages (the full measure: benchmarks/docs_index.py)
+# Ranking facts of issue 26 on a small index of real pages (the full measure: benchmarks/accuracy/docs_index.py)
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")  # python3-doc
 

@@ -26,8 +26,8 @@ from symphony_mcp.search.browser import ChromiumBrowser
 from symphony_mcp.search.types import Refusal, UrlRefusedError
 from symphony_mcp.search.urls import IPAddress, UrlPolicy
 from testkit.listeners import PrivateListeners
-from tests.conftest import wait_for
-from tests.test_search_browser import chromium_processes
+from testkit.processes import chromium_processes
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -28,12 +28,12 @@ from symphony_mcp.orchestrator.connection import InMemoryServer
 from symphony_mcp.search.docs_index import build_index
 from symphony_mcp.search.result_schemas import SearchTranscript, TutorialResult
 from symphony_mcp.server import build_server
+from testkit.mcp_calls import call_error
 from testkit.model_server import ModelRequest, Reply, StandInModel
+from testkit.processes import descendants, kill_renderers
+from testkit.scripted_planner import MEMORYER, PLANNER, act, on_track
 from testkit.server_process import ServerProcess, base_env
 from testkit.web_site import WebSite
-from tests.conftest import call_error
-from tests.test_orchestrator import MEMORYER, PLANNER, act, on_track
-from tests.test_search_browser import descendants, kill_renderers
 
 pytestmark = pytest.mark.anyio
 SEARCHER = "stand-in-searcher"

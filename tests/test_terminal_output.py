@@ -16,8 +16,8 @@ from symphony_mcp.orchestrator.live import live_view
 from symphony_mcp.orchestrator.loop import RunEvent
 from symphony_mcp.orchestrator.records import State
 from testkit.model_server import StandInModel
-from tests.test_orchestrator import PLANNER, Script, act
-from tests.test_transports import base_env, serve_command
+from testkit.scripted_planner import PLANNER, Script, act
+from testkit.server_process import base_env, serve_command
 
 MARKUP = '[/bold] hi [red]not red[/red] [link=x]'
 

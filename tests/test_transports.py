@@ -4,59 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import httpx
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from testkit.server_process import ServerProcess, base_env, names, serve_command, wait_gone
-from tests.conftest import wait_for
+from testkit.http_server import http_server
+from testkit.raw_jsonrpc import INIT, MCP_HEADERS
+from testkit.server_process import ServerProcess, base_env, names, serve_command, stdio_params, wait_gone
+from testkit.tool_names import EXPECTED_TOOLS
 
 pytestmark = pytest.mark.anyio
 
-EXPECTED_TOOLS = {
-    "screenshot",
-    "screen_info",
-    "click",
-    "move_pointer",
-    "drag_and_drop",
-    "scroll",
-    "type",
-    "hotkey",
-    "hold_and_press",
-    "key_down",
-    "key_up",
-    "wait",
-    "action_history",
-    "list_windows",
-    "run_code",
-    "focus_window",
-    "close_window",
-    "open_app",
-    "ocr",
-    "find_text",
-    "click_text",
-    "locate_cursor",
-    "highlight_text_span",
-    "locate",
-    "model_status",
-    "start_task",
-    "end_task",
-    "list_tasks",
-    "record_step",
-    "reflect",
-    "memory_audit",
-    "check_loop",
-    "code_agent",
-    "search_tutorial",
-    "search_docs",
-}
 READ_ONLY_TOOLS = {
     "screenshot",
     "screen_info",
@@ -73,17 +35,6 @@ READ_ONLY_TOOLS = {
     "search_tutorial",
     "search_docs",
 }
-
-
-def stdio_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
-    command, *prefix = serve_command()
-    return StdioServerParameters(command=command, args=[*prefix, "serve", *args], env=env)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def check_tools_and_errors(client: Client) -> None:
@@ -142,38 +93,6 @@ async def test_no_display_gives_clear_errors_and_server_keeps_serving() -> None:
             assert result.is_error
             assert "no display" in result.content[0].text and "--virtual-display" in result.content[0].text
         assert len((await client.list_tools()).tools) == len(EXPECTED_TOOLS)
-
-
-@asynccontextmanager
-async def http_server(*args: str, display: str) -> AsyncIterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*serve_command(), "serve", "--transport", "http", "--port", str(port), *args],
-        env=base_env(DISPLAY=display),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: port_open(port) or process.poll() is not None, timeout=20)
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 async def test_http_server_with_token(xdisplay: VirtualDisplay) -> None:

@@ -4,19 +4,12 @@ not UTF-8, lines past the size cap."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import select
-import subprocess
-import time
-from collections.abc import Iterator
-from typing import Any
-
 import httpx
 import pytest
 
 from symphony_mcp.stdio_replies import JSON_NESTING_LIMIT
-from tests.test_transports import INIT, MCP_HEADERS, base_env, http_server, serve_command
+from testkit.http_server import http_server
+from testkit.raw_jsonrpc import MCP_HEADERS, raw_stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -53,51 +46,6 @@ UNREADABLE = (
     (with_id("null"), None, -32600, "not null"),
     (with_id("[7]"), None, -32600, "not an array"),
 )
-
-
-def read_reply(process: subprocess.Popen[bytes], timeout: float = 20.0) -> dict[str, Any]:
-    assert process.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if ready:
-            line = process.stdout.readline()
-            assert line, f"the server closed stdout (exit {process.poll()})"
-            return json.loads(line)
-    raise AssertionError(f"no reply within {timeout} s")
-
-
-class RawStdio:
-    """A server over stdio spoken to line by line: for what the MCP client cannot send (unparseable lines, NaN)."""
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
-
-    def send(self, line: str | bytes) -> dict[str, Any]:
-        """Write one line and return the server's reply to it."""
-        assert self.process.stdin is not None
-        self.process.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
-        self.process.stdin.flush()
-        return read_reply(self.process)
-
-
-@contextlib.contextmanager
-def raw_stdio_server(**env: str) -> Iterator[RawStdio]:
-    """`symphony-mcp serve` with no display, initialized; stopped afterwards."""
-    process = subprocess.Popen(
-        [*serve_command(), "serve", "--virtual-display", "never"],
-        env=base_env(**env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        server = RawStdio(process)
-        assert server.send(json.dumps(INIT))["id"] == 1
-        yield server
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_stdio_answers_lines_it_cannot_parse() -> None:

@@ -18,7 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from tests.conftest import TkProbe, call_ok
+from testkit.mcp_calls import call_ok
+from testkit.tk_probe import TkProbe
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 

@@ -5,5 +5,5 @@ creates anywhere can be found), `values.py` draws arguments from each tool's own
 hostile ones), `desktop_state.py` reads what the X server holds down, `harness.py` makes the calls and checks
 the invariants after each, and `raw_stdio.py` sends what the MCP client cannot serialise (NaN, Infinity, lone
 surrogates) as raw JSON-RPC lines. The CI test (tests/test_fuzz_tools.py) and the long benchmark
-(benchmarks/fuzz_tools.py) share all of it.
+(benchmarks/robustness/fuzz_tools.py) share all of it.
 """

@@ -19,7 +19,7 @@ from symphony_mcp.search.chromium import chromium_executable
 # Device scale factor of the task window. The task area is 160x210 CSS px with 10 px text; the agent's screenshot of
 # a 1920x1080 screen is scaled to 1280x720 (2/3). Measured over the default subset x 3 seeds, the share of the
 # utterance's words the server's OCR reads exactly from that screenshot: 17% at 1, 96% at 2, 92% at 3 (words run
-# together), 100% at 4 (benchmarks/results/bench_miniwob.md). At 4 the text is 27 px high in the screenshot and the
+# together), 100% at 4 (benchmarks/results/miniwob_adapter.md). At 4 the text is 27 px high in the screenshot and the
 # page (task plus MiniWoB's reward column, 325x210 CSS px) still fits the screen (1300x840).
 DEFAULT_ZOOM = 4.0
 PROFILE_DIR = "miniwob-chromium"

@@ -41,7 +41,7 @@ DEFAULT_DOMAINS = ("os",)
 CACHE_FOLDER = "osworld-cache"
 TASKS_VARIABLE = "OSWORLD_TASKS"  # the task folder when none is given (the registry's factory takes no arguments)
 # The server inside keeps its trajectory in the sandbox's private /tmp; the orchestrator copies it into the
-# results through the server's resources, as from a remote server (orchestrator.results.mirror_trajectory).
+# results through the server's resources, as from a remote server (orchestrator.task_folders.mirror_trajectory).
 SERVER_TRAJECTORY_DIR = "/tmp/symphony-trajectory"
 
 

@@ -1,0 +1,500 @@
+"""Desktop round trips: the same work in-process and as MCP tool calls through the real stdio client.
+
+Starts its own Xvfb at 1920x1080 (a free display number, never an existing display) with openbox and
+three text-filled xterms, then, side by side in one run:
+
+1. screenshots: mss grab + encode in this process vs the `screenshot` tool over stdio, per image setting
+   (plus the same server built in this process behind the in-memory MCP client, to split the server's
+   own overhead from the transport's);
+2. near no-op tool calls (`action_history` limit 1, `screen_info`), in memory and over stdio;
+3. `click` and `type` over stdio vs the same operation in this process (LocalDesktop / pyautogui).
+
+The stdio server gets DISPLAY, PATH and any SYMPHONY_* variables; nothing else of the environment.
+Prints a markdown report and writes it to --output. Run from the repository root:
+
+    python -m benchmarks.overhead.desktop_roundtrip
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.types import ImageContent
+
+from benchmarks.common import (
+    INPUT_TARGET,
+    REPO,
+    RESOLUTION,
+    Stats,
+    benchmark_desktop,
+    call_tool,
+    elapsed_ms,
+    invocation,
+    log,
+    machine_facts,
+    publish_report,
+    stdio_server,
+    table,
+    timed,
+    verdict,
+)
+from symphony_mcp.config import ScreenshotSettings, Settings
+from symphony_mcp.desktop.local import LocalDesktop
+from symphony_mcp.desktop.protocol import Desktop
+from symphony_mcp.desktop.thread import DesktopThread
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image
+from symphony_mcp.imaging.geometry import Rect
+from symphony_mcp.server import build_server
+
+DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "desktop_roundtrip.md"
+RATIO_TARGET = 1.3
+DEFAULT_ROUND_TRIP_TARGET_MS = 50.0
+DEFAULT_BYTES_TARGET = 1_000_000
+ASCII_TEXT = "hello world"
+UNICODE_TEXT = "héllo → 日本"
+
+
+@dataclass(frozen=True)
+class ScreenshotCase:
+    name: str
+    arguments: dict[str, Any]  # `screenshot` tool arguments; {} = the server's defaults
+
+    def encode_options(self, defaults: ScreenshotSettings) -> EncodeOptions:
+        values = {
+            "format": defaults.format,
+            "quality": defaults.quality,
+            "max_width": defaults.max_width,
+            "max_height": defaults.max_height,
+            "max_bytes": defaults.max_bytes,
+        }
+        return EncodeOptions(**(values | self.arguments))
+
+
+SCREENSHOT_CASES = (
+    ScreenshotCase("server default (jpeg q80, max 1280x800)", {}),
+    ScreenshotCase(
+        "jpeg q80, full 1920x1080", {"format": "jpeg", "quality": 80, "max_width": 1920, "max_height": 1080}
+    ),
+    ScreenshotCase("png, max 1280x800", {"format": "png", "max_width": 1280, "max_height": 800}),
+    ScreenshotCase("png, full 1920x1080", {"format": "png", "max_width": 1920, "max_height": 1080}),
+    ScreenshotCase("webp q80, max 1280x800", {"format": "webp", "quality": 80, "max_width": 1280, "max_height": 800}),
+)
+
+
+@dataclass(frozen=True)
+class ScreenshotRow:
+    case: ScreenshotCase
+    image: str
+    raw_bytes: int
+    stdio_bytes: int
+    grab: Stats
+    raw: Stats
+    full_jpeg: Stats  # grab + JPEG q80 of the whole frame, no downscale: issue 26's reference for the default
+    in_memory: Stats
+    stdio: Stats
+
+    @property
+    def ratio(self) -> float:
+        return self.stdio.median / self.raw.median
+
+
+@dataclass(frozen=True)
+class ActionCase:
+    name: str
+    in_process: Callable[[], object]
+    tool: str | None  # None: an in-process reference without a tool counterpart
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    name: str
+    in_process: Stats
+    stdio: Stats | None
+    server: Stats | None  # duration_ms the server records: operation + settle + post-action state query
+
+
+@dataclass(frozen=True)
+class CallRow:
+    name: str
+    in_memory: Stats
+    stdio: Stats
+
+
+@dataclass(frozen=True)
+class Results:
+    display: str
+    settle_ms: float
+    connect_ms: float
+    screenshots: list[ScreenshotRow]
+    calls: list[CallRow]
+    actions: list[ActionRow]
+
+
+# --- measurements --------------------------------------------------------------------------------
+def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int, float]:
+    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms)."""
+    start = time.perf_counter()
+    image = desktop.grab(area)
+    grabbed = elapsed_ms(start)
+    encoded = encode_image(image, options)
+    encoded_ms = elapsed_ms(start)
+    start = time.perf_counter()
+    encode_bytes(desktop.grab(area), "jpeg", 80)
+    return grabbed, encoded_ms, len(encoded.data), elapsed_ms(start)
+
+
+async def screenshot_call(client: Client, case: ScreenshotCase) -> tuple[float, dict[str, Any]]:
+    took, result = await call_tool(client, "screenshot", case.arguments)
+    if not any(isinstance(item, ImageContent) for item in result.content):
+        raise RuntimeError(f"screenshot {case.name} returned no image")
+    return took, result.structured_content or {}
+
+
+async def bench_screenshot(
+    clients: tuple[Client, Client],
+    reference: DesktopThread,
+    area: Rect,
+    case: ScreenshotCase,
+    options: EncodeOptions,
+    args: argparse.Namespace,
+) -> ScreenshotRow:
+    """Interleave in-process, in-memory and stdio measurements so all three see the same machine load."""
+    in_memory_client, stdio_client = clients
+    grab: list[float] = []
+    raw: list[float] = []
+    full_jpeg: list[float] = []
+    in_memory: list[float] = []
+    stdio: list[float] = []
+    raw_bytes = 0
+    info: dict[str, Any] = {}
+    for index in range(args.warmups + args.repeats):
+        grab_ms, raw_ms, raw_bytes, full_jpeg_ms = await reference.run(
+            lambda desktop: grab_and_encode(desktop, area, options)
+        )
+        in_memory_ms, _ = await screenshot_call(in_memory_client, case)
+        stdio_ms, info = await screenshot_call(stdio_client, case)
+        if index >= args.warmups:
+            grab.append(grab_ms)
+            raw.append(raw_ms)
+            full_jpeg.append(full_jpeg_ms)
+            in_memory.append(in_memory_ms)
+            stdio.append(stdio_ms)
+    return ScreenshotRow(
+        case=case,
+        image=f"{info['format']} {info['image_width']}x{info['image_height']}",
+        raw_bytes=raw_bytes,
+        stdio_bytes=info["bytes"],
+        grab=Stats(tuple(grab)),
+        raw=Stats(tuple(raw)),
+        full_jpeg=Stats(tuple(full_jpeg)),
+        in_memory=Stats(tuple(in_memory)),
+        stdio=Stats(tuple(stdio)),
+    )
+
+
+async def bench_call(
+    clients: tuple[Client, Client], name: str, arguments: dict[str, Any], args: argparse.Namespace
+) -> CallRow:
+    in_memory_client, stdio_client = clients
+    in_memory: list[float] = []
+    stdio: list[float] = []
+    for _ in range(args.warmups + args.repeats):
+        in_memory.append((await call_tool(in_memory_client, name, arguments))[0])
+        stdio.append((await call_tool(stdio_client, name, arguments))[0])
+    label = f"`{name}` {' '.join(f'{k}={v}' for k, v in arguments.items())}".strip()
+    return CallRow(
+        name=label, in_memory=Stats(tuple(in_memory[args.warmups :])), stdio=Stats(tuple(stdio[args.warmups :]))
+    )
+
+
+async def bench_action(client: Client, case: ActionCase, args: argparse.Namespace) -> ActionRow:
+    """Interleave the in-process operation and the tool call, like the screenshots."""
+    in_process: list[float] = []
+    stdio: list[float] = []
+    server: list[float] = []
+    for index in range(args.warmups + args.action_repeats):
+        measured = index >= args.warmups
+        in_ms = timed(case.in_process)
+        if measured:
+            in_process.append(in_ms)
+        if case.tool is None:
+            continue
+        stdio_ms, result = await call_tool(client, case.tool, case.arguments)
+        if measured:
+            stdio.append(stdio_ms)
+            server.append((result.structured_content or {})["duration_ms"])
+    return ActionRow(
+        name=case.name,
+        in_process=Stats(tuple(in_process)),
+        stdio=Stats(tuple(stdio)) if stdio else None,
+        server=Stats(tuple(server)) if server else None,
+    )
+
+
+def action_cases(desktop: LocalDesktop) -> list[ActionCase]:
+    import pyautogui  # after DISPLAY is set: importing it without a display raises
+
+    at = {"x": INPUT_TARGET.x, "y": INPUT_TARGET.y, "space": "screen"}
+    return [
+        ActionCase(
+            "click (bare `pyautogui.click`, no tool)", lambda: pyautogui.click(INPUT_TARGET.x, INPUT_TARGET.y), None, {}
+        ),
+        ActionCase("`click`", lambda: desktop.click(INPUT_TARGET, "left", 1, []), "click", at),
+        ActionCase(
+            f"`type` {ASCII_TEXT!r} ({len(ASCII_TEXT)} chars)",
+            lambda: desktop.type_text(ASCII_TEXT),
+            "type",
+            {"text": ASCII_TEXT},
+        ),
+        ActionCase(
+            f"`type` {UNICODE_TEXT!r} ({len(UNICODE_TEXT)} chars)",
+            lambda: desktop.type_text(UNICODE_TEXT),
+            "type",
+            {"text": UNICODE_TEXT},
+        ),
+    ]
+
+
+async def measure_screenshots(
+    clients: tuple[Client, Client], settings: Settings, args: argparse.Namespace
+) -> list[ScreenshotRow]:
+    # The reference grabs on a dedicated worker thread, as the server does: mss grabs measured
+    # ~2.5x slower on the main thread than on a worker thread here.
+    reference = DesktopThread(LocalDesktop)
+    try:
+        area = await reference.run(lambda desktop: desktop.monitors()[settings.display.monitor].screen_rect)
+        rows = []
+        for case in SCREENSHOT_CASES:
+            log(f"screenshot: {case.name}")
+            options = case.encode_options(settings.screenshot)
+            rows.append(await bench_screenshot(clients, reference, area, case, options, args))
+        return rows
+    finally:
+        reference.close()
+
+
+async def measure_actions(client: Client, args: argparse.Namespace) -> list[ActionRow]:
+    desktop = LocalDesktop()
+    try:
+        rows = []
+        for action in action_cases(desktop):
+            log(f"action: {action.name}")
+            rows.append(await bench_action(client, action, args))
+            desktop.press(["ctrl", "u"])  # clear the prompt line between cases (never Enter)
+        return rows
+    finally:
+        desktop.close()
+
+
+async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
+    settings = Settings()  # what the stdio server reads too: defaults plus the forwarded SYMPHONY_* variables
+    in_memory_server = build_server(settings)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            in_memory = await stack.enter_async_context(Client(in_memory_server.mcp))
+            start = time.perf_counter()
+            client = await stack.enter_async_context(Client(stdio_server(display)))
+            connect_ms = elapsed_ms(start)
+            log(f"connected to symphony-mcp over stdio in {connect_ms:.0f} ms")
+            screenshots = await measure_screenshots((in_memory, client), settings, args)
+            calls = [
+                await bench_call((in_memory, client), "action_history", {"limit": 1}, args),
+                await bench_call((in_memory, client), "screen_info", {}, args),
+            ]
+            actions = await measure_actions(client, args)
+    finally:
+        in_memory_server.close()
+    return Results(
+        display=display,
+        settle_ms=settings.input.settle_seconds * 1000,
+        connect_ms=connect_ms,
+        screenshots=screenshots,
+        calls=calls,
+        actions=actions,
+    )
+
+
+# --- the report ----------------------------------------------------------------------------------
+def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
+    body = [
+        [
+            row.case.name,
+            row.image,
+            f"{row.stdio_bytes / 1024:.0f} KiB"
+            + ("" if row.raw_bytes == row.stdio_bytes else f" (in-process {row.raw_bytes / 1024:.0f})"),
+            f"{row.grab.median:.1f}",
+            f"{row.raw.median:.1f} / {row.raw.p90:.1f}",
+            f"{row.in_memory.median:.1f} / {row.in_memory.p90:.1f}",
+            f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
+            f"{row.in_memory.median - row.raw.median:+.1f}",
+            f"{row.stdio.median - row.in_memory.median:+.1f}",
+            f"{row.ratio:.2f}x",
+            verdict(row.ratio <= RATIO_TARGET),
+        ]
+        for row in rows
+    ]
+    header = [
+        "setting",
+        "image",
+        "bytes",
+        "grab (median)",
+        "in-process grab+encode median / p90",
+        "in-memory MCP median / p90",
+        "stdio `screenshot` median / p90",
+        "server + MCP layer (in-memory - in-process)",
+        "stdio transport (stdio - in-memory)",
+        "ratio stdio / in-process",
+        f"<= {RATIO_TARGET}x",
+    ]
+    notes = [
+        "",
+        "In-process: `LocalDesktop.grab` + `encode_image` in this process, on a dedicated worker thread like the"
+        " server's (grab = the `LocalDesktop.grab` part).",
+        "In-memory MCP: the same server built in this process, called through `Client(server.mcp)`; its extra over",
+        "in-process is the `screenshot` tool's desktop-thread hops, pointer and monitor queries, base64 and pydantic",
+        "work plus the MCP session itself (see the in-memory no-op below).",
+        "Stdio: `symphony-mcp serve` as a subprocess behind `Client(StdioServerParameters(...))`; its extra over",
+        "in-memory is the transport: the result as one JSON line through a pipe into another process.",
+        "Overheads are differences of medians; the ratio compares medians.",
+    ]
+    return [
+        "## Screenshot: in-process grab + encode vs the `screenshot` tool (ms)",
+        "",
+        *table(header, body),
+        *notes,
+    ]
+
+
+def calls_section(results: Results) -> list[str]:
+    body = [
+        [
+            row.name,
+            f"{row.in_memory.median:.2f} / {row.in_memory.p90:.2f}",
+            f"{row.stdio.median:.2f} / {row.stdio.p90:.2f}",
+        ]
+        for row in results.calls
+    ]
+    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", "-", f"{results.connect_ms:.0f}"])
+    header = ["call", "in-memory MCP median / p90", "stdio median / p90"]
+    return ["## Near no-op tool calls (ms)", "", *table(header, body)]
+
+
+def action_section(rows: list[ActionRow], settle_ms: float) -> list[str]:
+    body = []
+    for row in rows:
+        cells = [row.name, f"{row.in_process.median:.1f} / {row.in_process.p90:.1f}"]
+        if row.stdio is None or row.server is None:
+            cells += ["-"] * 5
+        else:
+            cells += [
+                f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
+                f"{row.server.median:.1f}",
+                f"{settle_ms:g}",
+                f"{row.server.median - settle_ms - row.in_process.median:.1f}",
+                f"{row.stdio.median - row.server.median:.1f}",
+            ]
+        body.append(cells)
+    header = [
+        "operation",
+        "in-process median / p90",
+        "stdio round trip median / p90",
+        "server-recorded duration (median)",
+        "of which settle",
+        "server extra (recorded - settle - in-process)",
+        "transport + protocol (round trip - recorded)",
+    ]
+    notes = [
+        "",
+        "In-process: the package's `LocalDesktop` method the server runs (bare pyautogui where stated).",
+        f"The server-recorded duration (`duration_ms` of the action record) spans the operation, the settle pause "
+        f"({settle_ms:g} ms, `SYMPHONY_INPUT__SETTLE_SECONDS`, default 0.05 s) and the post-action pointer and "
+        "active-window query.",
+    ]
+    return ["## Input actions: in-process vs over stdio (ms)", "", *table(header, body), *notes]
+
+
+def targets_section(rows: list[ScreenshotRow]) -> list[str]:
+    worst = max(rows, key=lambda row: row.ratio)
+    default = rows[0]
+    body = [
+        [
+            f"every `screenshot` round trip <= {RATIO_TARGET}x in-process grab+encode (medians)",
+            f"worst {worst.ratio:.2f}x ({worst.case.name})",
+            verdict(all(row.ratio <= RATIO_TARGET for row in rows)),
+        ],
+        [
+            f"default `screenshot` round trip <= {RATIO_TARGET}x in-process grab + JPEG q80 of the full frame "
+            "(issue 26's reference, medians)",
+            f"{default.stdio.median:.1f} / {default.full_jpeg.median:.1f} ms = "
+            f"{default.stdio.median / default.full_jpeg.median:.2f}x",
+            verdict(default.stdio.median <= RATIO_TARGET * default.full_jpeg.median),
+        ],
+        [
+            "default screenshot image < 1 MB",
+            f"{default.stdio_bytes:,} bytes",
+            verdict(default.stdio_bytes < DEFAULT_BYTES_TARGET),
+        ],
+        [
+            f"default screenshot round trip < {DEFAULT_ROUND_TRIP_TARGET_MS:.0f} ms at 1080p (median)",
+            f"{default.stdio.median:.1f} ms (p90 {default.stdio.p90:.1f} ms)",
+            verdict(default.stdio.median < DEFAULT_ROUND_TRIP_TARGET_MS),
+        ],
+    ]
+    return ["## Targets", "", *table(["target", "measured", "result"], body)]
+
+
+def render_report(results: Results, args: argparse.Namespace, command: str, facts: list[str]) -> str:
+    lines = [
+        "# Desktop round trip benchmark",
+        "",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        *facts,
+        f"- Display: own Xvfb {results.display} at {RESOLUTION}x24 with openbox and three text-filled xterms",
+        f"- Command: `{command}`",
+        f"- Repetitions: {args.repeats} per screenshot case and no-op call, {args.action_repeats} per action, "
+        f"after {args.warmups} warm-ups each; times in ms",
+        "",
+        *targets_section(results.screenshots),
+        "",
+        *screenshot_section(results.screenshots),
+        "",
+        *calls_section(results),
+        "",
+        *action_section(results.actions, results.settle_ms),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser.add_argument("--repeats", type=int, default=40, help="measured calls per screenshot case / no-op call")
+    parser.add_argument("--action-repeats", type=int, default=20, help="measured calls per input action")
+    parser.add_argument("--warmups", type=int, default=3, help="unmeasured calls before each case")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = invocation()
+    facts = machine_facts()
+    with benchmark_desktop() as display:
+        log(f"benchmark display {display}")
+        results = anyio.run(run_benchmark, args, display)
+    publish_report(render_report(results, args, command, facts), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
