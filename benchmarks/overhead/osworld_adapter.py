@@ -1,13 +1,13 @@
 """OSWorld offline: the adapter's overhead per `os` task outside the agent (listing, reset, evaluation).
 
 The bundled os tasks (tests/data/osworld, OSWorld's own JSONs) that run on this machine, on a real Xvfb at
-1920x1080 (OSWorld's screen) with openbox, as the task account `user` (scripts/osworld-user.sh; created for
+1920x1080 (OSWorld's screen) with openbox, as the task account `user` (`symphony-mcp osworld-user`; created for
 the run and removed after when it did not exist; needs root), with two more tasks run from an offline copy of
 OSWorld's download cache made as its harness leaves it (testkit/osworld_cache.py offline_cache: small images
 under OSWorld's names). Per task and round: list_tasks (loading and
 classifying the 31 os tasks; the first call in the process also imports the metric modules), reset
-(putting the home back, then the task's setup steps; the setup's own waits, e.g. the pyautogui one-liners'
-`time.sleep(0.5)`, are part of OSWorld's task and included), of which the home reset alone, and evaluate
+(a fresh sandbox, then the task's setup steps; the setup's own waits, e.g. the pyautogui one-liners'
+`time.sleep(0.5)`, are part of OSWorld's task and included), and evaluate
 (postconfig, getters, OSWorld's metric) for an agent run that said done. No agent runs: the agent's time is
 the orchestrator benchmarks'; the runner's own bookkeeping is benchmarks/overhead/runner_overhead.py's. Run from the
 repository root, as root:
@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import datetime
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ from symphony_mcp.orchestrator.records import RunRecord
 from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
 
 TASKS = REPO / "tests" / "data" / "osworld"
-SCRIPT = REPO / "scripts" / "osworld-user.sh"
+ACCOUNT = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
 
 
 def said_done(task: BenchTask, folder: Path) -> TaskOutcome:
@@ -58,7 +59,7 @@ async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[
     user = find_task_user("user", "password")
     assert not isinstance(user, str), user
     display = start_virtual_display(DisplaySettings(resolution="1920x1080"))
-    phases = ("reset", "home", "evaluate")
+    phases = ("reset", "evaluate")
     samples: dict[str, dict[str, list[float]]] = {t.task_id: {k: [] for k in phases} for t in runnable}
     try:
         environment = Environment("env-0", display.name, workdir, SpawnServer())
@@ -70,9 +71,6 @@ async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[
                 listing.append(time.perf_counter() - started)
             for task in runnable:
                 started = time.perf_counter()
-                user.restore_home()
-                home = time.perf_counter() - started
-                started = time.perf_counter()
                 await adapter.reset(environment, task)
                 reset = time.perf_counter() - started
                 started = time.perf_counter()
@@ -80,7 +78,6 @@ async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[
                 evaluate = time.perf_counter() - started
                 log(f"round {number} {task.task_id[:8]}: reset {reset:.3f} s, evaluate {evaluate:.3f} s, {score}")
                 if number:
-                    samples[task.task_id]["home"].append(home)
                     samples[task.task_id]["reset"].append(reset)
                     samples[task.task_id]["evaluate"].append(evaluate)
         await adapter.teardown(environment)
@@ -96,14 +93,13 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
     for task_id, phases in samples.items():
         config = data[task_id].get("config", [])
         evaluator = data[task_id]["evaluator"]
-        reset, home, evaluate = (Stats(tuple(v * 1000 for v in phases[k])) for k in ("reset", "home", "evaluate"))
+        reset, evaluate = (Stats(tuple(v * 1000 for v in phases[k])) for k in ("reset", "evaluate"))
         rows.append(
             [
                 task_id[:8],
                 str(evaluator["func"]),
                 ", ".join(s["type"] for s in config) or "none",
                 f"{reset.median:.0f} (p90 {reset.p90:.0f})",
-                f"{home.median:.1f}",
                 f"{evaluate.median:.1f} (p90 {evaluate.p90:.1f})",
             ]
         )
@@ -118,7 +114,7 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
         f"- Tasks: the {len(samples)} of the {listed} bundled os tasks that run on this machine (tests/data/osworld, "
         "OSWorld's own JSONs), 5ea617a3 and 23393935 with their downloads from an offline copy of OSWorld's cache; "
         f"{rounds} measured rounds after one warm-up round; Xvfb 1920x1080 with openbox; task account `user` from "
-        "scripts/osworld-user.sh; evaluate as after an agent run that said done",
+        "symphony-mcp osworld-user; evaluate as after an agent run that said done",
         "",
         *table(
             [
@@ -126,7 +122,6 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
                 "metric",
                 "setup steps",
                 "reset ms (median, p90)",
-                "of which the home reset, ms (median)",
                 "evaluate ms (median, p90)",
             ],
             rows,
@@ -136,7 +131,9 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
         f"(imports OSWorld's metric modules general + utils + basic_os), then median {rest.median:.1f} ms "
         f"(p90 {rest.p90:.1f}).",
         "",
-        "Reset is the home reset plus the task's setup steps run as the task user. Most of it is the setup itself: "
+        "Reset is a fresh sandbox for the environment (bench/osworld/sandbox.py: the previous one ended, an overlay "
+        "over the root started) plus the task's setup steps run inside as the task user. Most of it is the setup "
+        "itself: "
         'each `python -c "import pyautogui; ... time.sleep(0.5)"` step imports pyautogui in a new interpreter and '
         "sleeps as OSWorld's task says, and `sudo -S` costs a PAM round. Evaluate runs the getter's command as the "
         "task user (a shell) and OSWorld's metric, or nothing but the verdict for infeasible tasks. The runner's "
@@ -150,16 +147,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "osworld_adapter.md")
     args = parser.parse_args()
-    status = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True).stdout
+    status = subprocess.run([*ACCOUNT, "status"], capture_output=True, text=True).stdout
     made_here = "does not exist" in status
     if made_here:
-        subprocess.run([str(SCRIPT), "create"], check=True, capture_output=True)
+        subprocess.run([*ACCOUNT, "create"], check=True, capture_output=True)
     try:
         with tempfile.TemporaryDirectory() as workdir:
             samples, listing, listed = asyncio.run(measure(args.rounds, Path(workdir)))
     finally:
         if made_here:
-            subprocess.run([str(SCRIPT), "remove"], check=True, capture_output=True)
+            subprocess.run([*ACCOUNT, "remove"], check=True, capture_output=True)
     command = f"{interpreter()} -m benchmarks.overhead.osworld_adapter" + (
         f" --rounds {args.rounds}" if args.rounds != 5 else ""
     )

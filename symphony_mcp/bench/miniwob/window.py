@@ -160,7 +160,7 @@ class TaskWindow:
                     f"Chromium ({self.executable}) exited with status {self.process.returncode} on display "
                     f"{self.display}; is the display running?"
                 )
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, IndexError):  # absent, or written but still empty
                 return int(port_file.read_text().split()[0])
             await asyncio.sleep(0.05)
         raise TaskWindowError(f"Chromium did not open its debugging port within {START_TIMEOUT:g} s")
