@@ -109,6 +109,7 @@ class SymphonyServer:
     models: ModelRegistry
     tasks: TaskManager
     code: LocalExecutor
+    cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
         self.tasks.close()
@@ -177,6 +178,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         models=models,
         tasks=tasks,
         code=executor,
+        cores=cores,
     )
 
 
