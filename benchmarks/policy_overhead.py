@@ -1,8 +1,10 @@
-"""What the user's policy costs per tool call: the offer check, the time bound, the audit line, confirmation.
+"""What the call pipeline costs per tool call: the offer check, the progress heartbeat, the time bound, error
+shaping, the audit line, confirmation.
 
-One no-op tool, registered on the SDK's plain MCPServer and on GuardedServer (tools/pipeline.py) with
-the audit log off and on, and with confirmation by a host that always accepts (2026-07-28 with its
-input-required round, and 2025-11-25 with a standalone elicitation). Every call goes through the real
+One no-op tool, registered on the SDK's plain MCPServer and on GuardedServer (tools/pipeline.py: the whole
+pipeline; before issue 21 the heartbeat ran in server.py and these rows left it out) with the audit log off
+and on, and with confirmation by a host that always accepts (2026-07-28 with its input-required round, and
+2025-11-25 with a standalone elicitation). Every call goes through the real
 MCP client in memory, so the differences are the server's own work. No display is needed. Run from
 the repository root:
 
@@ -99,9 +101,9 @@ def report(results: list[tuple[str, str, Stats]], repeats: int, warmups: int, co
         "",
         *table(["server", "protocol", "median ms", "p90 ms", "median vs SDK (µs)"], rows),
         "",
-        "The policy's own work (offer check, time bound, audit line) is the difference between the first",
-        "rows; confirmation adds what the host's elicitation costs (here a callback that accepts at once:",
-        "at 2026-07-28 a second tools/call round, before that a request from the server mid-call).",
+        "The pipeline's own work (offer check, heartbeat, time bound, error shaping, audit line) is the difference",
+        "between the first rows; confirmation adds what the host's elicitation costs (here a callback that accepts",
+        "at once: at 2026-07-28 a second tools/call round, before that a request from the server mid-call).",
         "",
     ]
     return "\n".join(lines)

@@ -83,7 +83,9 @@ def define_tool(
     return define
 
 
-def define_resource(uri: str, *, name: str, description: str, mime_type: str) -> Callable[[ToolFunction], Any]:
+def define_resource(
+    uri: str, *, name: str, description: str, mime_type: str
+) -> Callable[[ToolFunction], ResourceDefinition]:
     """The record of the resource template read by the function below."""
 
     def define(function: ToolFunction) -> ResourceDefinition:
