@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, InputRequiredResult, Tool
+from mcp.types import Tool
 from starlette.types import ASGIApp
 
 if TYPE_CHECKING:
@@ -45,15 +44,17 @@ from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_transport import stdio_transport
 from symphony_mcp.stop_signals import serve_until_signalled
 from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, search, windows
-from symphony_mcp.tools.arguments import state_shared_rules
+from symphony_mcp.tools.cores import Cores
+from symphony_mcp.tools.definition import register
 from symphony_mcp.tools.listing import concise_tool
-from symphony_mcp.tools.policy import PolicyServer
-from symphony_mcp.tools.progress import with_heartbeat
+from symphony_mcp.tools.pipeline import GuardedServer
 from symphony_mcp.vision.grounding.grounder import VisionGrounder
 from symphony_mcp.vision.grounding.targets import TargetResolver
 from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
+# The tool modules, in the order tools/list shows their tools: a new module's DEFINITIONS join here.
+TOOL_MODULES = (screen, actions, windows, ocr, grounding, memory, code, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
@@ -78,8 +79,9 @@ For long tasks, `start_task` records every action as a trajectory step; `reflect
 (On-track / Off-track / Completed / Infeasible), `check_loop` and `memory_audit` need no model."""
 
 
-class SymphonyMCP(PolicyServer):
-    """The server with the user's policy, listing tools with concise schemas and answering unreadable stdio lines."""
+class SymphonyMCP(GuardedServer):
+    """The server behind the call pipeline (tools/pipeline.py), listing tools with concise schemas and answering
+    unreadable stdio lines."""
 
     def __init__(
         self, policy: PolicySettings, *args: Any, schema_rules: bool = False, max_message_bytes: int, **kwargs: Any
@@ -92,16 +94,6 @@ class SymphonyMCP(PolicyServer):
         """tools/list with concise schemas (tools/listing.py; sizes in benchmarks/results/tools_list_size.md)."""
         return [concise_tool(tool, self.schema_rules) for tool in await super().list_tools()]
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        """Every call reports progress while it runs past a second (tools/progress.py), so clients keep waiting."""
-        if name not in self.policy.tools:  # the SDK's own error repeats the name whole
-            raise ToolError(f"Unknown tool: {clip(name)}; tools/list shows the tools on offer")
-        if context is None:
-            return await super().call_tool(name, arguments, context)
-        return await with_heartbeat(context, name, lambda: super(SymphonyMCP, self).call_tool(name, arguments, context))
-
     async def run_stdio_async(self) -> None:
         """The SDK's server loop on this server's stdio transport: lines capped in size, each one that is not
         a message answered with a JSON-RPC error, a pending read a stop signal can cancel (stdio_transport.py)."""
@@ -112,7 +104,7 @@ class SymphonyMCP(PolicyServer):
 
 @dataclass
 class SymphonyServer:
-    mcp: PolicyServer
+    mcp: GuardedServer
     screen: Screen
     desktop_actions: DesktopActions
     desktop_thread: DesktopThread
@@ -121,6 +113,7 @@ class SymphonyServer:
     models: ModelRegistry
     tasks: TaskManager
     code: LocalExecutor
+    cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
         self.tasks.close()
@@ -169,16 +162,20 @@ def build_server(settings: Settings) -> SymphonyServer:
         schema_rules=settings.server.schema_rules,
         max_message_bytes=settings.server.max_message_bytes,
     )
-    screen.register(server, desktop_screen)
-    actions.register(server, desktop_screen, desktop_actions, TargetResolver(grounder))
-    windows.register(server, desktop_screen, desktop_actions)
-    ocr.register(server, text_grounder, desktop_screen)
-    grounding.register(server, grounder, models, desktop_screen)
-    memory.register(server, tasks, desktop_screen)
-    code.register(server, executor, settings.code.max_timeout_seconds)
-    code.register_agent(server, coder)
-    search.register(server, searcher)
-    state_shared_rules(server, server.policy.tools)
+    cores = Cores(
+        settings=settings,
+        screen=desktop_screen,
+        actions=desktop_actions,
+        targets=TargetResolver(grounder),
+        text=text_grounder,
+        grounder=grounder,
+        models=models,
+        tasks=tasks,
+        executor=executor,
+        coder=coder,
+        searcher=searcher,
+    )
+    register(server, [definition for module in TOOL_MODULES for definition in module.DEFINITIONS], cores)
     check_registered(server.policy.tools)
     return SymphonyServer(
         mcp=server,
@@ -190,6 +187,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         models=models,
         tasks=tasks,
         code=executor,
+        cores=cores,
     )
 
 

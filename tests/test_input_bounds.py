@@ -18,13 +18,12 @@ from typing import Any
 import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.server.mcpserver.exceptions import ToolError
 
-from symphony_mcp.config import ServerSettings, load_settings
+from symphony_mcp.config import PolicySettings, ServerSettings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.limits import MAX_ECHO, MAX_ERROR_MESSAGE
 from symphony_mcp.server import build_server
-from symphony_mcp.tools.common import caller_errors
+from symphony_mcp.tools.pipeline import GuardedServer
 from testkit.raw_jsonrpc import raw_stdio_server
 from testkit.server_process import base_env, serve_command
 
@@ -341,13 +340,16 @@ async def test_a_name_the_system_refuses_to_look_up_is_a_clear_error(client: Cli
 
 
 async def test_an_unexpected_failure_is_clipped_for_the_caller_and_the_log(caplog: pytest.LogCaptureFixture) -> None:
-    @caller_errors
     async def fails(name: str) -> None:
         raise OSError(36, "File name too long", name)
 
-    with caplog.at_level(logging.ERROR), pytest.raises(ToolError) as refused:
-        await fails("n" * 1_000_000)
-    assert "internal error (OSError" in str(refused.value) and len(str(refused.value)) < MAX_ERROR_TEXT
+    server = GuardedServer(PolicySettings(audit=False), "clipping")
+    server.add_tool(fails)
+    with caplog.at_level(logging.ERROR):
+        async with Client(server) as client:
+            result = await client.call_tool("fails", {"name": "n" * 1_000_000})
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error and "internal error (OSError" in text and len(text) < MAX_ERROR_TEXT
     assert caplog.records and all(len(record.getMessage()) < 20_000 for record in caplog.records)
     assert "n" * (2 * MAX_ECHO) not in caplog.text
 

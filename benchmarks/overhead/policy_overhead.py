@@ -1,8 +1,10 @@
-"""What the user's policy costs per tool call: the offer check, the time bound, the audit line, confirmation.
+"""What the call pipeline costs per tool call: the offer check, the progress heartbeat, the time bound, error
+shaping, the audit line, confirmation.
 
-One no-op tool, registered on the SDK's plain MCPServer and on PolicyServer (tools/policy.py) with
-the audit log off and on, and with confirmation by a host that always accepts (2026-07-28 with its
-input-required round, and 2025-11-25 with a standalone elicitation). Every call goes through the real
+One no-op tool, registered on the SDK's plain MCPServer and on GuardedServer (tools/pipeline.py: the whole
+pipeline; before issue 21 the heartbeat ran in server.py and these rows left it out) with the audit log off
+and on, and with confirmation by a host that always accepts (2026-07-28 with its input-required round, and
+2025-11-25 with a standalone elicitation). Every call goes through the real
 MCP client in memory, so the differences are the server's own work. No display is needed. Run from
 the repository root:
 
@@ -25,7 +27,7 @@ from mcp.types import ElicitResult, ToolAnnotations
 
 from benchmarks.common import REPO, Stats, elapsed_ms, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.config import PolicySettings
-from symphony_mcp.tools.policy import PolicyServer
+from symphony_mcp.tools.pipeline import GuardedServer
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "policy_overhead.md"
 
@@ -40,7 +42,7 @@ async def accept(context: Any, params: Any) -> ElicitResult:
 
 
 def server(policy: dict[str, Any] | None) -> MCPServer:
-    built = MCPServer("bench") if policy is None else PolicyServer(PolicySettings(**policy), "bench")
+    built = MCPServer("bench") if policy is None else GuardedServer(PolicySettings(**policy), "bench")
     built.tool(annotations=ToolAnnotations(destructiveHint=True))(noop)
     return built
 
@@ -63,8 +65,8 @@ async def run(repeats: int, warmups: int) -> list[tuple[str, str, Stats]]:
     audit = Path(tempfile.mkdtemp(prefix="policy-bench-")) / "audit.jsonl"
     cases: list[tuple[str, dict[str, Any] | None, str]] = [
         ("SDK MCPServer (no policy)", None, "auto"),
-        ("PolicyServer, audit off", {"audit": False}, "auto"),
-        ("PolicyServer, audit on (default)", {"audit_file": str(audit)}, "auto"),
+        ("GuardedServer, audit off", {"audit": False}, "auto"),
+        ("GuardedServer, audit on (default)", {"audit_file": str(audit)}, "auto"),
         ("+ confirmation, host accepts", {"audit_file": str(audit), "confirm_tools": ["noop"]}, "auto"),
         ("+ confirmation, host accepts", {"audit_file": str(audit), "confirm_tools": ["noop"]}, "legacy"),
     ]
@@ -92,9 +94,9 @@ def report(results: list[tuple[str, str, Stats]], repeats: int, warmups: int, co
         "",
         *table(["server", "protocol", "median ms", "p90 ms", "median vs SDK (µs)"], rows),
         "",
-        "The policy's own work (offer check, time bound, audit line) is the difference between the first",
-        "rows; confirmation adds what the host's elicitation costs (here a callback that accepts at once:",
-        "at 2026-07-28 a second tools/call round, before that a request from the server mid-call).",
+        "The pipeline's own work (offer check, heartbeat, time bound, error shaping, audit line) is the difference",
+        "between the first rows; confirmation adds what the host's elicitation costs (here a callback that accepts",
+        "at once: at 2026-07-28 a second tools/call round, before that a request from the server mid-call).",
         "",
     ]
     return "\n".join(lines)

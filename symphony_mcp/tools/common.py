@@ -1,4 +1,4 @@
-"""What every tool module shares: caller-facing errors and the annotation presets."""
+"""What every tool module shares: caller-facing errors, compact results and the annotation presets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -15,6 +15,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.errors import InvalidInputError, SymphonyError, clip_message
 from symphony_mcp.limits import MAX_ECHO
+from symphony_mcp.tools.call import Proceed, ToolCall
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -28,44 +29,54 @@ DESTRUCTIVE_INPUT = ToolAnnotations(readOnlyHint=False, destructiveHint=True, id
 HARMLESS_CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
-def _surfacing(
-    error_type: type[MCPServerError], invalid_type: type[MCPServerError] | None = None
-) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """Turn core errors into `error_type` errors (bad input into `invalid_type`, if given) whose message reaches the
-    caller; the server keeps serving.
-
-    The SDK hides the text of any other exception from the caller.
-    """
-
-    def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-        @functools.wraps(fn)
-        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                return await fn(*args, **kwargs)
-            except MCPServerError:
-                raise
-            except InvalidInputError as exc:
-                raise (invalid_type or error_type)(clip_message(str(exc))) from exc
-            except SymphonyError as exc:
-                raise error_type(clip_message(str(exc))) from exc
-            except Exception as exc:
-                # The exception's text can hold a caller's input (an OSError names the file): clipped, here and
-                # in the log, whose traceback is written without it.
-                text = f"{type(exc).__name__}: {clip_message(str(exc), MAX_ECHO)}"
-                trace = "".join(traceback.format_tb(exc.__traceback__))
-                log.error("%s failed unexpectedly (%s)\n%s", fn.__name__, text, trace)
-                raise error_type(f"internal error ({text}); the server is still running") from exc
-
-        return wrapper
-
-    return decorate
+async def caller_errors(call: ToolCall, proceed: Proceed) -> Any:
+    """Step: a failure of the tool becomes a tool error whose (clipped) message reaches the caller; the server keeps
+    serving. The SDK hides the text of any other exception from the caller."""
+    try:
+        return await proceed(call)
+    except MCPServerError:
+        raise
+    except Exception as exc:
+        raise surfaced(exc, call.name, ToolError) from exc
 
 
-caller_errors = _surfacing(ToolError)
-# A URI whose variables are refused or name nothing is the caller's mistake: the SDK's not-found error answers
-# it with -32602 (invalid params, SEP-2164) instead of -32603 (internal error), which clients take for a fault of
-# the server's.
-resource_errors = _surfacing(ResourceError, ResourceNotFoundError)
+def resource_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """`fn`, a resource's reader, whose failures reach the caller as resource errors. A URI whose variables are
+    refused or name nothing is the caller's mistake: the SDK's not-found error answers it with -32602 (invalid
+    params, SEP-2164) instead of -32603 (internal error), which clients take for a fault of the server's."""
+
+    @functools.wraps(fn)
+    async def reader(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except MCPServerError:
+            raise
+        except Exception as exc:
+            raise surfaced(exc, fn.__name__, ResourceError, ResourceNotFoundError) from exc
+
+    return reader
+
+
+def surfaced(
+    exc: Exception, where: str, error_type: type[MCPServerError], invalid_type: type[MCPServerError] | None = None
+) -> MCPServerError:
+    """`exc` as the `error_type` error the caller reads (bad input as `invalid_type`, if given), clipped."""
+    if isinstance(exc, InvalidInputError):
+        return (invalid_type or error_type)(clip_message(str(exc)))
+    if isinstance(exc, SymphonyError):
+        return error_type(clip_message(str(exc)))
+    # The exception's text can hold a caller's input (an OSError names the file): clipped, here and in the log,
+    # whose traceback is written without it.
+    text = f"{type(exc).__name__}: {clip_message(str(exc), MAX_ECHO)}"
+    trace = "".join(traceback.format_tb(exc.__traceback__))
+    log.error("%s failed unexpectedly (%s)\n%s", where, text, trace)
+    return error_type(f"internal error ({text}); the server is still running")
+
+
+async def compact_result(call: ToolCall, proceed: Proceed) -> Any:
+    """Step: the text copy of a successful structured result as compact JSON (compact_text)."""
+    result = await proceed(call)
+    return compact_text(result) if isinstance(result, CallToolResult) and not result.is_error else result
 
 
 async def in_latest_space(screen: Screen, result: T) -> T:

@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 import anyio
 from mcp.server.mcpserver import Context
 
+from symphony_mcp.tools.call import Proceed, ToolCall
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -52,6 +54,14 @@ async def report_step(message: str) -> None:
         await line.send(message)
     except Exception as exc:  # as for beats: a lost client must not fail the call
         log.debug("progress not sent: %s", exc)
+
+
+async def heartbeat(call: ToolCall, proceed: Proceed) -> Any:
+    """Step: a call that runs past a beat reports progress once a beat until it returns, so clients keep waiting."""
+    if call.context is None:  # called from the server itself, not by a client
+        return await proceed(call)
+    context = call.context
+    return await with_heartbeat(context, call.name, lambda: proceed(call))
 
 
 async def with_heartbeat(

@@ -8,15 +8,14 @@ import base64
 from pathlib import Path
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from symphony_mcp.limits import MAX_QUERY
 from symphony_mcp.search.result_schemas import TutorialResult
-from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.search.types import DocHit
-from symphony_mcp.tools.common import caller_errors, resource_errors
+from symphony_mcp.tools.cores import Cores
+from symphony_mcp.tools.definition import define_resource, define_tool
 from symphony_mcp.tools.progress import report_step
 
 # Both read the web (or the local docs) and change nothing on the desktop; a search writes only its transcript.
@@ -33,50 +32,57 @@ class DocResults(BaseModel):
     results: list[DocHit]
 
 
-def register(server: MCPServer, searcher: TutorialSearcher) -> None:
-    @server.tool(annotations=SEARCHES_THE_WEB)
-    @caller_errors
-    async def search_tutorial(
-        query: Query,
-        budget: Annotated[
-            int | None,
-            Field(ge=2, le=MAX_SEARCH_BUDGET, description="browsing steps (the last only concludes); default 20"),
-        ] = None,
-    ) -> Annotated[CallToolResult, TutorialResult]:
-        """Find a how-to for a task in the application on screen: a browsing agent searches the web (or the
-        offline docs) in an isolated browser, guided by the current screenshot, and returns numbered steps in
-        Markdown with the key pictures, source URLs and how it ended (DONE, FAIL with a hint, BUDGET_EXHAUSTED,
-        ERROR). Takes a minute or more; progress is reported per step."""
+@define_tool(SEARCHES_THE_WEB)
+async def search_tutorial(
+    cores: Cores,
+    query: Query,
+    budget: Annotated[
+        int | None,
+        Field(ge=2, le=MAX_SEARCH_BUDGET, description="browsing steps (the last only concludes); default 20"),
+    ] = None,
+) -> Annotated[CallToolResult, TutorialResult]:
+    """Find a how-to for a task in the application on screen: a browsing agent searches the web (or the
+    offline docs) in an isolated browser, guided by the current screenshot, and returns numbered steps in
+    Markdown with the key pictures, source URLs and how it ended (DONE, FAIL with a hint, BUDGET_EXHAUSTED,
+    ERROR). Takes a minute or more; progress is reported per step."""
 
-        result = await searcher.search(query, budget, report_step)
-        content: list[TextContent | ImageContent] = [TextContent(type="text", text=result.folded())]
-        for image in result.images:
-            content.append(_image_content(image.file, image.mime_type))
-            content.append(TextContent(type="text", text=f"Picture: {image.caption} (from {image.source_url})"))
-        return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
+    result = await cores.searcher.search(query, budget, report_step)
+    content: list[TextContent | ImageContent] = [TextContent(type="text", text=result.folded())]
+    for image in result.images:
+        content.append(_image_content(image.file, image.mime_type))
+        content.append(TextContent(type="text", text=f"Picture: {image.caption} (from {image.source_url})"))
+    return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
 
-    @server.tool(annotations=QUERIES_THE_WEB)
-    @caller_errors
-    async def search_docs(
-        query: Query,
-        limit: Annotated[int, Field(ge=1, le=MAX_DOC_RESULTS, description="results at most")] = 5,
-    ) -> DocResults:
-        """Search the configured engine (DuckDuckGo, SearXNG) or the offline docs index, without a model:
-        title, URL and snippet per result, best first."""
-        results = await searcher.search_docs(query, limit)
-        return DocResults(query=query, engine=searcher.backend.name, results=results[:limit])
 
-    @server.resource(
-        "trajectory://{task_id}/search/{run}",
-        name="search-transcript",
-        description="A search_tutorial run's browsing transcript (JSON): every page, answer, action and the result",
-        mime_type="application/json",
-    )
-    @resource_errors
-    async def search_transcript(task_id: str, run: str) -> str:
-        return searcher.transcript(task_id, run).read_text(encoding="utf-8")
+@define_tool(QUERIES_THE_WEB)
+async def search_docs(
+    cores: Cores,
+    query: Query,
+    limit: Annotated[int, Field(ge=1, le=MAX_DOC_RESULTS, description="results at most")] = 5,
+) -> DocResults:
+    """Search the configured engine (DuckDuckGo, SearXNG) or the offline docs index, without a model:
+    title, URL and snippet per result, best first."""
+    results = await cores.searcher.search_docs(query, limit)
+    return DocResults(query=query, engine=cores.searcher.backend.name, results=results[:limit])
+
+
+@define_resource(
+    "trajectory://{task_id}/search/{run}",
+    name="search-transcript",
+    description="A search_tutorial run's browsing transcript (JSON): every page, answer, action and the result",
+    mime_type="application/json",
+)
+async def search_transcript(cores: Cores, task_id: str, run: str) -> str:
+    return cores.searcher.transcript(task_id, run).read_text(encoding="utf-8")
 
 
 def _image_content(file: str, mime_type: str) -> ImageContent:
     data = base64.b64encode(Path(file).read_bytes()).decode("ascii")
     return ImageContent(type="image", data=data, mimeType=mime_type)
+
+
+DEFINITIONS = (
+    search_tutorial,
+    search_docs,
+    search_transcript,
+)
