@@ -30,6 +30,8 @@ from symphony_mcp.desktop.controller import DesktopController
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.runner import DesktopRunner
+from symphony_mcp.elements.acting import ElementActions
+from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -41,7 +43,7 @@ from symphony_mcp.sdk_internals import lowlevel_server
 from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_transport import stdio_transport
 from symphony_mcp.stop_signals import serve_until_signalled
-from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, search, windows
+from symphony_mcp.tools import actions, code, elements, grounding, memory, ocr, screen, search, windows
 from symphony_mcp.tools.arguments import state_shared_rules
 from symphony_mcp.tools.listing import concise_tool
 from symphony_mcp.tools.policy import PolicyServer
@@ -135,6 +137,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     coder = CoderService(controller, models, tasks, executor, settings.code, executor.default_workdir)
     searcher = TutorialSearcher(controller, models, tasks, settings.search)
+    element_reader = ElementReader(controller)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -147,6 +150,7 @@ def build_server(settings: Settings) -> SymphonyServer:
             yield
         finally:
             tasks.close()
+            element_reader.close()
             await searcher.aclose()
             await models.aclose()
 
@@ -163,7 +167,8 @@ def build_server(settings: Settings) -> SymphonyServer:
         max_message_bytes=settings.server.max_message_bytes,
     )
     screen.register(server, controller)
-    actions.register(server, controller, TargetResolver(grounder))
+    actions.register(server, controller, TargetResolver(grounder), ElementActions(element_reader, controller))
+    elements.register(server, element_reader, controller)
     windows.register(server, controller)
     ocr.register(server, text_grounder, controller)
     grounding.register(server, grounder, models, controller)

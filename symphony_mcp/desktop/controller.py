@@ -270,12 +270,23 @@ class DesktopController:
         return record
 
     async def note(
-        self, action: str, arguments: dict[str, Any], summary: str, started_at: float, error: str | None = None
+        self,
+        action: str,
+        arguments: dict[str, Any],
+        summary: str,
+        started_at: float,
+        error: str | None = None,
+        targets: Sequence[Target] = (),
     ) -> ActionRecord:
-        """Record an action done off the screen (a Coder run) as the desktop's own are, so the session's
-        trajectory gets it as a step; the screen after it is captured by the recorder as usual."""
+        """Record an action done without the pointer and keys (a Coder run, an accessibility action on `targets`)
+        as the desktop's own are, so the session's trajectory gets it as a step; the screen after it is captured
+        by the recorder as usual."""
         cursor, window = await self._post_state()
+        points = [t.point for t in targets]
         record = ActionRecord(
+            points=points,
+            screen_points=points,
+            grounding=[g for t in targets for g in t.grounding],
             id=self.actions.next_id(),
             action=action,
             arguments=arguments,

@@ -8,9 +8,10 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from symphony_mcp.desktop.controller import DesktopController, Target
-from symphony_mcp.desktop.frames import Placed
+from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.records import ActionRecord
 from symphony_mcp.desktop.types import MouseButton
+from symphony_mcp.elements.acting import ElementActions
 from symphony_mcp.limits import MAX_COUNTER, MAX_KEY_PRESSES, MAX_KEYS, MAX_SCROLL, MAX_WAIT_SECONDS
 from symphony_mcp.tools.arguments import (
     Count,
@@ -42,12 +43,27 @@ Description = Annotated[
     ),
 ]
 Wheel = Annotated[int, Field(ge=-MAX_SCROLL, le=MAX_SCROLL)]
+ElementId = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=MAX_COUNTER,
+        description="an element's id from elements or find_element, read on this call's frame (frame_id, else "
+        "the latest); instead of description or x, y",
+    ),
+]
 
 
-def register(server: MCPServer, desktop: DesktopController, targets: TargetResolver) -> None:
+def register(server: MCPServer, desktop: DesktopController, targets: TargetResolver, elements: ElementActions) -> None:
+    async def target_of(request: TargetRequest, element: int | None, view: CallerSpace) -> Target:
+        if element is not None:
+            return await elements.target(view, element)
+        return (await targets.resolve([request], view))[0]
+
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def click(
+        element: ElementId = None,
         description: Description = None,
         x: OptionalX = None,
         y: OptionalY = None,
@@ -57,10 +73,14 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Click an element given by description (located on screen by the grounding model) or at x, y;
-        optionally several times and with modifier keys held. x, y and the record's coordinates are the latest
-        screenshot's pixels unless space/frame_id say otherwise."""
+        """Click an element given by id (from elements: pressed through its accessibility action when it has one),
+        by description (located on screen by the grounding model) or at x, y; optionally several times and with
+        modifier keys held. x, y and the record's coordinates are the latest screenshot's pixels unless
+        space/frame_id say otherwise."""
         view = await desktop.caller_space(space, frame_id)
+        if element is not None:
+            TargetRequest(description, x, y).check_none_with_element_id(element)
+            return view.express(await elements.click(view, element, button=button, count=count, hold_keys=hold_keys))
         (target,) = await targets.resolve([TargetRequest(description, x, y)], view)
         return view.express(await desktop.click(target, view, button=button, count=count, hold_keys=hold_keys))
 
@@ -83,6 +103,8 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     @server.tool(annotations=DESTRUCTIVE_INPUT)
     @caller_errors
     async def drag_and_drop(
+        start_element: Annotated[ElementId, Field(description="element to drag from, by id")] = None,
+        end_element: Annotated[ElementId, Field(description="element to drop on, by id")] = None,
         start_description: Annotated[OptionalDescribed, Field(description="element to drag from, described")] = None,
         end_description: Annotated[OptionalDescribed, Field(description="element to drop on, described")] = None,
         start_x: OptionalX = None,
@@ -95,17 +117,16 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Press at the start, move to the end with intermediate motion, release. Each end is a
-        description (located by the grounding model) or x, y. x, y and the record's coordinates are the latest
-        screenshot's pixels unless space/frame_id say otherwise."""
+        """Press at the start, move to the end with intermediate motion, release. Each end is an element id
+        (from elements), a description (located by the grounding model) or x, y. x, y and the record's
+        coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
         view = await desktop.caller_space(space, frame_id)
-        start, end = await targets.resolve(
-            [
-                TargetRequest(start_description, start_x, start_y, "start_"),
-                TargetRequest(end_description, end_x, end_y, "end_"),
-            ],
-            view,
-        )
+        start_request = TargetRequest(start_description, start_x, start_y, "start_")
+        end_request = TargetRequest(end_description, end_x, end_y, "end_")
+        start_request.check_none_with_element_id(start_element)
+        end_request.check_none_with_element_id(end_element)
+        start = await target_of(start_request, start_element, view)
+        end = await target_of(end_request, end_element, view)
         record = await desktop.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
         return view.express(record)
 
@@ -116,6 +137,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     async def scroll(
         vertical: Annotated[Wheel, Field(description="wheel clicks: positive scrolls up, negative down")] = 0,
         horizontal: Annotated[Wheel, Field(description="wheel clicks: positive scrolls right, negative left")] = 0,
+        element: ElementId = None,
         description: Annotated[
             OptionalDescribed, Field(description="scroll over this element, described (or give x, y; or neither)")
         ] = None,
@@ -125,11 +147,12 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Scroll the wheel over an element (described, or at x, y, or under the pointer). x, y and the record's
-        coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
+        """Scroll the wheel over an element (by id, described, or at x, y, or under the pointer). x, y and the
+        record's coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
         view = await desktop.caller_space(space, frame_id)
         request = TargetRequest(description, x, y)
-        target = None if request.is_empty else (await targets.resolve([request], view))[0]
+        request.check_none_with_element_id(element)
+        target = None if request.is_empty and element is None else await target_of(request, element, view)
         record = await desktop.scroll(
             view, vertical=vertical, horizontal=horizontal, target=target, hold_keys=hold_keys
         )
@@ -142,6 +165,7 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
     @caller_errors
     async def type_(
         text: Annotated[TypedText, Field(description="text to type; any Unicode, newlines press Enter")],
+        element: ElementId = None,
         description: Annotated[
             OptionalDescribed, Field(description="click this field first, described (or give x, y; or neither)")
         ] = None,
@@ -152,11 +176,16 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         space: Space = "screenshot",
         frame_id: FrameId = None,
     ) -> ActionRecord:
-        """Type text into a field: the described one, the one at x, y, or (neither) the focused one.
-        Unicode is typed exactly, also in terminals. x, y and the record's coordinates are the latest screenshot's
-        pixels unless space/frame_id say otherwise."""
+        """Type text into a field: the one with this element id (its text set through accessibility where it
+        can be), the described one, the one at x, y, or (none) the focused one. Unicode is typed exactly, also in
+        terminals. x, y and the record's coordinates are the latest screenshot's pixels unless space/frame_id say
+        otherwise."""
         view = await desktop.caller_space(space, frame_id)
         request = TargetRequest(description, x, y)
+        request.check_none_with_element_id(element)
+        if element is not None:
+            record = await elements.type_text(view, element, text, overwrite=overwrite, enter=enter)
+            return view.express(record)
         target = None if request.is_empty else (await targets.resolve([request], view))[0]
         return view.express(await desktop.type_text(text, view, overwrite=overwrite, enter=enter, target=target))
 
