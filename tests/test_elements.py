@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -17,7 +18,11 @@ from mcp import Client
 from mcp.types import ImageContent
 from PIL import Image
 
+from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.doctor import Check, diagnose
+from symphony_mcp.doctor import _accessibility as doctor_accessibility
+from symphony_mcp.elements.atspi_process import AtspiProcess, ElementsUnavailableError
 from testkit.desktop_apps import ProbeApp, gtk_probe
 from testkit.server_process import ServerProcess, base_env
 
@@ -167,3 +172,11 @@ async def _until(client: Client, predicate: Any, tries: int = 100) -> dict[str, 
 
 def _near(pixel: Any, colour: tuple[int, int, int], tolerance: int = 60) -> bool:
     return all(abs(int(a) - b) <= tolerance for a, b in zip(pixel, colour, strict=True))
+
+
+def test_missing_bindings_are_reported_with_the_fix() -> None:
+    """The venv's own Python has no gi: the reader says what to install (doctor reports the same)."""
+    with pytest.raises(ElementsUnavailableError, match=re.escape("apt-get install -y python3-gi gir1.2-atspi-2.0")):
+        AtspiProcess(Path(sys.executable)).start()
+    (finding,) = diagnose(load_settings(), (Check("accessibility", doctor_accessibility),))
+    assert finding.status == "ok", finding

@@ -52,6 +52,11 @@ class AtspiProcess:
             raise ElementsUnavailableError(f"the accessibility reader failed: {answer.get('error')}")
         return answer
 
+    def start(self) -> None:
+        """Start the helper now (it loads the bindings first): ElementsUnavailableError says what is missing."""
+        with self._lock:
+            self._running()
+
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
             return self._process

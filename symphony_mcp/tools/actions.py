@@ -125,8 +125,14 @@ def register(server: MCPServer, desktop: DesktopController, targets: TargetResol
         end_request = TargetRequest(end_description, end_x, end_y, "end_")
         start_request.check_none_with_element_id(start_element)
         end_request.check_none_with_element_id(end_element)
-        start = await target_of(start_request, start_element, view)
-        end = await target_of(end_request, end_element, view)
+        if start_element is None and end_element is None:  # both described: grounded on one capture
+            start, end = await targets.resolve([start_request, end_request], view)
+        else:
+            for request, element in ((start_request, start_element), (end_request, end_element)):
+                if element is None:
+                    request.check()  # both ends' arguments are checked before either is looked for
+            start = await target_of(start_request, start_element, view)
+            end = await target_of(end_request, end_element, view)
         record = await desktop.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
         return view.express(record)
 
