@@ -5,8 +5,11 @@ reference), a Tk window (no tree: said so)."""
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -23,7 +26,9 @@ from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.doctor import Check, diagnose
 from symphony_mcp.doctor import _accessibility as doctor_accessibility
 from symphony_mcp.elements.atspi_process import AtspiProcess, ElementsUnavailableError
+from testkit.chromium import KIOSK_ARGS, chromium_executable
 from testkit.desktop_apps import ProbeApp, gtk_probe
+from testkit.reporting_page import reporting_page
 from testkit.server_process import ServerProcess, base_env
 
 pytestmark = pytest.mark.anyio
@@ -170,8 +175,45 @@ async def _until(client: Client, predicate: Any, tries: int = 100) -> dict[str, 
     raise AssertionError(f"condition not met; last: {structured}")
 
 
+def _pixels_covering(rect: dict[str, float]) -> tuple[int, int, int, int]:
+    """The whole screen pixels a DOM rectangle (fractional CSS pixels) touches: what the accessibility tree gives."""
+    left, top = math.floor(rect["left"]), math.floor(rect["top"])
+    right, bottom = math.ceil(rect["left"] + rect["width"]), math.ceil(rect["top"] + rect["height"])
+    return left, top, right - left, bottom - top
+
+
 def _near(pixel: Any, colour: tuple[int, int, int], tolerance: int = 60) -> bool:
     return all(abs(int(a) - b) <= tolerance for a, b in zip(pixel, colour, strict=True))
+
+
+async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_path: Path) -> None:
+    """A real page in Chromium started by open_app (which turns its accessibility on): the buttons, field, link
+    and heading on a coloured band appear with the DOM's own boxes (kiosk, unscaled: CSS pixels are screen pixels),
+    labels OCR confuses are named exactly, a click by id presses the right button and typing by id sets the field
+    exactly."""
+    chromium = chromium_executable()
+    assert chromium is not None, "Chromium is not installed (scripts/install.sh --dev)"
+    with reporting_page() as page:
+        command = shlex.join([chromium, *KIOSK_ARGS, f"--user-data-dir={tmp_path / 'profile'}", page.url])
+        opened = await call(client, "open_app", target=command, wait_seconds=10)
+        try:
+            dom = page.wait(lambda s: s.get("ready"))["boxes"]
+            result = await _until(client, lambda r: any(e["name"] == "0l1I" for e in r["elements"]))
+            roles = {"Save file": "push button", "ONE": "push button", "0l1I": "push button", "Search box": "entry",
+                     "Docs link": "link", "Section #1": "heading"}  # fmt: skip
+            for name, role in roles.items():
+                (element,) = [e for e in result["elements"] if e["name"] == name and e["role"] == role]
+                box, want = element["box"], dom[name]
+                seen = (box["left"], box["top"], box["width"], box["height"])
+                assert seen == _pixels_covering(want), (name, seen, want)
+            ids = {e["name"]: e["id"] for e in result["elements"] if e["name"] in roles}
+            await call(client, "click", element=ids["0l1I"], space="screen")
+            assert page.wait(lambda s: s["clicks"]["0l1I"] == 1)["clicks"] == {"Save file": 0, "ONE": 0, "0l1I": 1}
+            typed = "Grüße, 世界 ✓ — ok"
+            await call(client, "type", text=typed, element=ids["Search box"], overwrite=True, space="screen")
+            assert page.wait(lambda s: s["field"] == typed)["field"] == typed
+        finally:
+            os.kill(opened["pid"], signal.SIGTERM)
 
 
 def test_missing_bindings_are_reported_with_the_fix() -> None:
