@@ -96,6 +96,22 @@ async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
     assert record["grounding"][0]["via"] == "accessibility action 'set_text'"
 
 
+async def test_an_unchanged_tree_is_not_walked_again_and_a_change_is_seen(client: Client, gtk: ProbeApp) -> None:
+    """GTK creates its accessible objects when first asked, and says so in events: the tree is walked again until
+    those have come, then kept while nothing changes; a change (the field's text) is seen on the next read."""
+    first = await call(client, "elements", window="Gtk Probe")
+    for _ in range(50):
+        again = await call(client, "elements", window="Gtk Probe")
+        if again["unchanged_applications"]:
+            break
+    assert again["unchanged_applications"] >= 1 and again["elements"] == first["elements"]
+    field = named(again, "Search box")
+    await call(client, "type", text="changed", element=field["id"], overwrite=True, frame_id=again["frame_id"])
+    gtk.wait(lambda s: s["entry"] == "changed")
+    after = await call(client, "elements", window="Gtk Probe")
+    assert named(after, "Search box")["text"] == "changed"
+
+
 async def test_right_click_by_id_uses_the_pointer_and_says_why(client: Client, gtk: ProbeApp) -> None:
     result = await call(client, "elements", window="Gtk Probe")
     cancel = named(result, "Cancel")

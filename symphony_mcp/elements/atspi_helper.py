@@ -17,13 +17,28 @@ Requests and answers:
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 READINGS_KEPT = 16
+# The events after which an application's cached tree is read again; a moved or added window is seen by comparing
+# the top-level windows' boxes, which costs one call per window.
+CHANGE_EVENTS = (
+    "object:children-changed",
+    "object:state-changed",
+    "object:property-change",
+    "object:bounds-changed",
+    "object:text-changed",
+    "object:value-changed",
+    "object:visible-data-changed",
+    "window:create",
+    "window:destroy",
+)
 # Actions that press a control, in the order tried; toolkits name them differently.
 PRESS_ACTIONS = ("click", "press", "activate", "jump", "toggle", "select")
 _SKIP_TEXT = str.maketrans("", "", "\ufffc\ufffd")
@@ -40,14 +55,36 @@ def main() -> None:
     except (ImportError, ValueError) as exc:
         _answer({"ok": False, "error": f"the AT-SPI bindings cannot be loaded: {exc}", "missing": True})
         return
+    from gi.repository import GLib
+
     helper = Helper(Atspi)
+    # Change events arrive through the main loop, so requests are read from it too: one thread touches libatspi.
+    listener = Atspi.EventListener.new(helper.changed)
+    for event in CHANGE_EVENTS:
+        listener.register(event)
+    pending = b""
+
+    def on_input(fd: int, _condition: Any) -> bool:
+        nonlocal pending
+        data = os.read(fd, 1 << 16)
+        if not data:
+            Atspi.event_quit()
+            return False
+        *lines, pending = (pending + data).split(b"\n")
+        for line in lines:
+            respond(helper, line)
+        return True
+
+    GLib.io_add_watch(sys.stdin.fileno(), GLib.PRIORITY_DEFAULT, GLib.IOCondition.IN | GLib.IOCondition.HUP, on_input)
     _answer({"ok": True, "ready": True})
-    for line in sys.stdin:
-        try:
-            request = json.loads(line)
-            _answer({"ok": True, **helper.handle(request)})
-        except Exception as exc:  # one bad request or a dead application must not end the helper
-            _answer({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+    Atspi.event_main()
+
+
+def respond(helper: Helper, line: bytes) -> None:
+    try:
+        _answer({"ok": True, **helper.handle(json.loads(line))})
+    except Exception as exc:  # one bad request or a dead application must not end the helper
+        _answer({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
 
 
 def _answer(message: dict[str, Any]) -> None:
@@ -55,11 +92,33 @@ def _answer(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+@dataclass
+class AppTree:
+    """One application's walk, kept until it changes: its nodes (refs into its own objects) and what it saw."""
+
+    nodes: list[dict[str, Any]]
+    objects: list[Any]
+    windows: list[list[int] | None]  # its top-level windows' boxes when walked
+    visited: int
+    deeper: bool
+    limits: tuple[Any, ...]
+
+
 class Helper:
     def __init__(self, atspi: Any) -> None:
         self.atspi = atspi
         self.readings: OrderedDict[int, list[Any]] = OrderedDict()
         self.next_reading = 1
+        self.trees: dict[tuple[str, int], AppTree] = {}
+        self.changed_apps: set[tuple[str, int]] = set()
+
+    def changed(self, event: Any) -> None:
+        """A change event: that application's cached tree is stale."""
+        try:
+            app = event.source.get_application()
+            self.changed_apps.add((app.get_name() or "", app.get_process_id()))
+        except Exception:  # the source is gone already: its application's windows will have changed too
+            self.trees.clear()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -88,7 +147,9 @@ class Helper:
         objects: list[Any] = []
         nodes: list[dict[str, Any]] = []
         apps: list[dict[str, Any]] = []
-        walk: dict[str, Any] = {"visited": 0, "cut": None, "deeper": False}
+        walk: dict[str, Any] = {"visited": 0, "cut": None, "deeper": False, "cached": 0}
+        limits = (max_nodes, max_depth, tuple(screen))
+        seen_apps = set()
         for index in range(desktop.get_child_count()):
             app = desktop.get_child_at_index(index)
             if app is None:
@@ -100,24 +161,71 @@ class Helper:
                     "toolkit": app.get_toolkit_name() or "",
                     "nodes": 0,
                 }
+                windows = [app.get_child_at_index(i) for i in range(min(app.get_child_count(), max_nodes))]
+                boxes = [_extents(w, atspi) if w is not None else None for w in windows]
             except Exception:  # an application that quit while we looked
                 continue
+            key = (app_info["name"], app_info["pid"])
+            seen_apps.add(key)
             apps.append(app_info)
-            before = len(nodes)
-            for child_index in range(min(app.get_child_count(), max_nodes)):
-                window = app.get_child_at_index(child_index)
-                if window is not None:
-                    self._walk(
-                        window, 1, max_depth, max_nodes, deadline, screen, app_info, window, objects, nodes, walk
-                    )
-            app_info["nodes"] = len(nodes) - before
+            tree = self.trees.get(key)
+            if tree is None or key in self.changed_apps or tree.windows != boxes or tree.limits != limits:
+                self.changed_apps.discard(key)
+                tree = self._walk_app(windows, boxes, limits, deadline, screen, app_info, walk)
+            else:
+                walk["cached"] += 1
+            offset = len(objects)
+            objects.extend(tree.objects)
+            nodes.extend({**node, "ref": node["ref"] + offset} for node in tree.nodes)
+            walk["visited"] += tree.visited
+            walk["deeper"] = walk["deeper"] or tree.deeper
+            app_info["nodes"] = len(tree.nodes)
+            if len(nodes) >= max_nodes:
+                walk["cut"] = walk["cut"] or "count"
+                break
+        for gone in set(self.trees) - seen_apps:
+            del self.trees[gone]
         reading = self.next_reading
         self.next_reading += 1
         self.readings[reading] = objects
         while len(self.readings) > READINGS_KEPT:
             self.readings.popitem(last=False)
         cut = walk["cut"] or ("depth" if walk["deeper"] else None)
-        return {"reading": reading, "apps": apps, "nodes": nodes, "visited": walk["visited"], "cut": cut}
+        return {
+            "reading": reading,
+            "apps": apps,
+            "nodes": nodes[:max_nodes],
+            "visited": walk["visited"],
+            "cut": cut,
+            "cached_apps": walk["cached"],
+        }
+
+    def _walk_app(
+        self,
+        windows: list[Any],
+        boxes: list[list[int] | None],
+        limits: tuple[Any, ...],
+        deadline: float,
+        screen: list[int],
+        app: dict[str, Any],
+        walk: dict[str, Any],
+    ) -> AppTree:
+        """Walk one application's windows; the tree is kept for the next read unless the walk was cut."""
+        max_nodes, max_depth, _ = limits
+        objects: list[Any] = []
+        nodes: list[dict[str, Any]] = []
+        own: dict[str, Any] = {"visited": 0, "cut": walk["cut"], "deeper": False}
+        for window in windows:
+            if window is not None:
+                self._walk(window, 1, max_depth, max_nodes, deadline, screen, app, window, objects, nodes, own)
+        walk["cut"] = own["cut"]
+        tree = AppTree(nodes, objects, boxes, own["visited"], own["deeper"], limits)
+        key = (app["name"], app["pid"])
+        if own["cut"] is None:
+            self.trees[key] = tree
+        else:
+            self.trees.pop(key, None)
+        return tree
 
     def _walk(
         self,

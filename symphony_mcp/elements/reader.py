@@ -103,6 +103,7 @@ class ElementReader:
             windows_without_tree=await self._windows_without_tree(apps, answer["nodes"], area),
             cut=answer["cut"],
             visited=answer["visited"],
+            unchanged_applications=answer["cached_apps"],
             read_ms=round((time.monotonic() - started) * 1000, 1),
         )
 

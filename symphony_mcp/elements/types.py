@@ -50,6 +50,9 @@ class ElementsResult(Placed):
         "with region, window or roles",
     )
     visited: int = Field(description="tree nodes visited")
+    unchanged_applications: int = Field(
+        0, description="applications whose tree had not changed since the last read, so was not walked again"
+    )
     read_ms: float
 
 
