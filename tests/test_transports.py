@@ -21,6 +21,8 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.anyio
 
 EXPECTED_TOOLS = {
+    "elements",
+    "find_element",
     "screenshot",
     "screen_info",
     "click",
@@ -58,6 +60,8 @@ EXPECTED_TOOLS = {
     "search_docs",
 }
 READ_ONLY_TOOLS = {
+    "elements",
+    "find_element",
     "screenshot",
     "screen_info",
     "wait",
@@ -128,7 +132,7 @@ async def test_stdio_server_starts_and_stops_its_own_display() -> None:
         assert info["screen_rect"]["width"] == 1280 and info["screen_rect"]["height"] == 720
         assert info["display"] not in (None, os.environ.get("DISPLAY"))
         display = server.children()
-        assert names(display) == ["Xvfb", "openbox"]
+        assert names(display) == ["Xvfb", "at-spi-bus-laun", "dbus-daemon", "openbox"]
         windows = await client.call_tool("list_windows", {})
         assert not windows.is_error  # openbox is running there
     assert server.returncode == 0
