@@ -181,7 +181,9 @@ async def measure(display: str, site: DocsSite, changed: int, unchanged: int) ->
         page = site.wait()
         recall_items = page["items"]
         recall_hits = [item for item in recall_items if found(item, result["elements"])]
-        text_chars = len(text)
+        text_chars, listed = len(text), len(result["elements"])
+        recall_names = {e["name"] for e in result["elements"]}
+        recall_cut = result["cut"]
         shot = (await client.call_tool("screenshot", {})).structured_content
         assert shot is not None
         # After a change: the page scrolled by a wheel click, then one read.
@@ -200,9 +202,9 @@ async def measure(display: str, site: DocsSite, changed: int, unchanged: int) ->
             "quiet": (Stats(tuple(quiet_ms)), Stats(tuple(quiet_trip)), min(quiet_cached)),
             "busy": (Stats(tuple(busy_ms)), Stats(tuple(busy_trip))),
             "recall": (len(recall_hits), len(recall_items), [i for i in recall_items if i not in recall_hits]),
-            "names": {e["name"] for e in result["elements"]},
-            "cut": (first["cut"], result["cut"]),
-            "text": (text_chars, len(result["elements"])),
+            "names": recall_names,
+            "cut": (first["cut"], recall_cut),
+            "text": (text_chars, listed),
             "shot": (shot["bytes"], shot["image_width"], shot["image_height"]),
             "without_tree": [w["title"] for w in result["windows_without_tree"]],
             "applications": result["applications"],
@@ -267,7 +269,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> str:
     lines += [
         "",
         f"Of the {len(misses)} missed, {len(named)} have an element of the same name (its box differs); the walk "
-        f"was cut on the first read: {figures['cut'][0] or 'no'}, on the last: {figures['cut'][1] or 'no'}.",
+        f"was cut on the first read: {figures['cut'][0] or 'no'}, on the one compared: {figures['cut'][1] or 'no'}.",
     ]
     if misses:
         lines += ["", "Missed (first 10): " + "; ".join(
