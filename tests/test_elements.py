@@ -238,3 +238,17 @@ def test_missing_bindings_are_reported_with_the_fix() -> None:
         AtspiProcess(Path(sys.executable)).start()
     (finding,) = diagnose(load_settings(), (Check("accessibility", doctor_accessibility),))
     assert finding.status == "ok", finding
+
+
+def test_a_display_without_the_accessibility_bus_is_said_to_lack_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libatspi aborts the reader when there is no bus to connect to: the error says what is missing."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    reader = AtspiProcess()
+    try:
+        reader.start()  # loading the bindings needs no bus
+        read = {"op": "read", "max_nodes": 10, "max_depth": 5, "seconds": 1, "screen": [0, 0, 100, 100]}
+        with pytest.raises(ElementsUnavailableError, match="accessibility bus is probably not running"):
+            reader.request(read, 10)
+    finally:
+        reader.close()

@@ -58,10 +58,6 @@ def main() -> None:
     from gi.repository import GLib
 
     helper = Helper(Atspi)
-    # Change events arrive through the main loop, so requests are read from it too: one thread touches libatspi.
-    listener = Atspi.EventListener.new(helper.changed)
-    for event in CHANGE_EVENTS:
-        listener.register(event)
     pending = b""
 
     def on_input(fd: int, _condition: Any) -> bool:
@@ -111,6 +107,16 @@ class Helper:
         self.next_reading = 1
         self.trees: dict[tuple[str, int], AppTree] = {}
         self.changed_apps: set[tuple[str, int]] = set()
+        self.listener: Any = None
+
+    def listen(self) -> None:
+        """Subscribe to change events, once, at the first read: that needs the accessibility bus (without it
+        libatspi aborts the process), which loading the bindings does not. Events arrive through the main loop,
+        which is also where requests are read: one thread touches libatspi."""
+        if self.listener is None:
+            self.listener = self.atspi.EventListener.new(self.changed)
+            for event in CHANGE_EVENTS:
+                self.listener.register(event)
 
     def changed(self, event: Any) -> None:
         """A change event: that application's cached tree is stale."""
@@ -143,6 +149,7 @@ class Helper:
     def read(self, max_nodes: int, max_depth: int, seconds: float, screen: list[int]) -> dict[str, Any]:
         atspi = self.atspi
         deadline = time.monotonic() + seconds
+        self.listen()
         desktop = atspi.get_desktop(0)
         objects: list[Any] = []
         nodes: list[dict[str, Any]] = []

@@ -97,7 +97,11 @@ class AtspiProcess:
                 if not line:
                     code = process.wait()
                     self._stop()
-                    raise ElementsUnavailableError(f"the accessibility reader exited (status {code}); try again")
+                    raise ElementsUnavailableError(
+                        f"the accessibility reader exited (status {code}): the accessibility bus is probably not "
+                        f"running on display {os.environ.get('DISPLAY') or '(none set)'}. A desktop session runs "
+                        "it; the server's virtual display starts it (at-spi2-core and dbus must be installed)"
+                    )
                 try:
                     answer: dict[str, Any] = json.loads(line)
                 except ValueError:
