@@ -17,12 +17,14 @@ packages=(
   tesseract-ocr-eng                                        # English data for the Tesseract OCR engine
   bubblewrap                                               # confinement of the code tools (run_code)
   x11vnc novnc websockify                                  # the display's live view in a browser (serve --view)
+  python3-gi gir1.2-atspi-2.0 at-spi2-core dbus            # elements: the accessibility tree, read under /usr/bin/python3
 )
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests
   packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (symphony-mcp osworld-user)
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts
   packages+=(libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1)  # Qt 6 (PySide6, the OCR benchmark's Qt dialogs) loads its X11 platform plugin only with these
+  packages+=(gir1.2-gtk-3.0)  # the elements tests' GTK 3 probe window (testkit/apps/gtk_probe.py)
   packages+=(vim)  # a terminal application (vim.desktop, Terminal=true): the open_app allow-list test's default for text
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi

@@ -21,6 +21,7 @@ import httpx
 from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.code.confine import BWRAP_FIX, choose, weaker_than_bwrap
 from symphony_mcp.config import MODEL_ROLES, ModelRole, Settings
+from symphony_mcp.desktop.accessibility import ACCESSIBILITY_FIX, BUS_LAUNCHER
 from symphony_mcp.desktop.live_view import VIEW_FIX, missing_parts
 from symphony_mcp.desktop.virtual_display import (
     WINDOW_MANAGER_FIX,
@@ -28,6 +29,7 @@ from symphony_mcp.desktop.virtual_display import (
     has_window_manager,
     needs_virtual_display,
 )
+from symphony_mcp.elements.atspi_process import BINDINGS_FIX, AtspiProcess
 from symphony_mcp.errors import PolicyError, SymphonyError
 from symphony_mcp.models.endpoints import ResolvedEndpoint, is_configured, resolve_endpoint, setting_name
 
@@ -154,6 +156,20 @@ def _chromium(settings: Settings) -> Verdict:
         return Verdict("warn", f"{exc} (search_tutorial and MiniWoB++ need it)", fix)
 
 
+def _accessibility(settings: Settings) -> Verdict:
+    """The elements tools need the AT-SPI bindings under the system Python, and on a virtual display the bus."""
+    reader = AtspiProcess()
+    try:
+        reader.start()
+    except SymphonyError as exc:
+        return Verdict("warn", f"elements and find_element cannot read the accessibility tree: {exc}", BINDINGS_FIX)
+    finally:
+        reader.close()
+    if shutil.which("dbus-daemon") is None or not BUS_LAUNCHER.exists():
+        return Verdict("warn", "the virtual display cannot start the accessibility bus", ACCESSIBILITY_FIX)
+    return Verdict("ok", f"AT-SPI bindings load under {reader.python}; the accessibility bus can be started")
+
+
 def _models(settings: Settings) -> list[Verdict]:
     configured = [role for role in MODEL_ROLES if is_configured(settings.models, role)]
     missing = [role for role in MODEL_ROLES if role not in configured]
@@ -229,6 +245,7 @@ CHECKS = (
     Check("OCR", _ocr),
     Check("code confinement", _code),
     Check("Chromium", _chromium),
+    Check("accessibility", _accessibility),
     Check("models", _models),
     Check("live view", _live_view),
     Check("OSWorld account", _osworld_account),

@@ -31,6 +31,8 @@ from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
+from symphony_mcp.elements.acting import ElementActions
+from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -43,7 +45,7 @@ from symphony_mcp.sdk_internals import lowlevel_server
 from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_transport import stdio_transport
 from symphony_mcp.stop_signals import serve_until_signalled
-from symphony_mcp.tools import actions, code, grounding, memory, ocr, screen, search, windows
+from symphony_mcp.tools import actions, code, elements, grounding, memory, ocr, screen, search, windows
 from symphony_mcp.tools.cores import Cores
 from symphony_mcp.tools.definition import register
 from symphony_mcp.tools.listing import concise_tool
@@ -54,7 +56,7 @@ from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
 # The tool modules, in the order tools/list shows their tools: a new module's DEFINITIONS join here.
-TOOL_MODULES = (screen, actions, windows, ocr, grounding, memory, code, search)
+TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
@@ -135,6 +137,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     coder = CoderService(desktop_screen, recorder, models, tasks, executor, settings.code, executor.default_workdir)
     searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
+    element_reader = ElementReader(desktop_screen, desktop_actions)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -147,6 +150,7 @@ def build_server(settings: Settings) -> SymphonyServer:
             yield
         finally:
             tasks.close()
+            element_reader.close()
             await searcher.aclose()
             await models.aclose()
 
@@ -166,6 +170,8 @@ def build_server(settings: Settings) -> SymphonyServer:
         settings=settings,
         screen=desktop_screen,
         actions=desktop_actions,
+        elements=element_reader,
+        element_actions=ElementActions(element_reader, desktop_actions),
         targets=TargetResolver(grounder),
         text=text_grounder,
         grounder=grounder,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 EXPECTED_TOOLS = {
+    "elements",
+    "find_element",
     "screenshot",
     "screen_info",
     "click",

@@ -210,8 +210,9 @@ async def test_the_schema_states_which_combinations_a_tool_refuses(schemas: dict
 
 async def test_schema_valid_target_combinations_pass_the_tools_own_check(xdisplay: VirtualDisplay) -> None:
     """The other direction, for click and drag_and_drop on a real display: every combination of description, x, y
-    and null the schema allows gets past the tool's argument check. Each call then stops before acting (points off
-    screen, no grounding model), and every combination the schema refuses is refused by the tool too."""
+    (and for click element) and null the schema allows gets past the tool's argument check. Each call then stops
+    before acting (points off screen, no grounding model, no elements read), and every combination the schema
+    refuses is refused by the tool too."""
     server = build_server(load_settings(server={"schema_rules": True}))
     try:
         async with Client(server.mcp) as client:
@@ -222,10 +223,14 @@ async def test_schema_valid_target_combinations_pass_the_tools_own_check(xdispla
 
 async def check_target_combinations(client: Client) -> None:
     schemas = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
-    for tool, prefixes in (("click", [""]), ("drag_and_drop", ["start_", "end_"])):
+    targets: list[tuple[str, Any]] = [("description", "the OK button"), ("x", -50), ("y", -50)]
+    for tool, prefixes, names in (
+        ("click", [""], [*targets, ("element", 1)]),
+        ("drag_and_drop", ["start_", "end_"], targets),
+    ):
         choices: list[dict[str, Any]] = [{"space": "screen"}]
         for prefix in prefixes:
-            for name, value in (("description", "the OK button"), ("x", -50), ("y", -50)):
+            for name, value in names:
                 key = prefix + name
                 choices = [c for base in choices for c in (base, {**base, key: value}, {**base, key: None})]
         validator = jsonschema.Draft202012Validator(schemas[tool])

@@ -20,6 +20,8 @@ from testkit.tool_names import EXPECTED_TOOLS
 pytestmark = pytest.mark.anyio
 
 READ_ONLY_TOOLS = {
+    "elements",
+    "find_element",
     "screenshot",
     "screen_info",
     "wait",
@@ -79,7 +81,7 @@ async def test_stdio_server_starts_and_stops_its_own_display() -> None:
         assert info["screen_rect"]["width"] == 1280 and info["screen_rect"]["height"] == 720
         assert info["display"] not in (None, os.environ.get("DISPLAY"))
         display = server.children()
-        assert names(display) == ["Xvfb", "openbox"]
+        assert names(display) == ["Xvfb", "at-spi-bus-laun", "dbus-daemon", "openbox"]
         windows = await client.call_tool("list_windows", {})
         assert not windows.is_error  # openbox is running there
     assert server.returncode == 0

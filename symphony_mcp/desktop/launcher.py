@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from symphony_mcp.desktop.accessibility import app_arguments, app_environment
 from symphony_mcp.desktop.applications import (
     Application,
     default_for_file,
@@ -95,10 +96,11 @@ def _exists(path: Path) -> bool:
 
 
 def launch(plan: LaunchPlan, env: dict[str, str]) -> int:
-    """Start the program detached from the server (own session, no stdio), return its pid."""
+    """Start the program detached from the server (own session, no stdio), with its accessibility tree on; return
+    its pid."""
     process = subprocess.Popen(
-        plan.argv,
-        env=env,
+        app_arguments(plan.argv),
+        env=app_environment(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -19,7 +19,10 @@ from symphony_mcp.imaging.geometry import Point, Rect
 class Grounding(BaseModel):
     """How a target was found on screen when the caller named it instead of giving coordinates."""
 
-    method: str = Field(description="'ocr' (phrase matched in OCR text) or 'vlm' (description grounded by a model)")
+    method: str = Field(
+        description="'ocr' (phrase matched in OCR text), 'vlm' (description grounded by a model) or "
+        "'element' (an id from elements or find_element)"
+    )
     query: str = Field(description="what the caller asked for (phrase or description)")
     matched_text: str | None = None
     score: float | None = None
@@ -29,6 +32,11 @@ class Grounding(BaseModel):
     raw_answer: str | None = Field(None, description="the model's answer as given (vlm)")
     refined_from: Point | None = Field(
         None, description="the model's first guess, when a zoomed second look gave the point used (vlm)"
+    )
+    via: str | None = Field(
+        None,
+        description="how an element named by id was acted on (element): its accessibility action, or the pointer "
+        "and why",
     )
 
 

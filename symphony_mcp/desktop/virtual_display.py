@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from symphony_mcp.config import DisplaySettings
+from symphony_mcp.desktop.accessibility import AccessibilityBus, start_accessibility_bus
 from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import DisplayUnavailableError
 
@@ -40,9 +41,11 @@ class VirtualDisplay:
     name: str
     xvfb: subprocess.Popen[bytes]
     window_manager: subprocess.Popen[bytes] | None
+    accessibility: AccessibilityBus | None = None
 
     def stop(self) -> None:
-        stop_processes([self.window_manager, self.xvfb])
+        bus = self.accessibility.processes if self.accessibility is not None else []
+        stop_processes([*bus, self.window_manager, self.xvfb])
 
 
 def stop_processes(processes: Iterable[subprocess.Popen[bytes] | None]) -> None:
@@ -96,6 +99,7 @@ def start_virtual_display(settings: DisplaySettings, timeout: float = 10.0) -> V
     display = VirtualDisplay(name="", xvfb=xvfb, window_manager=None)
     try:  # a failure or a stop signal (stop_signals.StopRequested) part way stops what was started
         display.name = f":{_read_display_number(read_fd, xvfb, timeout)}"
+        display.accessibility = start_accessibility_bus(display.name, tie)
         if settings.window_manager:
             if shutil.which(settings.window_manager):
                 display.window_manager = subprocess.Popen(
@@ -190,13 +194,17 @@ def display_for(settings: DisplaySettings) -> Iterator[str | None]:
         return
     virtual = start_virtual_display(settings)
     previous = os.environ.get("DISPLAY")
+    previous_bus = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
     os.environ["DISPLAY"] = virtual.name
     os.environ.pop("XAUTHORITY", None)
+    if virtual.accessibility is not None:  # the programs the server starts join the display's own session bus
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = virtual.accessibility.session_address
     try:
         yield virtual.name
     finally:
         virtual.stop()
-        if previous is None:
-            os.environ.pop("DISPLAY", None)
-        else:
-            os.environ["DISPLAY"] = previous
+        for name, value in (("DISPLAY", previous), ("DBUS_SESSION_BUS_ADDRESS", previous_bus)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -23,6 +23,7 @@ TOOLS_BY_MODULE: dict[str, tuple[str, ...]] = {
         "wait",
         "action_history",
     ),
+    "elements": ("elements", "find_element"),
     "windows": ("list_windows", "focus_window", "close_window", "open_app"),
     "ocr": ("ocr", "find_text", "click_text", "locate_cursor", "highlight_text_span"),
     "grounding": ("locate", "model_status"),

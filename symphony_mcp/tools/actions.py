@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from symphony_mcp.desktop.frames import Placed
+from symphony_mcp.desktop.frames import CallerSpace, Placed
 from symphony_mcp.desktop.records import ActionRecord, Target
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.limits import MAX_COUNTER, MAX_KEY_PRESSES, MAX_KEYS, MAX_SCROLL, MAX_WAIT_SECONDS
@@ -40,13 +40,29 @@ Description = Annotated[
     ),
 ]
 Wheel = Annotated[int, Field(ge=-MAX_SCROLL, le=MAX_SCROLL)]
+ElementId = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=MAX_COUNTER,
+        description="an element's id from elements or find_element, read on this call's frame (frame_id, else "
+        "the latest); instead of description or x, y",
+    ),
+]
 NO_AMOUNT = {"properties": {"vertical": {"const": 0}, "horizontal": {"const": 0}}}
 NOTHING_TO_TYPE = {"properties": {"text": {"maxLength": 0}, "overwrite": {"const": False}, "enter": {"const": False}}}
+
+
+async def _target_of(cores: Cores, request: TargetRequest, element: int | None, view: CallerSpace) -> Target:
+    if element is not None:
+        return await cores.element_actions.target(view, element)
+    return (await cores.targets.resolve([request], view))[0]
 
 
 @define_tool(DESTRUCTIVE_INPUT, refused=one_target())
 async def click(
     cores: Cores,
+    element: ElementId = None,
     description: Description = None,
     x: OptionalX = None,
     y: OptionalY = None,
@@ -56,10 +72,15 @@ async def click(
     space: Space = "screenshot",
     frame_id: FrameId = None,
 ) -> ActionRecord:
-    """Click an element given by description (located on screen by the grounding model) or at x, y;
-    optionally several times and with modifier keys held. x, y and the record's coordinates are the latest
-    screenshot's pixels unless space/frame_id say otherwise."""
+    """Click an element given by id (from elements: pressed through its accessibility action when it has one),
+    by description (located on screen by the grounding model) or at x, y; optionally several times and with
+    modifier keys held. x, y and the record's coordinates are the latest screenshot's pixels unless
+    space/frame_id say otherwise."""
     view = await cores.screen.caller_space(space, frame_id)
+    if element is not None:
+        TargetRequest(description, x, y).check_none_with_element_id(element)
+        record = await cores.element_actions.click(view, element, button=button, count=count, hold_keys=hold_keys)
+        return view.express(record)
     (target,) = await cores.targets.resolve([TargetRequest(description, x, y)], view)
     return view.express(await cores.actions.click(target, view, button=button, count=count, hold_keys=hold_keys))
 
@@ -82,6 +103,8 @@ async def move_pointer(
 @define_tool(DESTRUCTIVE_INPUT, refused=[*one_target("start_"), *one_target("end_")])
 async def drag_and_drop(
     cores: Cores,
+    start_element: Annotated[ElementId, Field(description="element to drag from, by id")] = None,
+    end_element: Annotated[ElementId, Field(description="element to drop on, by id")] = None,
     start_description: Annotated[OptionalDescribed, Field(description="element to drag from, described")] = None,
     end_description: Annotated[OptionalDescribed, Field(description="element to drop on, described")] = None,
     start_x: OptionalX = None,
@@ -94,17 +117,22 @@ async def drag_and_drop(
     space: Space = "screenshot",
     frame_id: FrameId = None,
 ) -> ActionRecord:
-    """Press at the start, move to the end with intermediate motion, release. Each end is a
-    description (located by the grounding model) or x, y. x, y and the record's coordinates are the latest
-    screenshot's pixels unless space/frame_id say otherwise."""
+    """Press at the start, move to the end with intermediate motion, release. Each end is an element id
+    (from elements), a description (located by the grounding model) or x, y. x, y and the record's
+    coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
     view = await cores.screen.caller_space(space, frame_id)
-    start, end = await cores.targets.resolve(
-        [
-            TargetRequest(start_description, start_x, start_y, "start_"),
-            TargetRequest(end_description, end_x, end_y, "end_"),
-        ],
-        view,
-    )
+    start_request = TargetRequest(start_description, start_x, start_y, "start_")
+    end_request = TargetRequest(end_description, end_x, end_y, "end_")
+    start_request.check_none_with_element_id(start_element)
+    end_request.check_none_with_element_id(end_element)
+    if start_element is None and end_element is None:  # both described: grounded on one capture
+        start, end = await cores.targets.resolve([start_request, end_request], view)
+    else:
+        for request, element in ((start_request, start_element), (end_request, end_element)):
+            if element is None:
+                request.check()  # both ends' arguments are checked before either is looked for
+        start = await _target_of(cores, start_request, start_element, view)
+        end = await _target_of(cores, end_request, end_element, view)
     record = await cores.actions.drag(start, end, view, button=button, hold_keys=hold_keys, duration=duration)
     return view.express(record)
 
@@ -114,6 +142,7 @@ async def scroll(
     cores: Cores,
     vertical: Annotated[Wheel, Field(description="wheel clicks: positive scrolls up, negative down")] = 0,
     horizontal: Annotated[Wheel, Field(description="wheel clicks: positive scrolls right, negative left")] = 0,
+    element: ElementId = None,
     description: Annotated[
         OptionalDescribed, Field(description="scroll over this element, described (or give x, y; or neither)")
     ] = None,
@@ -123,11 +152,12 @@ async def scroll(
     space: Space = "screenshot",
     frame_id: FrameId = None,
 ) -> ActionRecord:
-    """Scroll the wheel over an element (described, or at x, y, or under the pointer). x, y and the record's
-    coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
+    """Scroll the wheel over an element (by id, described, or at x, y, or under the pointer). x, y and the
+    record's coordinates are the latest screenshot's pixels unless space/frame_id say otherwise."""
     view = await cores.screen.caller_space(space, frame_id)
     request = TargetRequest(description, x, y)
-    target = None if request.is_empty else (await cores.targets.resolve([request], view))[0]
+    request.check_none_with_element_id(element)
+    target = None if request.is_empty and element is None else await _target_of(cores, request, element, view)
     record = await cores.actions.scroll(
         view, vertical=vertical, horizontal=horizontal, target=target, hold_keys=hold_keys
     )
@@ -143,6 +173,7 @@ async def scroll(
 async def type_(
     cores: Cores,
     text: Annotated[TypedText, Field(description="text to type; any Unicode, newlines press Enter")],
+    element: ElementId = None,
     description: Annotated[
         OptionalDescribed, Field(description="click this field first, described (or give x, y; or neither)")
     ] = None,
@@ -153,11 +184,16 @@ async def type_(
     space: Space = "screenshot",
     frame_id: FrameId = None,
 ) -> ActionRecord:
-    """Type text into a field: the described one, the one at x, y, or (neither) the focused one.
-    Unicode is typed exactly, also in terminals. x, y and the record's coordinates are the latest screenshot's
-    pixels unless space/frame_id say otherwise."""
+    """Type text into a field: the one with this element id (its text set through accessibility where it
+    can be), the described one, the one at x, y, or (none) the focused one. Unicode is typed exactly, also in
+    terminals. x, y and the record's coordinates are the latest screenshot's pixels unless space/frame_id say
+    otherwise."""
     view = await cores.screen.caller_space(space, frame_id)
     request = TargetRequest(description, x, y)
+    request.check_none_with_element_id(element)
+    if element is not None:
+        record = await cores.element_actions.type_text(view, element, text, overwrite=overwrite, enter=enter)
+        return view.express(record)
     target = None if request.is_empty else (await cores.targets.resolve([request], view))[0]
     return view.express(await cores.actions.type_text(text, view, overwrite=overwrite, enter=enter, target=target))
 

@@ -145,12 +145,14 @@ def both(*schemas: dict[str, Any]) -> dict[str, Any]:
 
 
 def one_target(prefix: str = "", optional: bool = False) -> list[dict[str, Any]]:
-    """The refused combinations of `<prefix>description` and `<prefix>x`, `<prefix>y`: a description with either
-    coordinate, or one coordinate without the other; with `optional=False` also neither."""
-    d, x, y = f"{prefix}description", f"{prefix}x", f"{prefix}y"
+    """The refused combinations of `<prefix>element`, `<prefix>description` and `<prefix>x`, `<prefix>y`: an element
+    with a description or either coordinate, a description with either coordinate, or one coordinate without the
+    other; with `optional=False` also none of them."""
+    e, d, x, y = f"{prefix}element", f"{prefix}description", f"{prefix}x", f"{prefix}y"
+    with_element = {**given(e), "anyOf": [given(d), given(x), given(y)]}
     with_coordinates = {**given(d), "anyOf": [given(x), given(y)]}
     half = [both(given(x), missing(y)), both(given(y), missing(x))] if optional else [missing(x), missing(y)]
-    return [with_coordinates, {**missing(d), "anyOf": half}]
+    return [with_element, with_coordinates, {**missing(e, d), "anyOf": half}]
 
 
 def refuse_combinations(server: MCPServer, tool: str, *combinations: dict[str, Any]) -> None:

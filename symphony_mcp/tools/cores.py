@@ -9,6 +9,8 @@ from symphony_mcp.code.types import CodeExecutor
 from symphony_mcp.config import Settings
 from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.screen import Screen
+from symphony_mcp.elements.acting import ElementActions
+from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.search.searcher import TutorialSearcher
@@ -22,6 +24,8 @@ class Cores:
     settings: Settings
     screen: Screen  # captures, screenshots and the caller's coordinate space
     actions: DesktopActions  # pointer, keys, waits, windows and apps, each recorded
+    elements: ElementReader  # the accessibility tree, numbered per frame
+    element_actions: ElementActions  # acting on an element by id
     targets: TargetResolver  # described targets of pointer actions, located by the grounding model
     text: OcrGrounder  # text on screen, read and found by OCR
     grounder: VisionGrounder

@@ -28,6 +28,12 @@ class TargetRequest:
     def is_empty(self) -> bool:
         return self.description is None and self.x is None and self.y is None
 
+    def check_none_with_element_id(self, element: int | None) -> None:
+        """An element id names the target by itself: a description or coordinates beside it are refused."""
+        if element is not None and not self.is_empty:
+            n = self.name
+            raise InvalidInputError(f"give {n}element, {n}description or {n}x and {n}y: one of them, not several")
+
     def check(self) -> None:
         n = self.name
         if self.description is not None and (self.x is not None or self.y is not None):

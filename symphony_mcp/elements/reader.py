@@ -1,0 +1,200 @@
+"""Read the screen's elements, number them for the frame they were read on, and resolve an id to act on it.
+
+Ids are valid for the frame they were read on (the caller's frame, or the marked image `elements` returns):
+a reading is kept per frame, and acting by id first checks, in the application, that the element is still
+there and where it was read; otherwise the call fails and says to read the elements again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from symphony_mcp.desktop.actions import DesktopActions
+from symphony_mcp.desktop.frames import FRAMES_KEPT, CallerSpace
+from symphony_mcp.desktop.screen import Screen
+from symphony_mcp.desktop.types import WindowInfo
+from symphony_mcp.elements.atspi_process import AtspiProcess
+from symphony_mcp.elements.filters import kept, role_key
+from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
+from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.imaging.geometry import Point, Rect
+
+MAX_NODES = 4000  # the walk's cap on candidate nodes
+MAX_DEPTH = 60  # OSWorld walks 50 deep; web pages nest deeper
+WALK_SECONDS = 2.0  # the walk's time box; the result says when it was cut
+MOVED_PIXELS = 2  # an element whose box moved more than this since it was read is stale
+NO_TREE = (
+    "its application exposes no accessibility tree: its toolkit has none (e.g. Tk), or it started before the "
+    "accessibility bus"
+)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """An element id checked live: the helper's handle on it and the element as read (screen pixels)."""
+
+    helper_reading: int
+    ref: int
+    element: Element
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One numbered reading: the helper's reading number and, per element id, its node and element."""
+
+    helper_reading: int
+    frame: str
+    elements: dict[int, tuple[int, Element]]  # id -> (the helper's ref, the element in screen pixels)
+
+
+class ElementReader:
+    def __init__(self, screen: Screen, actions: DesktopActions, process: AtspiProcess | None = None) -> None:
+        self.screen = screen
+        self.actions = actions
+        self.process = process or AtspiProcess()
+        self._readings: OrderedDict[str, Reading] = OrderedDict()
+
+    async def _request(self, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(self.process.request, message, timeout)
+
+    async def read(
+        self,
+        view: CallerSpace,
+        region: Rect | None = None,
+        window: str | None = None,
+        roles: list[str] | None = None,
+        max_count: int = 200,
+    ) -> ElementsResult:
+        """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order."""
+        area = view.area if region is None else region.intersect(view.area)
+        if area is None:
+            raise InvalidInputError(f"region {region and region.describe()} is outside the frame looked at")
+        screen = await self.screen.screen_rect()
+        started = time.monotonic()
+        answer = await self._request(
+            {
+                "op": "read",
+                "max_nodes": MAX_NODES,
+                "max_depth": MAX_DEPTH,
+                "seconds": WALK_SECONDS,
+                "screen": [screen.left, screen.top, screen.width, screen.height],
+            },
+            timeout=WALK_SECONDS + 10,
+        )
+        wanted_roles = {role_key(r) for r in roles or []}
+        matched: list[tuple[int, Element]] = []
+        for node in answer["nodes"]:
+            box = kept(node, area)
+            if box is None or (wanted_roles and role_key(node["role"]) not in wanted_roles):
+                continue
+            if window is not None and window.casefold() not in node["window"].casefold():
+                continue
+            matched.append((node["ref"], _element(len(matched) + 1, node, box, area)))
+        reading = Reading(answer["reading"], _frame_key(view), dict((e.id, (ref, e)) for ref, e in matched))
+        self._remember(reading)
+        apps = answer["apps"]
+        return ElementsResult(
+            elements=[element for _, element in matched[:max_count]],
+            total=len(matched),
+            applications=sorted({app["name"] for app in apps if app["nodes"]}),
+            windows_without_tree=await self._windows_without_tree(apps, answer["nodes"], area),
+            cut=answer["cut"],
+            visited=answer["visited"],
+            unchanged_applications=answer["cached_apps"],
+            read_ms=round((time.monotonic() - started) * 1000, 1),
+        )
+
+    async def _windows_without_tree(
+        self, apps: list[dict[str, Any]], nodes: list[dict[str, Any]], area: Rect
+    ) -> list[UnreadWindow]:
+        """Windows in the area that no application's tree accounts for (by process or by window title)."""
+        pids = {app["pid"] for app in apps}
+        titles = {node["window"] for node in nodes}
+        try:
+            windows: list[WindowInfo] = await self.actions.list_windows()
+        except Exception:  # no window manager: nothing to compare with
+            return []
+        return [
+            UnreadWindow(title=w.title, app=w.app, pid=w.pid, reason=NO_TREE)
+            for w in windows
+            if w.pid not in pids and w.title not in titles and (w.rect is None or w.rect.intersect(area) is not None)
+        ]
+
+    def _remember(self, reading: Reading) -> None:
+        self._readings[reading.frame] = reading
+        self._readings.move_to_end(reading.frame)
+        while len(self._readings) > FRAMES_KEPT:
+            self._readings.popitem(last=False)
+
+    def share(self, view: CallerSpace, new_frame: str) -> None:
+        """The caller's last reading holds for `new_frame` too (the marked image published for it)."""
+        reading = self._readings[_frame_key(view)]
+        self._remember(Reading(reading.helper_reading, new_frame, reading.elements))
+
+    async def resolve(self, view: CallerSpace, element_id: int) -> Resolved:
+        """The live element an id names in the caller's frame; a clear error when it is unknown or stale."""
+        frame = _frame_key(view)
+        reading = self._readings.get(frame)
+        where = "the screen" if frame == "screen" else f"frame {frame}"
+        if reading is None:
+            raise InvalidInputError(
+                f"no elements were read on {where}: element ids are valid only for the frame they were read on. "
+                "Call elements again (or find_element) and use its ids with its frame_id"
+            )
+        if element_id not in reading.elements:
+            raise InvalidInputError(
+                f"{where} has no element {element_id} (its elements are 1..{len(reading.elements)}); "
+                "call elements again to read the screen as it is now"
+            )
+        ref, element = reading.elements[element_id]
+        state = await self._request({"op": "check", "reading": reading.helper_reading, "ref": ref})
+        if not _still_there(state, element.box):
+            raise InvalidInputError(
+                f"element {element_id} ({element.role} {clip(element.name or element.text)}) read on {where} is no "
+                "longer there as it was read (it was closed, hidden or moved): call elements again to read the "
+                "screen as it is now"
+            )
+        return Resolved(reading.helper_reading, ref, element)
+
+    async def act(self, resolved: Resolved, kind: str, text: str = "") -> dict[str, Any]:
+        """Do an accessibility action ('press', 'set_text', 'append_text') on an element: {'done', 'action', 'why'}."""
+        return await self._request(
+            {"op": "act", "reading": resolved.helper_reading, "ref": resolved.ref, "kind": kind, "text": text}
+        )
+
+    def close(self) -> None:
+        self.process.close()
+
+
+def _frame_key(view: CallerSpace) -> str:
+    return view.frame_id or "screen"
+
+
+def _still_there(state: dict[str, Any], box: Rect) -> bool:
+    if not state.get("present") or not state.get("showing") or state.get("box") is None:
+        return False
+    x, y, width, height = state["box"]
+    return max(abs(x - box.left), abs(y - box.top), abs(width - box.width), abs(height - box.height)) <= MOVED_PIXELS
+
+
+def _element(element_id: int, node: dict[str, Any], box: Rect, area: Rect) -> Element:
+    inside = box.intersect(area) or box
+    center = Point(x=inside.left + inside.width // 2, y=inside.top + inside.height // 2)
+    return Element(
+        id=element_id,
+        role=node["role"],
+        name=node["name"],
+        text=node["text"],
+        value=node["value"],
+        states=node["states"],
+        actions=node["actions"],
+        box=box,
+        center=center,
+        app=node["app"],
+        window=node["window"],
+    )

@@ -1,0 +1,254 @@
+"""elements, find_element and acting by element id, over the real MCP client on stdio, on real applications under
+Xvfb with the accessibility bus the package's virtual display starts: a GTK 3 window (its own geometry is the
+reference), a Tk window (no tree: said so)."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import ImageContent
+from PIL import Image
+
+from symphony_mcp.config import load_settings
+from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.doctor import Check, diagnose
+from symphony_mcp.doctor import _accessibility as doctor_accessibility
+from symphony_mcp.elements.atspi_process import AtspiProcess, ElementsUnavailableError
+from testkit.chromium import KIOSK_ARGS, chromium_executable
+from testkit.desktop_apps import ProbeApp, gtk_probe
+from testkit.reporting_page import reporting_page
+from testkit.server_process import ServerProcess, base_env
+
+pytestmark = pytest.mark.anyio
+TK_PROBE = Path(__file__).parent / "apps" / "tk_probe.py"
+MARK_COLOUR = (230, 20, 60)  # vision/annotate.py's box colour
+
+
+@pytest.fixture
+def gtk(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[ProbeApp]:
+    with gtk_probe(tmp_path, "Gtk Probe") as app:
+        yield app
+
+
+@pytest.fixture
+async def client(xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
+    env = base_env(DISPLAY=xdisplay.name, FONTCONFIG_FILE=os.environ["FONTCONFIG_FILE"])
+    async with Client(ServerProcess(env=env)) as connected:
+        yield connected
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool} failed: {result.content}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def error(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+def named(result: dict[str, Any], name: str) -> dict[str, Any]:
+    found = [e for e in result["elements"] if e["name"] == name]
+    assert len(found) == 1, f"{name!r}: {found}; all: {[(e['role'], e['name']) for e in result['elements']]}"
+    return found[0]
+
+
+async def test_gtk_elements_have_gtk_boxes(client: Client, gtk: ProbeApp) -> None:
+    result = await call(client, "elements", space="screen", window="Gtk Probe")
+    boxes = gtk.state()["widgets"]
+    for name, role in (("Save file", "push button"), ("Cancel", "push button"), ("ONE", "push button"),
+                       ("Search box", "text"), ("Section #1", "label")):  # fmt: skip
+        element = named(result, name)
+        assert element["role"] == role
+        assert element["box"] == boxes[name], name
+    assert "Gtk Probe" not in {w["title"] for w in result["windows_without_tree"]}
+    assert result["cut"] is None
+
+
+async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
+    result = await call(client, "elements", window="Gtk Probe")  # the latest screenshot's space
+    one = named(result, "ONE")
+    record = await call(client, "click", element=one["id"], frame_id=result["frame_id"])
+    state = gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
+    assert state["clicks"] == {"Save file": 0, "Cancel": 0, "ONE": 1}
+    assert record["grounding"][0]["via"] == "accessibility action 'click'"
+    assert record["points"] == [one["center"]]
+
+    typed = "Grüße, 世界 ✓ — ok"
+    field = named(result, "Search box")
+    record = await call(client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"])
+    assert gtk.wait(lambda s: s["entry"] == typed)["entry"] == typed
+    assert record["grounding"][0]["via"] == "accessibility action 'set_text'"
+
+
+async def test_an_unchanged_tree_is_not_walked_again_and_a_change_is_seen(client: Client, gtk: ProbeApp) -> None:
+    """GTK creates its accessible objects when first asked, and says so in events: the tree is walked again until
+    those have come, then kept while nothing changes; a change (the field's text) is seen on the next read."""
+    first = await call(client, "elements", window="Gtk Probe")
+    for _ in range(50):
+        again = await call(client, "elements", window="Gtk Probe")
+        if again["unchanged_applications"]:
+            break
+    assert again["unchanged_applications"] >= 1 and again["elements"] == first["elements"]
+    field = named(again, "Search box")
+    await call(client, "type", text="changed", element=field["id"], overwrite=True, frame_id=again["frame_id"])
+    gtk.wait(lambda s: s["entry"] == "changed")
+    after = await call(client, "elements", window="Gtk Probe")
+    assert named(after, "Search box")["text"] == "changed"
+
+
+async def test_right_click_by_id_uses_the_pointer_and_says_why(client: Client, gtk: ProbeApp) -> None:
+    result = await call(client, "elements", window="Gtk Probe")
+    cancel = named(result, "Cancel")
+    record = await call(client, "click", element=cancel["id"], count=2, frame_id=result["frame_id"])
+    gtk.wait(lambda s: s["clicks"]["Cancel"] == 2)
+    assert record["grounding"][0]["via"].startswith("pointer at its centre: a right, middle, repeated")
+
+
+async def test_find_element_exact_and_approximate(client: Client, gtk: ProbeApp) -> None:
+    found = await call(client, "find_element", name="save file")
+    assert found["matches"][0]["exact"] is True
+    assert found["matches"][0]["element"]["name"] == "Save file"
+    close = await call(client, "find_element", name="Save fle")
+    assert close["matches"][0]["exact"] is False and close["matches"][0]["element"]["name"] == "Save file"
+    record = await call(client, "click", element=found["matches"][0]["element"]["id"], frame_id=found["frame_id"])
+    assert record["ok"]
+    gtk.wait(lambda s: s["clicks"]["Save file"] == 1)
+    message = await error(client, "find_element", name="Launch rockets")
+    assert "Closest elements seen" in message
+
+
+async def test_stale_ids_fail_with_the_documented_message(client: Client, gtk: ProbeApp) -> None:
+    result = await call(client, "elements", window="Gtk Probe")
+    await call(client, "screenshot")  # a newer frame is the latest: ids of the old one need its frame_id
+    message = await error(client, "click", element=named(result, "ONE")["id"])
+    assert "valid only for the frame they were read on" in message and "elements again" in message
+    gtk.process.terminate()
+    gtk.process.wait(timeout=5)
+    message = await error(client, "click", element=named(result, "ONE")["id"], frame_id=result["frame_id"])
+    assert "no longer there" in message and "call elements again" in message
+    assert gtk.state()["clicks"]["ONE"] == 0
+
+
+async def test_marks_are_drawn_where_the_boxes_are(client: Client, gtk: ProbeApp) -> None:
+    result = await client.call_tool("elements", {"window": "Gtk Probe", "annotate": True})
+    assert not result.is_error, result.content
+    structured = result.structured_content
+    assert structured is not None
+    image = Image.open(io.BytesIO(__import__("base64").b64decode(next(
+        c for c in result.content if isinstance(c, ImageContent)).data))).convert("RGB")  # fmt: skip
+    listing = result.content[-1].text  # type: ignore[union-attr]
+    for name in ("Save file", "Cancel", "ONE"):
+        element = named(structured, name)
+        box = element["box"]  # in the marked image's pixels: its number sits on a filled label above its top-left
+        label = [
+            image.getpixel((x, y))
+            for x in range(box["left"], box["left"] + 4)
+            for y in range(box["top"] - 5, box["top"] - 1)
+        ]
+        assert sum(_near(p, MARK_COLOUR) for p in label) >= len(label) // 2, (name, box, label)
+        assert f'[{element["id"]}] push button "{name}"' in listing
+    # the ids hold for the marked image, which is now the latest frame
+    await call(client, "click", element=named(structured, "ONE")["id"])
+    gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
+
+
+async def test_tk_window_is_said_to_have_no_tree(client: Client, xdisplay: VirtualDisplay, tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, str(TK_PROBE), str(tmp_path / "tk.json"), "Tk Probe", "400x300+50+50"])
+    try:
+        result = await _until(client, lambda r: any(w["title"] == "Tk Probe" for w in r["windows_without_tree"]))
+        assert not [e for e in result["elements"] if e["window"] == "Tk Probe"]
+        assert "Tk Probe" in result["content_heading"]
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+async def _until(client: Client, predicate: Any, tries: int = 100) -> dict[str, Any]:
+    """elements, read until `predicate` holds for it (the window takes a moment to appear)."""
+    for _ in range(tries):
+        result = await client.call_tool("elements", {"space": "screen"})
+        structured = dict(result.structured_content or {})
+        structured["content_heading"] = result.content[-1].text  # type: ignore[union-attr]
+        if predicate(structured):
+            return structured
+        await client.call_tool("wait", {"seconds": 0.1})
+    raise AssertionError(f"condition not met; last: {structured}")
+
+
+def _pixels_covering(rect: dict[str, float]) -> tuple[int, int, int, int]:
+    """The whole screen pixels a DOM rectangle (fractional CSS pixels) touches: what the accessibility tree gives."""
+    left, top = math.floor(rect["left"]), math.floor(rect["top"])
+    right, bottom = math.ceil(rect["left"] + rect["width"]), math.ceil(rect["top"] + rect["height"])
+    return left, top, right - left, bottom - top
+
+
+def _near(pixel: Any, colour: tuple[int, int, int], tolerance: int = 60) -> bool:
+    return all(abs(int(a) - b) <= tolerance for a, b in zip(pixel, colour, strict=True))
+
+
+async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_path: Path) -> None:
+    """A real page in Chromium started by open_app (which turns its accessibility on): the buttons, field, link
+    and heading on a coloured band appear with the DOM's own boxes (kiosk, unscaled: CSS pixels are screen pixels),
+    labels OCR confuses are named exactly, a click by id presses the right button and typing by id sets the field
+    exactly."""
+    chromium = chromium_executable()
+    assert chromium is not None, "Chromium is not installed (scripts/install.sh --dev)"
+    with reporting_page() as page:
+        command = shlex.join([chromium, *KIOSK_ARGS, f"--user-data-dir={tmp_path / 'profile'}", page.url])
+        opened = await call(client, "open_app", target=command, wait_seconds=10)
+        try:
+            dom = page.wait(lambda s: s.get("ready"))["boxes"]
+            result = await _until(client, lambda r: any(e["name"] == "0l1I" for e in r["elements"]))
+            roles = {"Save file": "push button", "ONE": "push button", "0l1I": "push button", "Search box": "entry",
+                     "Docs link": "link", "Section #1": "heading"}  # fmt: skip
+            for name, role in roles.items():
+                (element,) = [e for e in result["elements"] if e["name"] == name and e["role"] == role]
+                box, want = element["box"], dom[name]
+                seen = (box["left"], box["top"], box["width"], box["height"])
+                assert seen == _pixels_covering(want), (name, seen, want)
+            ids = {e["name"]: e["id"] for e in result["elements"] if e["name"] in roles}
+            await call(client, "click", element=ids["0l1I"], space="screen")
+            assert page.wait(lambda s: s["clicks"]["0l1I"] == 1)["clicks"] == {"Save file": 0, "ONE": 0, "0l1I": 1}
+            typed = "Grüße, 世界 ✓ — ok"
+            await call(client, "type", text=typed, element=ids["Search box"], overwrite=True, space="screen")
+            assert page.wait(lambda s: s["field"] == typed)["field"] == typed
+        finally:
+            os.kill(opened["pid"], signal.SIGTERM)
+
+
+def test_missing_bindings_are_reported_with_the_fix() -> None:
+    """The venv's own Python has no gi: the reader says what to install (doctor reports the same)."""
+    with pytest.raises(ElementsUnavailableError, match=re.escape("apt-get install -y python3-gi gir1.2-atspi-2.0")):
+        AtspiProcess(Path(sys.executable)).start()
+    (finding,) = diagnose(load_settings(), (Check("accessibility", doctor_accessibility),))
+    assert finding.status == "ok", finding
+
+
+def test_a_display_without_the_accessibility_bus_is_said_to_lack_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libatspi aborts the reader when there is no bus to connect to: the error says what is missing."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    reader = AtspiProcess()
+    try:
+        reader.start()  # loading the bindings needs no bus
+        read = {"op": "read", "max_nodes": 10, "max_depth": 5, "seconds": 1, "screen": [0, 0, 100, 100]}
+        with pytest.raises(ElementsUnavailableError, match="accessibility bus is probably not running"):
+            reader.request(read, 10)
+    finally:
+        reader.close()
