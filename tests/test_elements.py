@@ -28,6 +28,7 @@ from symphony_mcp.doctor import _accessibility as doctor_accessibility
 from symphony_mcp.elements.atspi_process import AtspiProcess, ElementsUnavailableError
 from testkit.chromium import KIOSK_ARGS, chromium_executable
 from testkit.desktop_apps import ProbeApp, gtk_probe
+from testkit.mcp_calls import call_error, call_ok
 from testkit.reporting_page import reporting_page
 from testkit.server_process import ServerProcess, base_env
 
@@ -49,19 +50,6 @@ async def client(xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
         yield connected
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, f"{tool} failed: {result.content}"
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def error(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
-    return result.content[0].text  # type: ignore[union-attr]
-
-
 def named(result: dict[str, Any], name: str) -> dict[str, Any]:
     found = [e for e in result["elements"] if e["name"] == name]
     assert len(found) == 1, f"{name!r}: {found}; all: {[(e['role'], e['name']) for e in result['elements']]}"
@@ -69,7 +57,7 @@ def named(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 async def test_gtk_elements_have_gtk_boxes(client: Client, gtk: ProbeApp) -> None:
-    result = await call(client, "elements", space="screen", window="Gtk Probe")
+    result = await call_ok(client, "elements", space="screen", window="Gtk Probe")
     boxes = gtk.state()["widgets"]
     for name, role in (("Save file", "push button"), ("Cancel", "push button"), ("ONE", "push button"),
                        ("Search box", "text"), ("Section #1", "label")):  # fmt: skip
@@ -81,9 +69,9 @@ async def test_gtk_elements_have_gtk_boxes(client: Client, gtk: ProbeApp) -> Non
 
 
 async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
-    result = await call(client, "elements", window="Gtk Probe")  # the latest screenshot's space
+    result = await call_ok(client, "elements", window="Gtk Probe")  # the latest screenshot's space
     one = named(result, "ONE")
-    record = await call(client, "click", element=one["id"], frame_id=result["frame_id"])
+    record = await call_ok(client, "click", element=one["id"], frame_id=result["frame_id"])
     state = gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
     assert state["clicks"] == {"Save file": 0, "Cancel": 0, "ONE": 1}
     assert record["grounding"][0]["via"] == "accessibility action 'click'"
@@ -91,7 +79,7 @@ async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
 
     typed = "Grüße, 世界 ✓ — ok"
     field = named(result, "Search box")
-    record = await call(client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"])
+    record = await call_ok(client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"])
     assert gtk.wait(lambda s: s["entry"] == typed)["entry"] == typed
     assert record["grounding"][0]["via"] == "accessibility action 'set_text'"
 
@@ -99,48 +87,48 @@ async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
 async def test_an_unchanged_tree_is_not_walked_again_and_a_change_is_seen(client: Client, gtk: ProbeApp) -> None:
     """GTK creates its accessible objects when first asked, and says so in events: the tree is walked again until
     those have come, then kept while nothing changes; a change (the field's text) is seen on the next read."""
-    first = await call(client, "elements", window="Gtk Probe")
+    first = await call_ok(client, "elements", window="Gtk Probe")
     for _ in range(50):
-        again = await call(client, "elements", window="Gtk Probe")
+        again = await call_ok(client, "elements", window="Gtk Probe")
         if again["unchanged_applications"]:
             break
     assert again["unchanged_applications"] >= 1 and again["elements"] == first["elements"]
     field = named(again, "Search box")
-    await call(client, "type", text="changed", element=field["id"], overwrite=True, frame_id=again["frame_id"])
+    await call_ok(client, "type", text="changed", element=field["id"], overwrite=True, frame_id=again["frame_id"])
     gtk.wait(lambda s: s["entry"] == "changed")
-    after = await call(client, "elements", window="Gtk Probe")
+    after = await call_ok(client, "elements", window="Gtk Probe")
     assert named(after, "Search box")["text"] == "changed"
 
 
 async def test_right_click_by_id_uses_the_pointer_and_says_why(client: Client, gtk: ProbeApp) -> None:
-    result = await call(client, "elements", window="Gtk Probe")
+    result = await call_ok(client, "elements", window="Gtk Probe")
     cancel = named(result, "Cancel")
-    record = await call(client, "click", element=cancel["id"], count=2, frame_id=result["frame_id"])
+    record = await call_ok(client, "click", element=cancel["id"], count=2, frame_id=result["frame_id"])
     gtk.wait(lambda s: s["clicks"]["Cancel"] == 2)
     assert record["grounding"][0]["via"].startswith("pointer at its centre: a right, middle, repeated")
 
 
 async def test_find_element_exact_and_approximate(client: Client, gtk: ProbeApp) -> None:
-    found = await call(client, "find_element", name="save file")
+    found = await call_ok(client, "find_element", name="save file")
     assert found["matches"][0]["exact"] is True
     assert found["matches"][0]["element"]["name"] == "Save file"
-    close = await call(client, "find_element", name="Save fle")
+    close = await call_ok(client, "find_element", name="Save fle")
     assert close["matches"][0]["exact"] is False and close["matches"][0]["element"]["name"] == "Save file"
-    record = await call(client, "click", element=found["matches"][0]["element"]["id"], frame_id=found["frame_id"])
+    record = await call_ok(client, "click", element=found["matches"][0]["element"]["id"], frame_id=found["frame_id"])
     assert record["ok"]
     gtk.wait(lambda s: s["clicks"]["Save file"] == 1)
-    message = await error(client, "find_element", name="Launch rockets")
+    message = await call_error(client, "find_element", name="Launch rockets")
     assert "Closest elements seen" in message
 
 
 async def test_stale_ids_fail_with_the_documented_message(client: Client, gtk: ProbeApp) -> None:
-    result = await call(client, "elements", window="Gtk Probe")
-    await call(client, "screenshot")  # a newer frame is the latest: ids of the old one need its frame_id
-    message = await error(client, "click", element=named(result, "ONE")["id"])
+    result = await call_ok(client, "elements", window="Gtk Probe")
+    await call_ok(client, "screenshot")  # a newer frame is the latest: ids of the old one need its frame_id
+    message = await call_error(client, "click", element=named(result, "ONE")["id"])
     assert "valid only for the frame they were read on" in message and "elements again" in message
     gtk.process.terminate()
     gtk.process.wait(timeout=5)
-    message = await error(client, "click", element=named(result, "ONE")["id"], frame_id=result["frame_id"])
+    message = await call_error(client, "click", element=named(result, "ONE")["id"], frame_id=result["frame_id"])
     assert "no longer there" in message and "call elements again" in message
     assert gtk.state()["clicks"]["ONE"] == 0
 
@@ -164,7 +152,7 @@ async def test_marks_are_drawn_where_the_boxes_are(client: Client, gtk: ProbeApp
         assert sum(_near(p, MARK_COLOUR) for p in label) >= len(label) // 2, (name, box, label)
         assert f'[{element["id"]}] push button "{name}"' in listing
     # the ids hold for the marked image, which is now the latest frame
-    await call(client, "click", element=named(structured, "ONE")["id"])
+    await call_ok(client, "click", element=named(structured, "ONE")["id"])
     gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
 
 
@@ -211,7 +199,7 @@ async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_pat
     assert chromium is not None, "Chromium is not installed (scripts/install.sh --dev)"
     with reporting_page() as page:
         command = shlex.join([chromium, *KIOSK_ARGS, f"--user-data-dir={tmp_path / 'profile'}", page.url])
-        opened = await call(client, "open_app", target=command, wait_seconds=10)
+        opened = await call_ok(client, "open_app", target=command, wait_seconds=10)
         try:
             dom = page.wait(lambda s: s.get("ready"))["boxes"]
             result = await _until(client, lambda r: any(e["name"] == "0l1I" for e in r["elements"]))
@@ -223,10 +211,10 @@ async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_pat
                 seen = (box["left"], box["top"], box["width"], box["height"])
                 assert seen == _pixels_covering(want), (name, seen, want)
             ids = {e["name"]: e["id"] for e in result["elements"] if e["name"] in roles}
-            await call(client, "click", element=ids["0l1I"], space="screen")
+            await call_ok(client, "click", element=ids["0l1I"], space="screen")
             assert page.wait(lambda s: s["clicks"]["0l1I"] == 1)["clicks"] == {"Save file": 0, "ONE": 0, "0l1I": 1}
             typed = "Grüße, 世界 ✓ — ok"
-            await call(client, "type", text=typed, element=ids["Search box"], overwrite=True, space="screen")
+            await call_ok(client, "type", text=typed, element=ids["Search box"], overwrite=True, space="screen")
             assert page.wait(lambda s: s["field"] == typed)["field"] == typed
         finally:
             os.kill(opened["pid"], signal.SIGTERM)
