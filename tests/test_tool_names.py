@@ -102,6 +102,21 @@ def test_run_checks_the_planner_and_server_tool_names_before_it_starts_anything(
     assert stand_in.requests == [] and not results.exists()
 
 
+def test_run_with_a_planner_tool_the_server_does_not_offer_ends_in_a_clear_error(
+    xvfb: XvfbWatch, tmp_path: Path, stand_in: StandInModel
+) -> None:
+    """A known tool the server's policy turns off is only seen once the server lists its tools: the run ends in
+    Error saying so, with no traceback (the task never started on the server, so there is no trajectory to copy)."""
+    results = tmp_path / "results"
+    model = ["--orchestrator-url", stand_in.url, "--orchestrator-model", "m", "--results", str(results)]
+    env = xvfb.env(SYMPHONY_POLICY__DISABLED_TOOLS="click")
+    result = cli(env, "run", "open the editor", *model, "--enabled-tools", "click")
+    assert result.returncode == ExitCode.UNAVAILABLE, result.stderr[-3000:]
+    assert "names 'click', which is not one of this server's action tools on offer" in result.stdout
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert stand_in.requests == []
+
+
 def test_bench_checks_the_tool_names_before_an_environment_starts(xvfb: XvfbWatch, tmp_path: Path) -> None:
     result = cli(xvfb.env(), "bench", "miniwob", "--enabled-tools", "scrol", "--results", str(tmp_path / "r"))
     assert_refused(result, "orchestrator.enabled_tools", "scroll", "action tools")

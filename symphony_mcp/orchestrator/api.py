@@ -85,7 +85,8 @@ async def run_task(
                 save=lambda record: save_record(task_dir, record),
             )
             record = await orchestrator.run(instruction, task_id)
-            if not (task_dir / TRAJECTORY_FILE).exists():  # the server keeps trajectories elsewhere
+            # The server keeps trajectories elsewhere; a task that ended before the server started it has none.
+            if record.started_on_server and not (task_dir / TRAJECTORY_FILE).exists():
                 await mirror_trajectory(client, task_id, task_dir)
     finally:
         await models.aclose()

@@ -138,7 +138,6 @@ class _Run:
         self.trajectory_steps = 0
         self.reflection_on = self.settings.reflection
         self.verify_failures = 0
-        self.started_task = False
         self.windows_before: set[str] = set()
 
     def go(self, state: State, reason: str, step: int | None = None) -> None:
@@ -158,7 +157,7 @@ class _Run:
             self.reflection_on = False
             log.warning("reflection is off: the server has no memoryer model (SYMPHONY_MODELS__MEMORYER__*)")
         await self.call("start_task", instruction=self.record.instruction, task_id=self.record.task_id)
-        self.started_task = True
+        self.record.started_on_server = True
         if self.settings.reset:
             self.windows_before = {w.id for w in WindowList.model_validate(await self.call("list_windows")).windows}
 
@@ -375,7 +374,7 @@ class _Run:
 
     async def finish(self) -> None:
         record = self.record
-        if self.started_task:
+        if self.record.started_on_server:
             try:
                 status = "success" if record.outcome in CLAIMED_DONE else "fail"  # the agent's own view
                 await self.call("end_task", status=status, note=record.message)

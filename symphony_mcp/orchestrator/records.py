@@ -93,6 +93,9 @@ class RunRecord(BaseModel):
     message: str | None = Field(None, description="why it failed or errored, or the checker's last word")
     max_steps: int
     screen_size: tuple[int, int] | None = None
+    started_on_server: bool = Field(
+        False, description="the server started the task (start_task), so it keeps the task's trajectory"
+    )
     steps: list[RunStep] = Field(default_factory=list)
     transitions: list[Transition] = Field(default_factory=list)
     usage: dict[str, RoleUsage] = Field(default_factory=dict, description="per model role")
