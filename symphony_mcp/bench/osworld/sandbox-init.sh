@@ -3,7 +3,7 @@
 # `unshare --mount --propagation private --pid --fork`): it builds the environment's own root and stays as its
 # PID 1. Everything happens in the new mount namespace, so the host sees none of these mounts.
 #   $1  the X display's socket (/tmp/.X11-unix/XN) to bind into the private /tmp, or "" for none
-#   $2... folders under /root to show read-only (the interpreter the server runs with, when it lives there)
+#   $2... folders of the host's /root or /tmp to show read-only (the interpreter, venv and code the server runs with)
 # The root is an overlay: the host's / read-only below, a tmpfs above, so any write anywhere (sudo included) lands
 # in memory and is gone when PID 1 dies. /proc is the new PID namespace's, /dev a minimal one (no block devices),
 # /sys read-only, /tmp private; the old root is unmounted, so nothing of the host is reachable by path.
@@ -35,8 +35,8 @@ if [ -n "$x_socket" ]; then
   touch "$root$x_socket"
   mount --bind "$x_socket" "$root$x_socket"
 fi
-# root's home is not the task's business (OSWorld's user cannot enter it either): an empty one, plus what $2...
-# name, e.g. a pyenv interpreter the server runs with.
+# root's home is not the task's business (OSWorld's user cannot enter it either): an empty one; then what $2...
+# name, e.g. a pyenv interpreter or a checkout under /tmp the server runs from.
 mount -t tmpfs -o mode=0755,nosuid,nodev symphony-root-home "$root/root"
 shift
 for shown in "$@"; do

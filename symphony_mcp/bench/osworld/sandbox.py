@@ -39,6 +39,7 @@ from symphony_mcp.errors import SymphonyError
 
 log = logging.getLogger(__name__)
 SANDBOX_INIT = Path(__file__).with_name("sandbox-init.sh")
+ENVIRONMENT_OWN = (Path("/tmp"), Path("/root"))  # folders an environment has its own of (sandbox-init.sh)
 PROGRAMS = ("unshare", "nsenter", "setpriv", "mount", "pivot_root")
 # What a task's root (after sudo) may not do: it could reach the host through these (mount namespaces, raw
 # devices, kernel modules, the clock, the host's network setup, other processes' memory, auditing, BPF).
@@ -95,7 +96,7 @@ class Sandbox:
                 "/bin/sh",
                 str(SANDBOX_INIT),
                 socket if Path(socket).exists() else "",
-                *_shown_from_root(),
+                *_shown_from_host(),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -171,11 +172,16 @@ class Sandbox:
                 stream.close()
 
 
-def _shown_from_root() -> list[str]:
-    """The interpreter's installation when it is under /root (pyenv as root): the server and the tasks' pyautogui
-    one-liners run with it as the task user, in an environment whose /root is otherwise empty."""
-    prefix = Path(sys.base_prefix).resolve()
-    return [str(prefix)] if prefix.is_relative_to("/root") else []
+def _shown_from_host() -> list[str]:
+    """What the server and the tasks' Python one-liners run from, when it lives where the environment has its own
+    (an empty /root, a private /tmp): the interpreter (pyenv as root), the venv, the code (a checkout under /tmp,
+    as a fresh clone in CI may be, and PYTHONPATH's entries). Shown read-only, outermost folders only."""
+    code = Path(__file__).parents[3]  # the folder holding the symphony_mcp package: a checkout or site-packages
+    candidates = [Path(sys.base_prefix), Path(sys.prefix), code]
+    candidates += [Path(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    found = {p.resolve() for p in candidates if p.exists()}
+    hidden = [p for p in found if any(p.is_relative_to(own) for own in ENVIRONMENT_OWN)]
+    return sorted(str(p) for p in hidden if not any(p != q and p.is_relative_to(q) for q in hidden))
 
 
 def processes_in(namespace: str, name: str = "") -> list[int]:
