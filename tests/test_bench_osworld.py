@@ -569,7 +569,8 @@ async def test_what_a_task_does_to_the_machine_is_gone_at_the_next_reset(
         await adapter.reset(environment, tasks[LEAVER])
         wait_for(inside(adapter, "/tmp/alive"))  # the setup's background process runs, as the task user
         namespace = adapter._sandboxes["env-0"].namespace
-        [process] = processes_in(namespace, "my_process.sh")
+        # The script's loop forks for `date` and `sleep`: a fork holds the script's command line until it execs.
+        [process] = wait_for(lambda: found if len(found := processes_in(namespace, "my_process.sh")) == 1 else None)
         assert Path(f"/proc/{process}").stat().st_uid == pwd.getpwnam("user").pw_uid
         assert (await adapter.evaluate(environment, tasks[LEAVER], outcome)).value == 1.0  # all there, inside
         # The task's root (through sudo) cannot reach the host: no mounts, no device nodes, no kernel knobs.
