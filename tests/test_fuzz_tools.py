@@ -65,7 +65,7 @@ def assert_no_stray_files(sandbox: Sandbox, harness: Harness) -> None:
 
 # 35 tools, 20 draws each, then resources and sequences: 126 s on a loaded 2-core machine once elements and
 # find_element (about 5.4 s of draws) and the element argument joined, over the suite's 120 s default.
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(420)
 def test_every_listed_tool_survives_fuzzed_calls(sandbox: Sandbox) -> None:
     with connected(sandbox) as session:
         fuzz_each_tool(session, EXAMPLES_PER_TOOL)
