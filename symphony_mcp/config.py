@@ -360,6 +360,15 @@ class OrchestratorSettings(BaseModel):
         Path("results"), description="results directory: one folder per task (bench: <results>/<benchmark>/...)"
     )
     reset: Annotated[bool, Flag(AGENT)] = Field(False, description="close the windows the task opened when it ends")
+    dual_grounding: Annotated[bool, Flag(AGENT)] = Field(
+        False,
+        description="OSCAR's dual grounding: each step's prompt carries the screenshot with the accessibility "
+        "tree's elements boxed and numbered and their list, and actions may name an element by its number "
+        "(click(element=12)); the grounding model, if any, still locates what the tree does not show",
+    )
+    max_elements: int = Field(
+        150, ge=1, le=1000, description="elements listed to the planner per step under dual grounding"
+    )
 
 
 class ServerSettings(BaseModel):

@@ -37,6 +37,16 @@ def step_of(request: ModelRequest) -> int:
     raise AssertionError("no step number in the planner request")
 
 
+def numbered(request: ModelRequest, name: str) -> int:
+    """The id the current step's element list gives the element named `name` (dual grounding: `[12] role "name"`),
+    as a model reading that list would pick it."""
+    listing = next(t for t in reversed(request.texts()) if t.startswith("Elements, numbered as in the screenshot"))
+    found = re.findall(rf'^\[(\d+)\] [^"\n]*"{re.escape(name)}"', listing, re.M)
+    if len(found) != 1:
+        raise AssertionError(f"{name!r} is listed {len(found)} times in:\n{listing}")
+    return int(found[0])
+
+
 def on_track() -> str:
     """The memoryer's audit: the task is progressing, nothing to remember."""
     return json.dumps({"status": "On-track", "reflection": "Progressing.", "is_milestone": False, "new_facts": []})
@@ -53,10 +63,13 @@ def is_step_check(request: ModelRequest) -> bool:
 
 
 class Script:
-    """Planner answers per step (a list: answers in order, for re-asks) and memoryer answers."""
+    """Planner answers per step (a list: answers in order, for re-asks; an answer may be a function of the request)
+    and memoryer answers."""
 
     def __init__(
-        self, planner: dict[int, list[str | Reply]], audit: Callable[[ModelRequest], str] | None = None
+        self,
+        planner: dict[int, list[str | Reply | Callable[[ModelRequest], str]]],
+        audit: Callable[[ModelRequest], str] | None = None,
     ) -> None:
         self.planner = {step: list(answers) for step, answers in planner.items()}
         self.audit = audit or (lambda _: on_track())
@@ -66,7 +79,8 @@ class Script:
         if request.body["model"] == MEMORYER:
             return step_checked() if is_step_check(request) else self.audit(request)
         self.planner_requests.append(request)
-        return self.planner[step_of(request)].pop(0)
+        answer = self.planner[step_of(request)].pop(0)
+        return answer(request) if callable(answer) else answer  # a callable answers from what the request shows
 
 
 def settings_for(stand_in: StandInModel, results: Path, **orchestrator: Any) -> Settings:

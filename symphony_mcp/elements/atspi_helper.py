@@ -12,6 +12,8 @@ Requests and answers:
   has a `ref`, valid together with the reading's number (`reading`) for `check` and `act`.
 - `{"op": "check", "reading", "ref"}`: whether that node is still there, showing, and its box now.
 - `{"op": "act", "reading", "ref", "kind": "press" | "set_text" | "append_text", "text"}`: the accessibility action.
+- `{"op": "tree", "max_depth", "max_width", "max_nodes", "seconds"}`: every application's whole tree, unfiltered, as
+  nested nodes with what OSWorld's controller records of each (`raw_node`), for `osworld_tree.py` to write as XML.
 """
 
 from __future__ import annotations
@@ -136,6 +138,13 @@ class Helper:
             return self.check(self._node(request))
         if op == "act":
             return self.act(self._node(request), request["kind"], request.get("text", ""))
+        if op == "tree":
+            return self.tree(
+                int(request["max_depth"]),
+                int(request["max_width"]),
+                int(request["max_nodes"]),
+                float(request["seconds"]),
+            )
         raise ValueError(f"unknown op {op!r}")
 
     def _node(self, request: dict[str, Any]) -> Any:
@@ -320,6 +329,17 @@ class Helper:
             "window": (window.get_name() or "") if window is not None else "",
         }
 
+    def tree(self, max_depth: int, max_width: int, max_nodes: int, seconds: float) -> dict[str, Any]:
+        desktop = self.atspi.get_desktop(0)
+        walk = RawTree(self.atspi, max_depth, max_width, max_nodes, seconds)
+        apps = []
+        for index in range(min(desktop.get_child_count(), max_width)):
+            app = desktop.get_child_at_index(index)
+            walked = walk.walk(app, 1) if app is not None else None
+            if walked is not None:
+                apps.append(walked)
+        return {"applications": apps, "nodes": walk.count, "cut": walk.cut}
+
     # --- acting -----------------------------------------------------------------------------------
     def check(self, node: Any) -> dict[str, Any]:
         try:
@@ -362,6 +382,83 @@ class Helper:
                     return {"done": False, "why": "the application accepted the text but shows other text"}
             return {"done": done, "action": kind, "why": "" if done else "the application refused to set its text"}
         raise ValueError(f"unknown action kind {kind!r}")
+
+
+class RawTree:
+    """One walk of the whole tree for the `accessibility_tree` observation: no pruning, within OSWorld's depth and
+    width limits, plus a node count and a time bound of ours (`cut` says which stopped it)."""
+
+    def __init__(self, atspi: Any, max_depth: int, max_width: int, max_nodes: int, seconds: float) -> None:
+        self.atspi = atspi
+        self.max_depth, self.max_width, self.max_nodes = max_depth, max_width, max_nodes
+        self.deadline = time.monotonic() + seconds
+        self.count = 0
+        self.cut: str | None = None
+
+    def walk(self, node: Any, depth: int) -> dict[str, Any] | None:
+        if self.cut is None and time.monotonic() > self.deadline:
+            self.cut = "time"
+        if self.cut is None and self.count >= self.max_nodes:
+            self.cut = "count"
+        if self.cut is not None:
+            return None
+        self.count += 1
+        try:
+            described = raw_node(node, self.atspi)
+            count = node.get_child_count()
+        except Exception:  # defunct: it went away during the walk
+            return None
+        children = []
+        if depth < self.max_depth:
+            for index in range(min(count, self.max_width)):
+                try:
+                    child = node.get_child_at_index(index)
+                except Exception:
+                    continue
+                walked = self.walk(child, depth + 1) if child is not None else None
+                if walked is not None:
+                    children.append(walked)
+        described["children"] = children
+        return described
+
+
+def raw_node(node: Any, atspi: Any) -> dict[str, Any]:
+    """What OSWorld's `_create_atspi_node` records of a node: role, name, states, attributes, the box when visible and
+    showing, text (U+FFFC/U+FFFD removed), whether it has the image and selection interfaces, its value's
+    current/min/max/step, and each action's description and key binding."""
+    states = [atspi.StateType(s).value_nick.replace("-", "_") for s in node.get_state_set().get_states()]
+    described: dict[str, Any] = {
+        "role": (node.get_role_name() or "").strip(),
+        "name": node.get_name() or "",
+        "states": states,
+        "attributes": dict(node.get_attributes() or {}),
+        "box": _extents(node, atspi) if "visible" in states and "showing" in states else None,
+        "text": "",
+        "image": node.get_image_iface() is not None,
+        "selection": node.get_selection_iface() is not None,
+        "value": None,
+        "actions": [],
+    }
+    if node.get_text_iface() is not None:
+        length = atspi.Text.get_character_count(node)
+        described["text"] = (atspi.Text.get_text(node, 0, length) or "").translate(_SKIP_TEXT)
+    if node.get_value_iface() is not None:
+        described["value"] = {
+            "value": atspi.Value.get_current_value(node),
+            "min": atspi.Value.get_minimum_value(node),
+            "max": atspi.Value.get_maximum_value(node),
+            "step": atspi.Value.get_minimum_increment(node),
+        }
+    if node.get_action_iface() is not None:
+        described["actions"] = [
+            {
+                "name": atspi.Action.get_action_name(node, i) or "",
+                "description": atspi.Action.get_action_description(node, i) or "",
+                "key_binding": atspi.Action.get_key_binding(node, i) or "",
+            }
+            for i in range(atspi.Action.get_n_actions(node))
+        ]
+    return described
 
 
 def _extents(node: Any, atspi: Any) -> list[int] | None:

@@ -18,6 +18,7 @@ from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.frames import FRAMES_KEPT, CallerSpace
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.types import WindowInfo
+from symphony_mcp.elements import osworld_tree
 from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
 from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
@@ -166,6 +167,20 @@ class ElementReader:
         return await self._request(
             {"op": "act", "reading": resolved.helper_reading, "ref": resolved.ref, "kind": kind, "text": text}
         )
+
+    async def osworld_tree(self) -> str:
+        """The whole tree as OSWorld's controller returns it (XML; osworld_tree.py says what it holds)."""
+        answer = await self._request(
+            {
+                "op": "tree",
+                "max_depth": osworld_tree.MAX_DEPTH,
+                "max_width": osworld_tree.MAX_WIDTH,
+                "max_nodes": osworld_tree.MAX_NODES,
+                "seconds": osworld_tree.WALK_SECONDS,
+            },
+            timeout=osworld_tree.WALK_SECONDS + 10,
+        )
+        return osworld_tree.tree_xml(answer)
 
     def close(self) -> None:
         self.process.close()

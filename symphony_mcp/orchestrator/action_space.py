@@ -40,6 +40,9 @@ INFRASTRUCTURE_TOOLS = frozenset(
         "locate",
         "ocr",
         "find_text",
+        # The tree as numbered targets: the loop observes with elements under dual grounding; the planner names ids.
+        "elements",
+        "find_element",
         "list_windows",
         "key_down",
         "key_up",
@@ -87,17 +90,19 @@ class ActionSpec:
     tool: str | None = None  # the server's tool, when the planner's name differs
 
     @classmethod
-    def of(cls, tool: Tool, grounding: bool = True) -> ActionSpec:
-        """The tool as the planner sees it: OS-Symphony's name and arguments for tool agents, and without
-        element descriptions when no grounding model could locate them."""
+    def of(cls, tool: Tool, grounding: bool = True, numbered: bool = False) -> ActionSpec:
+        """The tool as the planner sees it: OS-Symphony's name and arguments for tool agents, without element
+        descriptions when no grounding model could locate them, and without element ids unless the planner is
+        shown the numbered elements (`numbered`, dual grounding)."""
         schema = dict(tool.input_schema)
         kept = PLANNER_ARGUMENTS.get(tool.name)
         if kept is not None:
             properties = {k: v for k, v in schema.get("properties", {}).items() if k in kept}
             required = [k for k in schema.get("required", []) if k in kept]
             schema = {"type": "object", "properties": properties, "required": required}
-        if not grounding:
-            properties = {k: v for k, v in schema.get("properties", {}).items() if not k.endswith("description")}
+        dropped = tuple(suffix for suffix, kept in (("description", grounding), ("element", numbered)) if not kept)
+        if dropped:
+            properties = {k: v for k, v in schema.get("properties", {}).items() if not k.endswith(dropped)}
             required = [k for k in schema.get("required", []) if k in properties]
             schema = {**schema, "properties": properties, "required": required}
         name = PLANNER_NAMES.get(tool.name)
@@ -119,17 +124,23 @@ class ActionSpec:
 
 
 class ActionSpace:
-    def __init__(self, actions: list[ActionSpec], grounding: bool = True) -> None:
+    def __init__(self, actions: list[ActionSpec], grounding: bool = True, numbered: bool = False) -> None:
         self.actions = {a.name: a for a in actions}
         self.grounding = grounding  # whether actions take element descriptions (a grounding model locates them)
+        self.numbered = numbered  # whether actions take element ids (the planner sees the numbered elements)
         self._validators = {a.name: Draft202012Validator(a.schema) for a in actions}
 
     @classmethod
     def from_tools(
-        cls, tools: list[Tool], enabled: list[str] | None = None, roles: Collection[str] | None = None
+        cls,
+        tools: list[Tool],
+        enabled: list[str] | None = None,
+        roles: Collection[str] | None = None,
+        numbered: bool = False,
     ) -> ActionSpace:
         """The actions the planner may take: the server's action tools (or `enabled` of them), only those whose
-        model `roles` has (the server's configured roles; None: all), so the planner is never offered what fails."""
+        model `roles` has (the server's configured roles; None: all), so the planner is never offered what fails;
+        element ids only when it is shown the numbered elements (`numbered`)."""
         offered = {t.name: t for t in tools if t.name not in INFRASTRUCTURE_TOOLS}
         if enabled is not None:
             check_known(ENABLED_SETTING, enabled, offered, "action tools on offer")
@@ -141,7 +152,7 @@ class ActionSpace:
                 raise ValueError(f"enabled tools cannot run: {named} (SYMPHONY_MODELS__<ROLE>__*), not configured")
             offered = {name: tool for name, tool in offered.items() if name not in missing}
         grounding = roles is None or GROUNDING_ROLE in roles
-        return cls([ActionSpec.of(t, grounding) for t in offered.values()], grounding)
+        return cls([ActionSpec.of(t, grounding, numbered) for t in offered.values()], grounding, numbered)
 
     def render(self, final_step: bool) -> str:
         """The actions shown to the model; on the final step only done and fail."""

@@ -28,6 +28,7 @@ from symphony_mcp.orchestrator.records import Outcome, RunRecord
 from symphony_mcp.orchestrator.task_folders import (
     finished_record,
     mirror_trajectory,
+    save_file,
     save_record,
     save_result,
     set_aside,
@@ -83,6 +84,7 @@ async def run_task(
                 checker,
                 on_event,
                 save=lambda record: save_record(task_dir, record),
+                save_file=lambda name, data: save_file(task_dir, name, data),
             )
             record = await orchestrator.run(instruction, task_id)
             # The server keeps trajectories elsewhere; a task that ended before the server started it has none.

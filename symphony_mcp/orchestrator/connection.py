@@ -18,7 +18,19 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 
 # What a spawned server inherits: the display, locale and home, and every symphony setting.
-_INHERITED = ("DISPLAY", "XAUTHORITY", "HOME", "PATH", "LANG", "LC_ALL", "USER", "LOGNAME", "XDG_STATE_HOME")
+# PYTHONPATH: the spawned server runs the same package as this client (a checkout on the path), not another install.
+_INHERITED = (
+    "DISPLAY",
+    "XAUTHORITY",
+    "HOME",
+    "PATH",
+    "PYTHONPATH",
+    "LANG",
+    "LC_ALL",
+    "USER",
+    "LOGNAME",
+    "XDG_STATE_HOME",
+)
 
 
 @dataclass(frozen=True)

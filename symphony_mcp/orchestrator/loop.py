@@ -26,7 +26,8 @@ from PIL import Image as PILImage
 from symphony_mcp.code.result_schemas import CoderResult
 from symphony_mcp.config import OrchestratorSettings
 from symphony_mcp.desktop.records import ActionRecord
-from symphony_mcp.desktop.result_schemas import ScreenshotInfo, WindowList
+from symphony_mcp.desktop.result_schemas import ScreenInfo, ScreenshotInfo, WindowList
+from symphony_mcp.elements.types import ElementsResult
 from symphony_mcp.errors import ModelAnswerError, ModelError, SymphonyError
 from symphony_mcp.memory.judgements import Reflection
 from symphony_mcp.memory.result_schemas import ReflectOutcome
@@ -73,6 +74,7 @@ class RunEvent:
 
 
 EventSink = Callable[[RunEvent], None]
+FileSink = Callable[[str, bytes], None]  # a file of the task's folder by name, e.g. the marks a step's planner saw
 
 
 class Orchestrator:
@@ -85,6 +87,7 @@ class Orchestrator:
         checker: Checker | None = None,
         on_event: EventSink | None = None,
         save: Callable[[RunRecord], None] | None = None,
+        save_file: FileSink | None = None,
     ) -> None:
         self.client = client
         self.planner = planner
@@ -93,6 +96,7 @@ class Orchestrator:
         self.checker = checker
         self.on_event = on_event or (lambda event: None)
         self.save = save or (lambda record: None)
+        self.save_file = save_file
 
     async def run(self, instruction: str, task_id: str) -> RunRecord:
         settings = self.settings
@@ -150,9 +154,14 @@ class _Run:
         status = ModelStatus.model_validate(await self.call("model_status"))
         roles = {r.role for r in status.roles if r.configured and r.problem is None}
         try:
-            self.space = ActionSpace.from_tools(tools, self.settings.enabled_tools, roles)
+            self.space = ActionSpace.from_tools(tools, self.settings.enabled_tools, roles, self.settings.dual_grounding)
         except ValueError as exc:
             raise RunError(str(exc)) from exc
+        if self.settings.dual_grounding:
+            if "elements" not in {t.name for t in tools}:
+                raise RunError("dual grounding needs the server's elements tool, which it does not offer")
+            rect = ScreenInfo.model_validate(await self.call("screen_info")).screen_rect
+            self.record.screen_size = (rect.width, rect.height)
         if self.reflection_on and "memoryer" not in roles:  # the rest of the loop works without a memoryer model
             self.reflection_on = False
             log.warning("reflection is off: the server has no memoryer model (SYMPHONY_MODELS__MEMORYER__*)")
@@ -175,7 +184,7 @@ class _Run:
         self.record.steps.append(current)
         timings = current.timings
         self.go(State.OBSERVE, "take a screenshot", number)
-        image = await self.observe(current)
+        image, elements = await self.observe(current)
         timings.observe_ms = _since(started)
         reflection = await self.reflect(current)
         self.go(State.PLAN, f"reflection: {reflection.status}" if reflection else "plan", number)
@@ -184,6 +193,7 @@ class _Run:
             max_steps=self.settings.max_steps,
             instruction=self.record.instruction,
             image=image,
+            elements=elements,
             reflection=reflection,
             tool_results=self.tool_results,
             feedback=self.feedback,
@@ -209,7 +219,32 @@ class _Run:
         timings.overhead_ms = round(_since(started) - timings.model_ms, 2)
         return done
 
-    async def observe(self, current: RunStep) -> ModelImage:
+    async def observe(self, current: RunStep) -> tuple[ModelImage, str | None]:
+        """The screen the planner sees, and under dual grounding the numbered elements its marks refer to."""
+        if self.settings.dual_grounding:
+            marked = await self.client.call_tool("elements", {"annotate": True, "max": self.settings.max_elements})
+            if not marked.is_error:
+                return self.numbered(current, marked.structured_content or {}, marked.content)
+            self.feedback.append(f"No numbered elements this step ({_error_text(marked.content)}): target otherwise.")
+        return await self.screenshot(current), None
+
+    def numbered(self, current: RunStep, structured: dict[str, Any], content: list[Any]) -> tuple[ModelImage, str]:
+        """The marked screenshot and element list of an `elements(annotate=true)` result, kept for the report."""
+        result = ElementsResult.model_validate(structured)
+        pictures = _images(content)
+        listing = next((c.text for c in content if isinstance(c, TextContent)), None)
+        if not pictures or listing is None:
+            raise RunError("the elements tool returned no marked screenshot or no element list")
+        image = pictures[0]
+        current.frame_id = result.frame_id
+        current.screenshot_size = (image.width, image.height)
+        current.elements = listing
+        if self.owner.save_file is not None:
+            current.marks_file = f"marks_{current.step}.{image.format}"
+            self.owner.save_file(current.marks_file, image.data)
+        return image, listing
+
+    async def screenshot(self, current: RunStep) -> ModelImage:
         result = await self.client.call_tool("screenshot", {})
         if result.is_error:
             raise RunError(f"cannot see the screen: {_error_text(result.content)}")
@@ -247,7 +282,9 @@ class _Run:
         assert self.space is not None
         calling = self.settings.function_calling
         names = [*self.space.actions, DONE, FAIL] if not context.final else [DONE, FAIL]
-        system_text = system_prompt(self.space.render(context.final), calling, names, self.space.grounding)
+        system_text = system_prompt(
+            self.space.render(context.final), calling, names, self.space.grounding, self.space.numbered
+        )
         messages = build_messages(
             system_text, context, self.history, self.settings.max_images, self.settings.keep_first_image
         )

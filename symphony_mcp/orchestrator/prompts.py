@@ -61,11 +61,21 @@ DESCRIBED_TARGETS = """Name elements by description, as a person would ("the blu
 a grounding model finds them on the screen. Coordinates, when you give them, are pixels of the latest screenshot."""
 POINTED_TARGETS = """Give elements by coordinates: pixels of the latest screenshot (no grounding model is configured
 to find described elements). Text on screen can also be targeted by its words with the text tools."""
+NUMBERED_TARGETS = """The screenshot shows the elements of the applications' accessibility trees boxed and numbered,
+and the step's message lists them ([id] role "name" ...). Name such an element by its number: click(element=12),
+type(element=5, text="..."). The numbers hold for the current screenshot only.
+What has no number (windows without a tree, drawn content):
+{others}"""
 
 
-def system_prompt(actions: str, function_calling: bool, names: list[str], grounding: bool = True) -> str:
-    """`grounding`: whether element descriptions are offered (a grounding model is configured)."""
+def system_prompt(
+    actions: str, function_calling: bool, names: list[str], grounding: bool = True, numbered: bool = False
+) -> str:
+    """`grounding`: whether element descriptions are offered (a grounding model is configured); `numbered`: whether
+    the screenshot has its elements numbered and listed (dual grounding)."""
     targets = DESCRIBED_TARGETS if grounding else POINTED_TARGETS
+    if numbered:
+        targets = NUMBERED_TARGETS.format(others=targets)
     if function_calling:
         return SYSTEM_PROMPT.format(
             actions=FUNCTION_ACTIONS.format(names=", ".join(names)), action_format=FUNCTION_FORMAT, targets=targets
@@ -105,6 +115,7 @@ class StepContext:
     max_steps: int
     instruction: str
     image: ModelImage
+    elements: str | None = None  # the numbered elements the image's marks refer to, one per line (dual grounding)
     reflection: Reflection | None = None
     tool_results: list[str] = field(default_factory=list)  # folded results, shown once
     feedback: list[str] = field(default_factory=list)
@@ -161,7 +172,10 @@ def _current(context: StepContext, tutorial_images: list[ModelImage]) -> list[st
     for number, tutorial in enumerate(context.tutorials, start=1):
         parts.append(f"Tutorial {number} (found for this task; follow it where it fits the screen):\n{tutorial.text}")
         parts += [image for image in tutorial.images if image in tutorial_images]
-    return [*parts, "Current screenshot:", context.image]
+    if context.elements is None:
+        return [*parts, "Current screenshot:", context.image]
+    listed = f"Elements, numbered as in the screenshot:\n{context.elements}"
+    return [*parts, "Current screenshot, elements numbered:", context.image, listed]
 
 
 def answer_again(function_calling: bool) -> str:

@@ -69,6 +69,10 @@ class RunStep(BaseModel):
     step: int = Field(description="1-based orchestrator step")
     frame_id: str | None = None
     screenshot_size: tuple[int, int] | None = None
+    marks_file: str | None = Field(
+        None, description="the screenshot with numbered elements the planner saw (dual grounding), in the task folder"
+    )
+    elements: str | None = Field(None, description="the numbered element list the planner saw (dual grounding)")
     reflection: Reflection | None = None
     model_output: str = Field("", description="the planner's final answer for this step")
     reasoning: str | None = Field(None, description="the thinking the model sent beside that answer, if any")

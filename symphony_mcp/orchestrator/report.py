@@ -73,6 +73,8 @@ class StepView:
     before: Shot | None = None
     before_is_latest: bool = False  # no trajectory step of its own: the latest screen recorded before it
     after: Shot | None = None
+    marks: Shot | None = None  # the screen with numbered elements the planner saw (dual grounding)
+    elements: str | None = None  # the element list it was given
     markers: list[Marker] = field(default_factory=list)
     summary: str | None = None
     action_error: str | None = None
@@ -315,9 +317,10 @@ class _Shots:
         """The screen after trajectory step `step` (0 = before the first action)."""
         recorded = self.trajectory.get(step)
         name = recorded.screenshot_file if recorded and recorded.screenshot_file else step_screenshot(step)
-        return self._shot(name)
+        return self.file(name)
 
-    def _shot(self, name: str) -> Shot | None:
+    def file(self, name: str) -> Shot | None:
+        """A picture of the task folder by its name there (None when missing)."""
         if name not in self._cache:
             path = self.directory / name
             self._cache[name] = (
@@ -372,6 +375,8 @@ def _run_step_view(
         before=shots.get(k - 1) if k is not None else shots.get(latest),
         before_is_latest=k is None,
         after=shots.get(k) if k is not None else None,
+        marks=shots.file(step.marks_file) if step.marks_file else None,
+        elements=step.elements,
         code=step.action.code if step.action else None,
         arguments=_json(step.action.arguments) if step.action and step.action.arguments else None,
         plan=step.plan,

@@ -43,6 +43,14 @@ def save_record(task_dir: Path, record: RunRecord) -> None:
     os.replace(tmp, task_dir / RUN_FILE)
 
 
+def save_file(task_dir: Path, name: str, data: bytes) -> None:
+    """A file the run keeps beside run.json (a step's marked screenshot); `name` is the loop's own, never a path."""
+    if Path(name).name != name:
+        raise ValueError(f"not a file name: {name!r}")
+    task_dir.mkdir(parents=True, exist_ok=True)
+    (task_dir / name).write_bytes(data)
+
+
 def save_result(task_dir: Path, success: bool) -> None:
     """Written last: its presence marks the task finished (OSWorld's convention: 1.0 or 0.0)."""
     (task_dir / RESULT_FILE).write_text("1.0\n" if success else "0.0\n", encoding="utf-8")

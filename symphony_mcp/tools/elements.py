@@ -16,7 +16,7 @@ from symphony_mcp.imaging.geometry import CoordinateSpace, Region
 from symphony_mcp.tools.arguments import AreaRegion, FrameId, OptionalDescribed, Space
 from symphony_mcp.tools.common import READ_ONLY
 from symphony_mcp.tools.cores import Cores
-from symphony_mcp.tools.definition import define_tool
+from symphony_mcp.tools.definition import define_resource, define_tool
 from symphony_mcp.vision.annotate import draw_marks
 
 MAX_ELEMENTS = 1000
@@ -99,6 +99,18 @@ async def find_element(
     return view.express(FoundElements(query=query, matches=matches))
 
 
+@define_resource(
+    "screen://accessibility_tree",
+    name="accessibility_tree",
+    description="The applications' accessibility trees as OSWorld's accessibility_tree observation (XML in its "
+    "controller's format: role tags, st:/attr:/cp:/val:/act: attributes, text; unfiltered, 50 deep and 1024 wide), "
+    "for OSWorld's getters and metrics and planners trained on it",
+    mime_type="application/xml",
+)
+async def accessibility_tree(cores: Cores) -> str:
+    return await cores.elements.osworld_tree()
+
+
 def _heading(result: ElementsResult) -> str:
     where = "screen pixels" if result.space == "screen" else f"pixels of frame {result.frame_id}"
     parts = [f"{len(result.elements)} of {result.total} elements ({where}); ids hold for this frame"]
@@ -109,4 +121,4 @@ def _heading(result: ElementsResult) -> str:
     return "; ".join(parts)
 
 
-DEFINITIONS = (elements, find_element)
+DEFINITIONS = (elements, find_element, accessibility_tree)
