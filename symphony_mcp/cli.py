@@ -471,7 +471,7 @@ def _fetch_cache(args: argparse.Namespace, names: list[str]) -> int:
         adapter = load_adapter(adapter_spec("osworld", None), tuple(map(parse_option, args.option)))
         assert isinstance(adapter, OSWorldAdapter)
         if adapter.tasks_dir is None:
-            raise ValueError("no OSWorld task folder: give --option tasks_dir=DIR or set OSWORLD_TASKS")
+            raise SettingsError("no OSWorld task folder: give --option tasks_dir=DIR or set OSWORLD_TASKS")
         mirrors = [parse_mirror(text) for text in args.mirror]
         selection = TaskFilter(tuple(args.tasks or ()), tuple(args.domains or ()), args.all)
         tasks = select(load_task_set(adapter.tasks_dir, adapter.task_list).tasks, selection, DEFAULT_DOMAINS)

@@ -34,8 +34,8 @@ from symphony_mcp.bench.osworld.offline import (
     sha256_of,
     task_files,
 )
+from symphony_mcp.errors import SettingsError
 
-CHUNK = 1 << 20
 TIMEOUT = httpx.Timeout(60.0, connect=20.0)
 
 
@@ -52,7 +52,7 @@ def parse_mirror(text: str) -> tuple[str, str]:
     """`PREFIX=REPLACEMENT` as given on the command line."""
     prefix, sep, replacement = text.partition("=")
     if not sep or not prefix.startswith(("http://", "https://")) or not replacement.startswith(("http://", "https://")):
-        raise ValueError(f"invalid mirror {text!r}: give PREFIX=REPLACEMENT, both http(s) URLs")
+        raise SettingsError(f"invalid mirror {text!r}: give PREFIX=REPLACEMENT, both http(s) URLs")
     return prefix, replacement
 
 
@@ -162,7 +162,7 @@ class _Store:
             resumed = response.status_code == 206
             expected = response.headers.get("content-length")
             with part.open("ab" if resumed else "wb") as handle:
-                for chunk in response.iter_bytes(CHUNK):
+                for chunk in response.iter_bytes():  # as it arrives: an interrupted run keeps what came
                     handle.write(chunk)
         total = part.stat().st_size
         if expected is not None and total - (have if resumed else 0) != int(expected):
