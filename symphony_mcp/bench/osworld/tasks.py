@@ -1,13 +1,15 @@
 """OSWorld task JSONs: loading from a folder, and whether each can run on this machine (else why not).
 
 A task folder is OSWorld's `evaluation_examples/examples` (one sub-folder per domain) or one domain's
-folder; `template.json` (no id) and the Windows variants of Linux tasks (`<id>-win.json`, same id) are
-not tasks of this set. Every task is listed; one that cannot run here carries every reason, not only the
-first: a download or cloud file that is not in the offline copy of OSWorld's cache, a URL, the live web
-(named in LIVE_WEB where the JSON does not say so), a package install when the package registries are not
-reachable, GNOME (gsettings, GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app,
-an app, program or service this machine lacks, sudo for the task user, no evaluator, or a setup step,
-getter or metric this adapter or desktop-env does not provide (a metric module that fails to import).
+folder; the tasks are the ones OSWorld's task list names (test_all.json beside the examples folder, or one
+chosen), and what else the folder holds is counted with why it is not listed (OSWorld's Windows set, tasks
+not in its test set, `template.json` with no id, the Windows variants of Linux tasks `<id>-win.json`).
+Every task listed that cannot run here carries every reason, not only the first: a download or cloud file that
+is not in the offline copy of OSWorld's cache, a URL, the live web (named in LIVE_WEB where the JSON does not
+say so), a package install when the package registries are not reachable, GNOME (gsettings, GNOME Shell, the
+GNOME Terminal text getter), a Windows or proprietary app, an app, program or service this machine lacks, sudo
+for the task user, no evaluator, or a setup step, getter or metric this adapter or desktop-env does not
+provide (a metric module that fails to import).
 """
 
 from __future__ import annotations
