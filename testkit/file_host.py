@@ -22,7 +22,7 @@ class FileHost:
 
 @contextmanager
 def file_host(files: dict[str, bytes], cut_once: dict[str, int] | None = None) -> Iterator[FileHost]:
-    host = FileHost(files, dict(cut_once or {}))
+    host = FileHost(dict(files), dict(cut_once or {}))
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from symphony_mcp.bench.osworld import OSWorldAdapter
+from symphony_mcp.bench.osworld.fetch import fetch_cache
 from symphony_mcp.bench.osworld.offline import MANIFEST_FILE, CacheError, download_copy, task_files
 from symphony_mcp.bench.osworld.tasks import load_task_set, skip_reason
 from symphony_mcp.bench.runner import make_plan
@@ -128,6 +129,12 @@ def test_fetch_cache_downloads_resumes_and_checks_every_file(tmp_path: Path) -> 
     )
     assert bad.returncode == 2 and "invalid mirror 'drive': give PREFIX=REPLACEMENT" in bad.stderr
     assert not (tmp_path / "other").exists()
+    # A task JSON whose download names no URL is reported, not a crash; the other tasks' files still come.
+    broken = {"id": "broken", "config": [{"type": "download", "parameters": {"files": [{"path": "~/a.txt"}]}}]}
+    with file_host(served) as again:
+        report = fetch_cache([broken, trash_task], tmp_path / "again", [(DRIVE, again.base)])
+    assert report.failed == ["task broken: its files cannot be read from its JSON: KeyError('url')"]
+    assert report.fetched == 1
 
 
 def test_a_cache_made_from_other_urls_is_found_by_name_and_checksum(

@@ -73,17 +73,24 @@ def fetch_cache(
 ) -> FetchReport:
     """Every file the tasks take from OSWorld's cache, into `folder` with its manifest (see the module)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / ".gitignore").write_text("*\n", encoding="utf-8")
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
     try:
         manifest = read_manifest(folder)
     except CacheError as exc:
         raise CacheError(f"{exc} (fetch-cache keeps its manifest in {folder / MANIFEST_FILE})") from exc
     by_url: dict[str, list[TaskFile]] = {}
+    report = FetchReport()
     for task in tasks:
-        for file in task_files(task):
+        try:
+            files = list(task_files(task))
+        except (KeyError, TypeError, ValueError) as exc:  # a JSON not in OSWorld's format: the others still go
+            report.failed.append(f"task {task.get('id')}: its files cannot be read from its JSON: {exc!r}")
+            continue
+        for file in files:
             by_url.setdefault(file.url, []).append(file)
     store = _Store(folder, manifest)
-    report = FetchReport()
     try:
         _fetch_all(store, by_url, mirrors, parallel, on_file, report)
     finally:
