@@ -433,7 +433,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
             spec,
             selection,
             options,
-            args.parallel or 1,
+            1 if args.parallel is None else args.parallel,
             args.force,
             args.backend,
             args.ray_address,
@@ -476,7 +476,8 @@ def _fetch_cache(args: argparse.Namespace, names: list[str]) -> int:
         selection = TaskFilter(tuple(args.tasks or ()), tuple(args.domains or ()), args.all)
         tasks = select(load_task_set(adapter.tasks_dir, adapter.task_list).tasks, selection, DEFAULT_DOMAINS)
         folder = Path(names[2]).expanduser()
-        report = fetch_cache(tasks, folder, mirrors, args.parallel or FETCH_PARALLEL, _fetch_line(args.quiet))
+        parallel = FETCH_PARALLEL if args.parallel is None else args.parallel
+        report = fetch_cache(tasks, folder, mirrors, parallel, _fetch_line(args.quiet))
     except (SymphonyError, ValueError, OSError, TypeError) as exc:
         return _fail(exc)
     print(

@@ -72,6 +72,8 @@ def fetch_cache(
     on_file: Callable[[TaskFile, str], None] = lambda file, what: None,
 ) -> FetchReport:
     """Every file the tasks take from OSWorld's cache, into `folder` with its manifest (see the module)."""
+    if parallel < 1:
+        raise SettingsError(f"--parallel {parallel}: give 1 or more downloads at once")
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
     if not ignore.exists():
@@ -121,7 +123,7 @@ def _fetch_all(
             report.present += len(by_url[url]) - fetched
         on_file(by_url[url][0], "fetched" if fetched else "present")
 
-    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(one, sorted(by_url)))
 
 
