@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import textwrap
+from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
 from types import UnionType
@@ -57,6 +58,8 @@ def _fail(error: BaseException) -> ExitCode:
     print(f"symphony-mcp: {error}", file=sys.stderr)
     return exit_code_for(error)
 
+
+FETCH_PARALLEL = 4  # downloads at once by default: a few, not a flood on the file hosts
 
 EPILOG = "exit status:\n" + "\n".join(
     textwrap.fill(meaning, 79, initial_indent=f"  {int(code):<4} ", subsequent_indent=" " * 7)
@@ -121,8 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         "run a benchmark's tasks on parallel virtual desktops; `bench list BENCHMARK` lists its tasks",
         "Run a benchmark's tasks through the bundled orchestrator, each environment on its own virtual "
-        "desktop, with resume; `bench list BENCHMARK` lists the tasks, skipped ones with the reason.",
-        usage="%(prog)s [list] BENCHMARK [options]",
+        "desktop, with resume; `bench list BENCHMARK` lists the tasks, skipped ones with the reason; "
+        "`bench osworld fetch-cache DIR` downloads the selected OSWorld tasks' files (on a networked machine) into "
+        "a cache with a manifest of sizes and sha256 sums, for OSWORLD_CACHE: resumable, checked, never fetched twice.",
+        usage="%(prog)s [list] BENCHMARK [options] | %(prog)s osworld fetch-cache DIR [options]",
     )
     bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld (or `list` BENCHMARK)")
     bench.add_argument("--adapter", metavar="MODULE:NAME", help="a custom adapter: a callable returning an Adapter")
@@ -136,7 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tasks", type=comma_list, help="comma-separated task ids")
     bench.add_argument("--domains", type=comma_list, help="comma-separated domains")
     bench.add_argument("--all", action="store_true", help="the whole task list, not the default subset")
-    bench.add_argument("--parallel", type=int, default=1, help="environments at once (default 1)")
+    bench.add_argument(
+        "--parallel",
+        type=int,
+        help=f"environments at once (default 1); fetch-cache: downloads at once ({FETCH_PARALLEL})",
+    )
+    bench.add_argument(
+        "--mirror",
+        action="append",
+        default=[],
+        metavar="PREFIX=REPLACEMENT",
+        help="fetch-cache: fetch URLs starting with PREFIX from REPLACEMENT instead (a mirror); repeatable",
+    )
     bench.add_argument("--force", action="store_true", help="run finished tasks again too")
     bench.add_argument(
         "--backend", choices=["local", "ray"], default="local", help="environments here (default) or on Ray"
@@ -401,6 +417,8 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
 
     listing = bool(args.words) and args.words[0] == "list"
     names = args.words[1:] if listing else args.words
+    if len(names) > 1 and names[1] == "fetch-cache":
+        return _fetch_cache(args, names)
     if len(names) > 1 or (not names and not args.adapter):
         print("symphony-mcp bench: give one BENCHMARK (or --adapter MODULE:NAME)", file=sys.stderr)
         return ExitCode.USAGE
@@ -415,7 +433,7 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
             spec,
             selection,
             options,
-            args.parallel,
+            1 if args.parallel is None else args.parallel,
             args.force,
             args.backend,
             args.ray_address,
@@ -436,6 +454,47 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
     )
     print(write_bench_report(path.parent))
     return ExitCode.UNAVAILABLE if summary.not_run else ExitCode.OK
+
+
+def _fetch_cache(args: argparse.Namespace, names: list[str]) -> int:
+    """`bench osworld fetch-cache DIR`: the selected tasks' files, downloaded with a manifest (osworld/fetch.py)."""
+    from symphony_mcp.bench.osworld.adapter import DEFAULT_DOMAINS, OSWorldAdapter
+    from symphony_mcp.bench.osworld.fetch import fetch_cache, parse_mirror
+    from symphony_mcp.bench.osworld.tasks import load_task_set, select
+    from symphony_mcp.bench.registry import adapter_spec, load_adapter, parse_option
+    from symphony_mcp.bench.types import TaskFilter
+
+    if names[0] != "osworld" or len(names) != 3:
+        print("symphony-mcp bench: usage: bench osworld fetch-cache DIR [--all|--domains|--tasks]", file=sys.stderr)
+        return ExitCode.USAGE
+    try:
+        adapter = load_adapter(adapter_spec("osworld", None), tuple(map(parse_option, args.option)))
+        assert isinstance(adapter, OSWorldAdapter)
+        if adapter.tasks_dir is None:
+            raise SettingsError("no OSWorld task folder: give --option tasks_dir=DIR or set OSWORLD_TASKS")
+        mirrors = [parse_mirror(text) for text in args.mirror]
+        selection = TaskFilter(tuple(args.tasks or ()), tuple(args.domains or ()), args.all)
+        tasks = select(load_task_set(adapter.tasks_dir, adapter.task_list).tasks, selection, DEFAULT_DOMAINS)
+        folder = Path(names[2]).expanduser()
+        parallel = FETCH_PARALLEL if args.parallel is None else args.parallel
+        report = fetch_cache(tasks, folder, mirrors, parallel, _fetch_line(args.quiet))
+    except (SymphonyError, ValueError, OSError, TypeError) as exc:
+        return _fail(exc)
+    print(
+        f"{len(tasks)} tasks: {report.fetched} files fetched, {report.present} already there, "
+        f"{len(report.failed)} failed; {folder}"
+    )
+    for failure in report.failed:
+        print(f"  failed: {failure}", file=sys.stderr)
+    return ExitCode.UNAVAILABLE if report.failed else ExitCode.OK
+
+
+def _fetch_line(quiet: bool) -> Callable[[Any, str], None]:
+    def line(file: Any, what: str) -> None:
+        if not quiet:
+            print(f"{what}: {file.task_id}/{file.name}", file=sys.stderr)
+
+    return line
 
 
 def _docs(index: Path, args: argparse.Namespace) -> int:

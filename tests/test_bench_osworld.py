@@ -26,7 +26,7 @@ import pytest
 
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
-from symphony_mcp.bench.osworld.account import RECORD, find_task_user
+from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
@@ -42,13 +42,12 @@ from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
-from testkit.osworld_host import TASKS, host
+from testkit.osworld_host import TASKS, host, task_account
 from testkit.scripted_planner import CODER, PLANNER, act, said
 from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
-ACCOUNT_COMMAND = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
 RENAME = "e0df059f-28a6-4169-924f-b9623e7184cc"  # rename ~/Desktop/todo_list_Jan_1 (made by sudo) to ..._Jan_2
 PYTHON3 = "c288e301-e626-4b98-a1ab-159dcb162af5"  # infeasible: no setup
 HIERARCHY = "4783cc41-c03c-4e1b-89b4-50658f642bd5"  # infeasible: mkdir setup, pyautogui clicks, activate_window
@@ -60,20 +59,8 @@ needs_desktop_env = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def task_user() -> Iterator[str]:
-    """The account OSWorld's tasks assume, made by the project's script and removed after (when we made it)."""
-    if os.geteuid() != 0:
-        pytest.skip("the OSWorld tasks run as the account 'user', which only root can create and act as")
-    created = subprocess.run([*ACCOUNT_COMMAND, "status"], capture_output=True, text=True).stdout
-    made_here = "does not exist" in created
-    if made_here:
-        subprocess.run([*ACCOUNT_COMMAND, "create"], check=True, capture_output=True)
-    elif "created by this script" not in created:
-        pytest.skip(f"an account 'user' exists that `symphony-mcp osworld-user` did not create: {created.strip()}")
-    yield "user"
-    if made_here:
-        done = subprocess.run([*ACCOUNT_COMMAND, "remove"], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        assert not RECORD.exists() and not Path("/home/user").exists()
+    with task_account() as name:
+        yield name
 
 
 @needs_desktop_env

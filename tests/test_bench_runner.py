@@ -246,6 +246,7 @@ def test_list_names_skipped_tasks_and_unknown_benchmarks_fail_clearly(tmp_path: 
         "notes/t-online  SKIPPED: needs the network",
         "notes/t3",
         "notes/t5",
+        "# 3 of 4 selected tasks runnable here, 0 of them infeasible",
     ]
     unknown = subprocess.run([*serve_command(), "bench", "nosuch"], env=env, capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "unknown benchmark 'nosuch'" in unknown.stderr  # usage

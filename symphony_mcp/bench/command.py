@@ -21,7 +21,7 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, TaskFilter
+from symphony_mcp.bench.types import Adapter, ExplainsListing, TaskFilter
 from symphony_mcp.config import Settings
 from symphony_mcp.stop_signals import STOP_SIGNALS
 
@@ -33,13 +33,20 @@ def results_root(settings: Settings) -> Path:
 
 
 def list_tasks(spec: str, selection: TaskFilter, options: AdapterOptions = ()) -> list[str]:
-    """`bench list`: one line per selected task, skipped ones with their reason."""
+    """`bench list`: one line per selected task, skipped ones with their reason; then, after `#`, how many are
+    runnable and what the adapter's task set covers and leaves out (ExplainsListing)."""
     adapter = load_adapter(spec, options)
     try:
         tasks = adapter.list_tasks(selection)
     finally:
         asyncio.run(adapter.close())
-    return [f"{t.domain}/{t.task_id}" + (f"  SKIPPED: {t.skip_reason}" if t.skip_reason else "") for t in tasks]
+    lines = [f"{t.domain}/{t.task_id}" + (f"  SKIPPED: {t.skip_reason}" if t.skip_reason else "") for t in tasks]
+    runnable = [t for t in tasks if not t.skip_reason]
+    infeasible = sum(t.infeasible for t in runnable)
+    lines.append(f"# {len(runnable)} of {len(tasks)} selected tasks runnable here, {infeasible} of them infeasible")
+    if isinstance(adapter, ExplainsListing):
+        lines += [f"# {note}" for note in adapter.listing_notes()]
+    return lines
 
 
 def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tuple[BenchSummary, Path]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -134,3 +134,12 @@ class Adapter(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ExplainsListing(Protocol):
+    """An adapter whose task set is a choice (OSWorld's test_all.json) says what it covers and leaves out."""
+
+    def listing_notes(self) -> list[str]:
+        """Lines about the last listing: the task list used, and what else was found and why it is not listed."""
+        ...

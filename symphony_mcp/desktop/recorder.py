@@ -75,4 +75,3 @@ class ActionRecorder:
             return await self.thread.run(lambda d: (d.cursor(), d.active_window()))
         except Exception:
             return None, None  # the display went away; the action's own outcome is what matters
-

@@ -3,6 +3,9 @@
     adapter = OSWorldAdapter(Path("evaluation_examples/examples"))   # or OSWORLD_TASKS=... OSWorldAdapter()
     tasks = adapter.list_tasks(TaskFilter(domains=("os",)))   # skipped ones carry their reason
 
+The task set is what OSWorld's task list names (test_all.json beside the examples folder, or `task_list`);
+the folder's other JSONs (OSWorld's Windows set, tasks kept out of its test set, the template) are counted
+in `listing_notes`, not listed.
 Per task: reset throws the environment's sandbox away (every process the last task started ends, every
 file it wrote anywhere is gone, as OSWorld reverts its VM) and starts a fresh one (sandbox.py): the host's
 root under a private overlay, the task user's home as the account has it. The task's `config` steps run
@@ -29,7 +32,7 @@ from symphony_mcp.bench.osworld.evaluate import evaluate
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.sandbox import Sandbox, sandbox_problem
 from symphony_mcp.bench.osworld.setup import SetupRunner
-from symphony_mcp.bench.osworld.tasks import BENCHMARK, Host, load_tasks, to_bench_task
+from symphony_mcp.bench.osworld.tasks import BENCHMARK, Host, TaskSet, load_task_set, select, to_bench_task
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import SymphonyError
@@ -61,12 +64,15 @@ class OSWorldAdapter:
         password: str = "password",
         open_timeout: float = 120.0,
         cache: Path | None = None,
+        task_list: Path | None = None,
     ) -> None:
         folder = tasks_dir or os.environ.get(TASKS_VARIABLE)
         self.tasks_dir = Path(folder).expanduser() if folder else None
         offline = cache or os.environ.get(CACHE_VARIABLE)
         self.cache = Path(offline).expanduser() if offline else None  # a copy of OSWorld's download cache
+        self.task_list = Path(task_list).expanduser() if task_list else None  # default: OSWorld's test_all.json
         self.user_name, self.password, self.open_timeout = user, password, open_timeout
+        self._task_set: TaskSet | None = None
         self._runners: dict[str, SetupRunner] = {}
         self._sandboxes: dict[str, Sandbox] = {}
 
@@ -77,14 +83,12 @@ class OSWorldAdapter:
                 "folder (or one domain's folder)"
             )
         host = Host.here(find_task_user(self.user_name, self.password), self.cache)
-        tasks = load_tasks(self.tasks_dir)
-        if selection.task_ids:
-            wanted = set(selection.task_ids)
-            tasks = [t for t in tasks if t["id"] in wanted]
-        elif selection.domains or not selection.everything:
-            domains = set(selection.domains or DEFAULT_DOMAINS)
-            tasks = [t for t in tasks if t["_domain"] in domains]
-        return [to_bench_task(t, host) for t in tasks]
+        self._task_set = load_task_set(self.tasks_dir, self.task_list)
+        return [to_bench_task(t, host) for t in select(self._task_set.tasks, selection, DEFAULT_DOMAINS)]
+
+    def listing_notes(self) -> list[str]:
+        """What the last listing's task set covers and what the folder holds besides (task_set.notes)."""
+        return self._task_set.notes() if self._task_set else []
 
     async def setup(self, environment: Environment) -> None:
         self._user()  # fail early, with what to do

@@ -109,7 +109,7 @@ def get_cloud_file(context: GetterContext, config: dict[str, Any]) -> str | list
     gives = set(config.get("gives", [0]))
     given = []
     for index, (url, dest) in enumerate(zip(paths, dests, strict=True)):
-        source = cloud_copy(context.offline, context.task_id, dest)
+        source = cloud_copy(context.offline, context.task_id, dest, url)
         if source is None:
             raise FileNotFoundError(f"no offline copy of {url} as {dest} (OSWorld's cache)")
         context.cache_dir.mkdir(parents=True, exist_ok=True)

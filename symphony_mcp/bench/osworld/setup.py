@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony_mcp.bench.osworld.commands import Command, CommandResult, execute, launch
-from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, download_copy, place
+from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, download_copy, place
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_windows import X11WindowManager
@@ -162,7 +162,10 @@ class SetupRunner:
             url, path = file.get("url", ""), file.get("path", "")
             if not url or not path:
                 raise SetupError(f"invalid URL ({url!r}) or path ({path!r})")
-            source = download_copy(self.offline, self.task_id, url, path)
+            try:
+                source = download_copy(self.offline, self.task_id, url, path)
+            except CacheError as exc:
+                raise SetupError(str(exc)) from exc
             if source is None:
                 raise SetupError(f"no offline copy of {url} for {path} (OSWorld's cache, {CACHE_VARIABLE})")
             place(self.sandbox, source, path)

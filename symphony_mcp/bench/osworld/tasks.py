@@ -1,13 +1,15 @@
 """OSWorld task JSONs: loading from a folder, and whether each can run on this machine (else why not).
 
 A task folder is OSWorld's `evaluation_examples/examples` (one sub-folder per domain) or one domain's
-folder; `template.json` (no id) and the Windows variants of Linux tasks (`<id>-win.json`, same id) are
-not tasks of this set. Every task is listed; one that cannot run here carries every reason, not only the
-first: a download or cloud file that is not in the offline copy of OSWorld's cache, a URL, the live web
-(named in LIVE_WEB where the JSON does not say so), a package install when the package registries are not
-reachable, GNOME (gsettings, GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app,
-an app, program or service this machine lacks, sudo for the task user, no evaluator, or a setup step,
-getter or metric this adapter or desktop-env does not provide (a metric module that fails to import).
+folder; the tasks are the ones OSWorld's task list names (test_all.json beside the examples folder, or one
+chosen), and what else the folder holds is counted with why it is not listed (OSWorld's Windows set, tasks
+not in its test set, `template.json` with no id, the Windows variants of Linux tasks `<id>-win.json`).
+Every task listed that cannot run here carries every reason, not only the first: a download or cloud file that
+is not in the offline copy of OSWorld's cache, a URL, the live web (named in LIVE_WEB where the JSON does not
+say so), a package install when the package registries are not reachable, GNOME (gsettings, GNOME Shell, the
+GNOME Terminal text getter), a Windows or proprietary app, an app, program or service this machine lacks, sudo
+for the task user, no evaluator, or a setup step, getter or metric this adapter or desktop-env does not
+provide (a metric module that fails to import).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import shutil
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +32,12 @@ from symphony_mcp.bench.osworld.commands import is_pyautogui
 from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
 from symphony_mcp.bench.osworld.getters import GETTERS
 from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
-from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, cloud_copy, download_copy
+from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, find, task_files
 from symphony_mcp.bench.osworld.setup import SETUP_STEPS
-from symphony_mcp.bench.types import BenchTask
+from symphony_mcp.bench.types import BenchTask, TaskFilter
 
 BENCHMARK = "osworld"
+TASK_LIST = "test_all.json"  # OSWorld's list of its test set (evaluation_examples/)
 NETWORK_STEPS = frozenset({"googledrive", "login", "proxy", "upload_file", "change_wallpaper"})
 NETWORK_GETTERS = frozenset({"googledrive_file", "pdf_from_url", "info_from_website"})
 URL = re.compile(r"https?://")
@@ -150,25 +154,102 @@ def _answers(url: str, timeout: float = 5.0) -> bool:
         return False
 
 
-def load_tasks(folder: Path) -> list[dict[str, Any]]:
-    """Every task JSON under `folder` (the examples folder or one domain's), with its domain, sorted."""
+@dataclass(frozen=True)
+class TaskSet:
+    """The tasks a task list names (OSWorld's test_all.json, or the one chosen), and what else the folder holds."""
+
+    tasks: list[dict[str, Any]]
+    task_list: Path | None  # None: no task list found, every task JSON in the folder is listed
+    left_out: dict[str, int]  # why a JSON found is not listed -> how many
+
+    def notes(self) -> list[str]:
+        """What the listing covers and what it leaves out, in words."""
+        named = f"the tasks {self.task_list.name} names" if self.task_list else "every task JSON found (no task list)"
+        lines = [f"{len(self.tasks)} tasks listed: {named}"]
+        lines += [f"not listed: {count} {why}" for why, count in self.left_out.items()]
+        return lines
+
+
+def find_task_list(folder: Path) -> Path | None:
+    """OSWorld's task list for a task folder: test_all.json beside the examples folder (evaluation_examples/),
+    in it, or above a domain's folder."""
+    for place in (folder, folder.parent, folder.parent.parent):
+        if (place / TASK_LIST).is_file():
+            return place / TASK_LIST
+    return None
+
+
+def load_task_set(folder: Path, task_list: Path | None = None) -> TaskSet:
+    """The tasks of `folder` (the examples folder or one domain's) that the task list names (`task_list`, else
+    the one find_task_list finds; without one, all), each with its domain, sorted; with what was left out."""
     if not folder.is_dir():
         raise FileNotFoundError(f"no OSWorld task folder at {folder} (give the examples folder or a domain's)")
-    tasks = []
+    task_list = task_list or find_task_list(folder)
+    named = _named(task_list) if task_list else None
+    tasks: list[dict[str, Any]] = []
+    left_out: Counter[str] = Counter()
     for path in sorted(folder.rglob("*.json")):
+        if task_list is not None and path.resolve() == task_list.resolve():
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: not a task JSON: {exc}") from exc
-        if not isinstance(data, dict) or not data.get("id") or "instruction" not in data:
-            continue  # task lists (test_all.json) and the template (its id is empty)
+        if not isinstance(data, dict) or "instruction" not in data:
+            continue  # other task lists (test_small.json)
+        if not data.get("id"):
+            left_out["template (template.json: no id)"] += 1
+            continue
         if path.stem.endswith("-win"):
-            continue  # the Windows variant of a Linux task (same id): OSWorld's Windows set, not this one
+            left_out["Windows variants of Linux tasks (<id>-win.json, same id: OSWorld's Windows set)"] += 1
+            continue
         domain = path.parent.name if path.parent != folder else str(data.get("snapshot") or folder.name)
         if path.parent.parent != folder and path.parent != folder:
             domain = f"{path.parent.parent.name}/{domain}"  # Windows/excel ...
+        if named is not None and task_list is not None and (domain, data["id"]) not in named:
+            why = (
+                f"Windows tasks (OSWorld's Windows set, not in {task_list.name})"
+                if domain.startswith("Windows")
+                else f"{domain} tasks that {task_list.name} does not name (not in OSWorld's test set)"
+            )
+            left_out[why] += 1
+            continue
         tasks.append({**data, "_domain": domain, "_path": str(path)})
-    return sorted(tasks, key=lambda t: (t["_domain"], t["id"]))
+    if named is not None and task_list is not None:
+        found = {(t["_domain"], t["id"]) for t in tasks}
+        in_folder = {d for d, _ in named if (folder / d).is_dir() or folder.name == d}
+        missing = sum(1 for key in named if key[0] in in_folder and key not in found)
+        if missing:
+            left_out[f"tasks {task_list.name} names that have no JSON in {folder}"] = missing
+    return TaskSet(sorted(tasks, key=lambda t: (t["_domain"], t["id"])), task_list, dict(left_out))
+
+
+def _named(task_list: Path) -> set[tuple[str, str]]:
+    try:
+        data = json.loads(task_list.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{task_list}: not an OSWorld task list: {exc}") from exc
+    if not isinstance(data, dict) or not all(isinstance(ids, list) for ids in data.values()):
+        raise ValueError(f"{task_list}: not an OSWorld task list ({{domain: [task id, ...]}})")
+    return {(domain, str(task_id)) for domain, ids in data.items() for task_id in ids}
+
+
+def load_tasks(folder: Path) -> list[dict[str, Any]]:
+    """The task set's tasks (load_task_set)."""
+    return load_task_set(folder).tasks
+
+
+def select(
+    tasks: list[dict[str, Any]], selection: TaskFilter, default_domains: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The tasks a selection takes: ids, domains, all, or the default domains."""
+    if selection.task_ids:
+        wanted = set(selection.task_ids)
+        return [t for t in tasks if t["id"] in wanted]
+    if selection.domains or not selection.everything:
+        domains = set(selection.domains or default_domains)
+        return [t for t in tasks if t["_domain"] in domains]
+    return tasks
 
 
 def to_bench_task(data: dict[str, Any], host: Host) -> BenchTask:
@@ -217,10 +298,10 @@ def _reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
             yield f"needs {name}, which is not installed here"
     steps = [*task.get("config", []), *evaluator.get("postconfig", [])]
     yield from _step_reasons(steps, host)
-    yield from _download_reasons(task["id"], steps, host)
+    yield from _cache_reasons(task, host)
     infeasible = func == INFEASIBLE
     if not infeasible:
-        yield from _evaluator_reasons(task["id"], evaluator, host)
+        yield from _evaluator_reasons(evaluator)
     commands = [c for c in _commands(steps) if not is_pyautogui(c)]
     if not infeasible:
         commands += list(_getter_commands(evaluator))
@@ -234,13 +315,18 @@ def _reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
         )
 
 
-def _download_reasons(task_id: str, steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
-    for step in steps:
-        if step.get("type") != "download":
+def _cache_reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
+    for file in task_files(task):
+        if file.kind == "cloud_file" and task.get("evaluator", {}).get("func") == INFEASIBLE:
             continue
-        for file in step.get("parameters", {}).get("files", []):
-            if download_copy(host.cache, task_id, file["url"], file["path"]) is None:
-                yield f"needs the network (a download step; offline: OSWorld's cache in {CACHE_VARIABLE})"
+        try:
+            found = find(host.cache, file)
+        except CacheError as exc:
+            yield f"its cached file {file.name} is damaged: {exc}"
+            continue
+        if found is None:
+            step = "a download step" if file.kind == "download" else "a cloud_file getter"
+            yield f"needs the network ({step}; offline: OSWorld's cache in {CACHE_VARIABLE})"
 
 
 def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
@@ -262,7 +348,7 @@ def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
                 yield f"launches {program}, which is not installed here"
 
 
-def _evaluator_reasons(task_id: str, evaluator: dict[str, Any], host: Host) -> Iterator[str]:
+def _evaluator_reasons(evaluator: dict[str, Any]) -> Iterator[str]:
     try:
         metrics = metrics_of(evaluator)
     except (ValueError, TypeError) as exc:
@@ -274,10 +360,8 @@ def _evaluator_reasons(task_id: str, evaluator: dict[str, Any], host: Host) -> I
                 continue
             kind = getter.get("type")
             if kind == "cloud_file":
-                dests = getter["dest"] if getter.get("multi") else [getter["dest"]]
-                if any(cloud_copy(host.cache, task_id, d) is None for d in dests):
-                    yield f"needs the network (a cloud_file getter; offline: OSWorld's cache in {CACHE_VARIABLE})"
-            elif kind in NETWORK_GETTERS:
+                continue  # its gold file: _cache_reasons
+            if kind in NETWORK_GETTERS:
                 yield f"needs the network (the {kind} getter)"
             elif kind in GETTER_NEEDS:
                 yield GETTER_NEEDS[kind]

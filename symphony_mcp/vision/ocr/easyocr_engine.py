@@ -215,9 +215,7 @@ def _bounding_box(quad: Any, shape: tuple[int, ...]) -> tuple[int, int, int, int
     return max(int(left), 0), max(int(top), 0), min(int(right), width), min(int(bottom), height)
 
 
-def split_words(
-    grey: np.ndarray, box: tuple[int, int, int, int], text: str, confidence: float
-) -> list[RecognizedWord]:
+def split_words(grey: np.ndarray, box: tuple[int, int, int, int], text: str, confidence: float) -> list[RecognizedWord]:
     """One RecognizedWord per word of `text`, narrowed to its ink; a box read as several words is cut at blank columns.
 
     Detection boxes reach a few pixels past the glyphs, and callers put the caret at a word's left or right edge.
