@@ -18,7 +18,7 @@ from pydantic import SecretStr, ValidationError
 from symphony_mcp.cli import build_parser, setting_flags, settings_from_args
 from symphony_mcp.config import DisplaySettings, SearchSettings, Settings, flag_settings, load_settings, parse_geometry
 
-# The flags of run and bench before they were derived from the settings.
+# The flags of run and bench before they were derived from the settings, and those added since.
 AGENT_FLAGS: list[tuple[list[str], tuple[str, ...], Any]] = [
     (["--results", "/tmp/r"], ("orchestrator", "results_dir"), Path("/tmp/r")),
     (["--max-steps", "7"], ("orchestrator", "max_steps"), 7),
@@ -35,6 +35,8 @@ AGENT_FLAGS: list[tuple[list[str], tuple[str, ...], Any]] = [
     (["--grounder-model", "gta1-7b"], ("models", "grounder", "model"), "gta1-7b"),
     (["--grounding-family", "qwen3-vl"], ("grounding", "family"), "qwen3-vl"),
     (["--log-level", "INFO"], ("log_level",), "INFO"),
+    # Added since, from the settings' Flags alone:
+    (["--dual-grounding"], ("orchestrator", "dual_grounding"), True),
 ]
 # The flags of each command before they were derived from the settings: (flags, the setting's path, its value).
 HISTORICAL_FLAGS: dict[str, list[tuple[list[str], tuple[str, ...], Any]]] = {
