@@ -45,7 +45,7 @@ from testkit.desktop_apps import gtk_probe
 
 DOCS = Path("/usr/share/doc/python3/html")
 PAGE = "library/os.html"
-OUTPUT = Path(__file__).parent / "results" / "elements_read.md"
+OUTPUT = Path(__file__).parents[1] / "results" / "elements_read.md"
 INTERACTIVE = "a[href], button, input, select, textarea, [role=button], [role=link], [role=checkbox]"
 REPORTER = f"""<script>
 let lastReport = "";
@@ -226,7 +226,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         "# Elements: tree read time, recall against the DOM, text form size",
         "",
-        f"Produced with `{interpreter()} -m benchmarks.elements_read --changed {args.changed} --unchanged "
+        f"Produced with `{interpreter()} -m benchmarks.overhead.elements_read --changed {args.changed} --unchanged "
         f"{args.unchanged}`. Screen: 1920x1080, openbox, three xterms (no tree), the GTK 3 probe window and "
         f"`{PAGE}` of python3-doc in kiosk Chromium. Applications read: {', '.join(figures['applications'])}; "
         f"windows without a tree: {', '.join(figures['without_tree']) or 'none'}.",
