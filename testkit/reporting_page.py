@@ -72,12 +72,13 @@ class ReportingPage:
 
 
 @contextlib.contextmanager
-def reporting_page() -> Iterator[ReportingPage]:
+def reporting_page(html: str = PAGE) -> Iterator[ReportingPage]:
+    """Serve `html` (by default the page above; another page reports the same way through its own script)."""
     page: ReportingPage
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = PAGE.encode()
+            body = html.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

@@ -4,6 +4,7 @@ reference), a Tk window (no tree: said so)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -26,10 +27,11 @@ from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.doctor import Check, diagnose
 from symphony_mcp.doctor import _accessibility as doctor_accessibility
 from symphony_mcp.elements.atspi_process import AtspiProcess, ElementsUnavailableError
+from testkit import reflow_page
 from testkit.chromium import KIOSK_ARGS, chromium_executable
 from testkit.desktop_apps import ProbeApp, gtk_probe
 from testkit.mcp_calls import call_error, call_ok
-from testkit.reporting_page import reporting_page
+from testkit.reporting_page import ReportingPage, reporting_page
 from testkit.server_process import ServerProcess, base_env
 
 pytestmark = pytest.mark.anyio
@@ -170,7 +172,7 @@ async def test_tk_window_is_said_to_have_no_tree(client: Client, xdisplay: Virtu
 async def _until(client: Client, predicate: Any, tries: int = 100) -> dict[str, Any]:
     """elements, read until `predicate` holds for it (the window takes a moment to appear)."""
     for _ in range(tries):
-        result = await client.call_tool("elements", {"space": "screen"})
+        result = await client.call_tool("elements", {"space": "screen", "max": 1000})
         structured = dict(result.structured_content or {})
         structured["content_heading"] = result.content[-1].text  # type: ignore[union-attr]
         if predicate(structured):
@@ -184,6 +186,28 @@ def _pixels_covering(rect: dict[str, float]) -> tuple[int, int, int, int]:
     left, top = math.floor(rect["left"]), math.floor(rect["top"])
     right, bottom = math.ceil(rect["left"] + rect["width"]), math.ceil(rect["top"] + rect["height"])
     return left, top, right - left, bottom - top
+
+
+def _boxes_differing(
+    result: dict[str, Any], dom: dict[str, Any], roles: dict[str, str], tolerance: int = 0, listed_only: bool = False
+) -> dict[str, Any]:
+    """The DOM's marked elements the reading does not list with the DOM's box (each edge within `tolerance` pixels;
+    with `listed_only`, only those it lists): name -> (boxes seen, DOM box)."""
+    differing = {}
+    for name, role in roles.items():
+        if name not in dom:
+            continue
+        seen = [
+            (e["box"]["left"], e["box"]["top"], e["box"]["width"], e["box"]["height"])
+            for e in result["elements"]
+            if e["name"] == name and e["role"] == role
+        ]
+        want = _pixels_covering(dom[name])
+        if listed_only and not seen:
+            continue
+        if not any(all(abs(a - b) <= tolerance for a, b in zip(box, want, strict=True)) for box in seen):
+            differing[name] = (seen, _pixels_covering(dom[name]))
+    return differing
 
 
 def _near(pixel: Any, colour: tuple[int, int, int], tolerance: int = 60) -> bool:
@@ -201,15 +225,11 @@ async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_pat
         command = shlex.join([chromium, *KIOSK_ARGS, f"--user-data-dir={tmp_path / 'profile'}", page.url])
         opened = await call_ok(client, "open_app", target=command, wait_seconds=10)
         try:
-            dom = page.wait(lambda s: s.get("ready"))["boxes"]
-            result = await _until(client, lambda r: any(e["name"] == "0l1I" for e in r["elements"]))
+            page.wait(lambda s: s.get("ready"))
             roles = {"Save file": "push button", "ONE": "push button", "0l1I": "push button", "Search box": "entry",
                      "Docs link": "link", "Section #1": "heading"}  # fmt: skip
-            for name, role in roles.items():
-                (element,) = [e for e in result["elements"] if e["name"] == name and e["role"] == role]
-                box, want = element["box"], dom[name]
-                seen = (box["left"], box["top"], box["width"], box["height"])
-                assert seen == _pixels_covering(want), (name, seen, want)
+            # The page reports again when the kiosk window reaches its full size: compare with its latest layout.
+            result = await _until(client, lambda r: _boxes_differing(r, page.state["boxes"], roles) == {})
             ids = {e["name"]: e["id"] for e in result["elements"] if e["name"] in roles}
             await call_ok(client, "click", element=ids["0l1I"], space="screen")
             assert page.wait(lambda s: s["clicks"]["0l1I"] == 1)["clicks"] == {"Save file": 0, "ONE": 0, "0l1I": 1}
@@ -218,6 +238,90 @@ async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_pat
             assert page.wait(lambda s: s["field"] == typed)["field"] == typed
         finally:
             os.kill(opened["pid"], signal.SIGTERM)
+
+
+@contextlib.asynccontextmanager
+async def _reflow_page_open(client: Client, tmp_path: Path) -> AsyncIterator[tuple[ReportingPage, Any]]:
+    """The reflow page in kiosk Chromium (started by open_app), and a check that waits until elements lists each
+    link the page reports with the DOM's box (compared with the page's latest report: a smooth scroll reports each of
+    its frames), failing with the boxes that differ."""
+    chromium = chromium_executable()
+    assert chromium is not None, "Chromium is not installed (scripts/install.sh --dev)"
+    names = {f"Link {i}": f"Link {i}" + (" goes on over two lines" if i % 3 == 0 else "")
+             for i in range(reflow_page.LINKS)}  # fmt: skip
+    links = dict.fromkeys(names.values(), "link")
+    with reporting_page(reflow_page.PAGE) as page:
+        command = shlex.join([chromium, *KIOSK_ARGS, f"--user-data-dir={tmp_path / 'profile'}", page.url])
+        opened = await call_ok(client, "open_app", target=command, wait_seconds=10)
+
+        def differing(result: dict[str, Any], tolerance: int, listed_only: bool) -> dict[str, Any]:
+            expected = {names[key]: box for key, box in page.state["boxes"].items()}
+            return _boxes_differing(result, expected, links, tolerance, listed_only)
+
+        async def matching(tolerance: int = 0, listed_only: bool = False) -> dict[str, Any]:
+            try:
+                return await _until(client, lambda r: differing(r, tolerance, listed_only) == {})
+            except AssertionError as timeout:
+                last = await call_ok(client, "elements", space="screen", max=1000)
+                raise AssertionError(
+                    f"boxes differ from the DOM's: {differing(last, tolerance, listed_only)}"
+                ) from timeout
+
+        try:
+            page.wait(lambda s: s.get("ready"))
+            yield page, matching
+        finally:
+            os.kill(opened["pid"], signal.SIGTERM)
+
+
+async def test_chromium_boxes_follow_a_reflow(client: Client, tmp_path: Path) -> None:
+    """Chromium sends no change event when a page reflows by style alone, yet the elements read afterwards have the
+    DOM's boxes: links wrapping onto two lines (their box spans both lines), then the same links after a banner,
+    shown above them 3 s after a button was pressed by element id (and a read), pushed them down."""
+    async with _reflow_page_open(client, tmp_path) as (page, matching):
+        result = await matching()
+        (wrapped,) = [
+            e for e in result["elements"] if e["name"] == "Link 3 goes on over two lines" and e["role"] == "link"
+        ]
+        assert wrapped["box"]["height"] >= 40, wrapped  # two lines of 22 px
+        (insert,) = [e for e in result["elements"] if e["name"] == "Insert banner"]
+        await call_ok(client, "click", element=insert["id"], space="screen")
+        await call_ok(client, "elements", space="screen", max=1000)  # the press's own events seen, the tree walked
+        assert page.state["banners"] == 0, "the banner came before the read after the press: nothing was checked"
+        pushed = page.wait(lambda s: s["banners"] == 1)["boxes"]
+        assert pushed["Link 1"]["top"] > result_box_top(result, "Link 1")
+        await matching()
+
+
+async def test_chromium_boxes_follow_a_scroll(client: Client, tmp_path: Path) -> None:
+    """Chromium sends no change event when a page scrolls: a tree kept since before the scroll listed every link at
+    its old place. After the scroll tool, each link listed has its new DOM box (1 px either way: a fractional scroll
+    offset rounds apart)."""
+    async with _reflow_page_open(client, tmp_path) as (page, matching):
+        await matching()
+        await call_ok(client, "scroll", vertical=-5, x=100, y=500, space="screen")
+        page.wait(lambda s: s["scrollY"] > 0)
+        result = await matching(tolerance=1, listed_only=True)
+        assert sum(e["role"] == "link" for e in result["elements"]) >= 10, result["content_heading"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="links scrolled into view are missing from Chromium's tree in this test (not on the python docs page, "
+    "where a walk after a wheel scroll finds all of them); cause not found yet",
+)
+async def test_chromium_lists_the_links_a_scroll_brings_into_view(client: Client, tmp_path: Path) -> None:
+    """After the page scrolled (the scroll tool), the links scrolled into view are listed, with their DOM boxes."""
+    async with _reflow_page_open(client, tmp_path) as (page, matching):
+        await matching()
+        await call_ok(client, "scroll", vertical=-5, x=100, y=500, space="screen")
+        page.wait(lambda s: s["scrollY"] > 0)
+        await matching(tolerance=1)
+
+
+def result_box_top(result: dict[str, Any], name: str) -> int:
+    (element,) = [e for e in result["elements"] if e["name"] == name and e["role"] == "link"]
+    return int(element["box"]["top"])
 
 
 def test_missing_bindings_are_reported_with_the_fix() -> None:

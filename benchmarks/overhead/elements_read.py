@@ -45,9 +45,10 @@ from testkit.desktop_apps import gtk_probe
 
 DOCS = Path("/usr/share/doc/python3/html")
 PAGE = "library/os.html"
-OUTPUT = Path(__file__).parent / "results" / "elements_read.md"
+OUTPUT = Path(__file__).parents[1] / "results" / "elements_read.md"
 INTERACTIVE = "a[href], button, input, select, textarea, [role=button], [role=link], [role=checkbox]"
 REPORTER = f"""<script>
+let lastReport = "";
 function reportInteractive() {{
   const items = [];
   for (const el of document.querySelectorAll("{INTERACTIVE}")) {{
@@ -58,10 +59,12 @@ function reportInteractive() {{
     items.push({{tag: el.tagName.toLowerCase(), text: (el.innerText || el.value || "").trim().slice(0, 60),
                  left: r.left, top: r.top, width: r.width, height: r.height}});
   }}
-  fetch("/report", {{method: "POST", body: JSON.stringify({{scrollY, items}})}});
+  const report = JSON.stringify({{scrollY, items}});
+  if (report !== lastReport) fetch("/report", {{method: "POST", body: report}});
+  lastReport = report;
 }}
-addEventListener("load", reportInteractive);
-addEventListener("scroll", () => setTimeout(reportInteractive, 50));
+// The layout goes on changing after load (the sidebar narrows): report whenever it differs, not only at load.
+setInterval(reportInteractive, 200);
 </script>"""
 # Median budgets of issue 22.
 CHANGED_BUDGET_MS = 150.0
@@ -223,7 +226,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         "# Elements: tree read time, recall against the DOM, text form size",
         "",
-        f"Produced with `{interpreter()} -m benchmarks.elements_read --changed {args.changed} --unchanged "
+        f"Produced with `{interpreter()} -m benchmarks.overhead.elements_read --changed {args.changed} --unchanged "
         f"{args.unchanged}`. Screen: 1920x1080, openbox, three xterms (no tree), the GTK 3 probe window and "
         f"`{PAGE}` of python3-doc in kiosk Chromium. Applications read: {', '.join(figures['applications'])}; "
         f"windows without a tree: {', '.join(figures['without_tree']) or 'none'}.",

@@ -6,10 +6,13 @@ So this file imports nothing but the standard library and `gi`, and speaks JSON,
 stdin and stdout. The server side is `atspi_process.py`.
 
 Requests and answers:
-- `{"op": "read", "max_nodes", "max_depth", "seconds", "screen": [l, t, w, h]}` walks every application's tree,
-  pruning what is not showing or lies outside the screen, and answers the candidate nodes (`nodes`), the
+- `{"op": "read", "max_nodes", "max_depth", "seconds", "screen": [l, t, w, h], "tiles"}` walks every application's
+  tree, pruning what is not showing or lies outside the screen, and answers the candidate nodes (`nodes`), the
   applications seen (`apps`), how many nodes were visited and, when the walk was cut, why (`cut`). Each node
   has a `ref`, valid together with the reading's number (`reading`) for `check` and `act`.
+  An application's walk is kept and served again while no change event came from it and the screen's pixels under
+  its windows (`tiles`, from `screen_tiles.py`) are those it was walked on and had already stood still at the read
+  before: Chromium sends no event when a page scrolls.
 - `{"op": "check", "reading", "ref"}`: whether that node is still there, showing, and its box now.
 - `{"op": "act", "reading", "ref", "kind": "press" | "set_text" | "append_text", "text"}`: the accessibility action.
 - `{"op": "tree", "max_depth", "max_width", "max_nodes", "seconds"}`: every application's whole tree, unfiltered, as
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 READINGS_KEPT = 16
+TEXT_CHARS = 2000  # an element's text is cut here
 # The events after which an application's cached tree is read again; a moved or added window is seen by comparing
 # the top-level windows' boxes, which costs one call per window.
 CHANGE_EVENTS = (
@@ -97,6 +101,7 @@ class AppTree:
     nodes: list[dict[str, Any]]
     objects: list[Any]
     windows: list[list[int] | None]  # its top-level windows' boxes when walked
+    view: tuple[str, ...]  # the digests of the screen tiles under those windows when walked
     visited: int
     deeper: bool
     limits: tuple[Any, ...]
@@ -109,7 +114,9 @@ class Helper:
         self.next_reading = 1
         self.trees: dict[tuple[str, int], AppTree] = {}
         self.changed_apps: set[tuple[str, int]] = set()
+        self.last_views: dict[tuple[str, int], tuple[str, ...]] = {}
         self.listener: Any = None
+        self.state_nicks = {int(s): atspi.StateType(s).value_nick for s in atspi.StateType.__enum_values__.values()}
 
     def listen(self) -> None:
         """Subscribe to change events, once, at the first read: that needs the accessibility bus (without it
@@ -132,7 +139,11 @@ class Helper:
         op = request.get("op")
         if op == "read":
             return self.read(
-                int(request["max_nodes"]), int(request["max_depth"]), float(request["seconds"]), request["screen"]
+                int(request["max_nodes"]),
+                int(request["max_depth"]),
+                float(request["seconds"]),
+                request["screen"],
+                request.get("tiles"),
             )
         if op == "check":
             return self.check(self._node(request))
@@ -155,7 +166,9 @@ class Helper:
         return objects[ref]
 
     # --- reading ----------------------------------------------------------------------------------
-    def read(self, max_nodes: int, max_depth: int, seconds: float, screen: list[int]) -> dict[str, Any]:
+    def read(
+        self, max_nodes: int, max_depth: int, seconds: float, screen: list[int], tiles: dict[str, Any] | None
+    ) -> dict[str, Any]:
         atspi = self.atspi
         deadline = time.monotonic() + seconds
         self.listen()
@@ -184,10 +197,19 @@ class Helper:
             key = (app_info["name"], app_info["pid"])
             seen_apps.add(key)
             apps.append(app_info)
+            view = _view(boxes, tiles)
+            # Chromium updates its tree a moment after it paints: a tree walked on pixels that were still changing
+            # at the read before may hold the old layout, so it is kept only once the pixels stood still between reads.
+            settled = self.last_views.get(key) == view
+            self.last_views[key] = view
             tree = self.trees.get(key)
-            if tree is None or key in self.changed_apps or tree.windows != boxes or tree.limits != limits:
+            if (
+                tree is None
+                or key in self.changed_apps
+                or (tree.windows, tree.view, tree.limits) != (boxes, view, limits)
+            ):
                 self.changed_apps.discard(key)
-                tree = self._walk_app(windows, boxes, limits, deadline, screen, app_info, walk)
+                tree = self._walk_app(windows, boxes, view, settled, limits, deadline, screen, app_info, walk)
             else:
                 walk["cached"] += 1
             offset = len(objects)
@@ -201,6 +223,8 @@ class Helper:
                 break
         for gone in set(self.trees) - seen_apps:
             del self.trees[gone]
+        for gone in set(self.last_views) - seen_apps:
+            del self.last_views[gone]
         reading = self.next_reading
         self.next_reading += 1
         self.readings[reading] = objects
@@ -220,13 +244,16 @@ class Helper:
         self,
         windows: list[Any],
         boxes: list[list[int] | None],
+        view: tuple[str, ...],
+        settled: bool,
         limits: tuple[Any, ...],
         deadline: float,
         screen: list[int],
         app: dict[str, Any],
         walk: dict[str, Any],
     ) -> AppTree:
-        """Walk one application's windows; the tree is kept for the next read unless the walk was cut."""
+        """Walk one application's windows; the tree is kept for the next read if the walk was not cut and the
+        application's pixels had `settled`."""
         max_nodes, max_depth, _ = limits
         objects: list[Any] = []
         nodes: list[dict[str, Any]] = []
@@ -235,9 +262,9 @@ class Helper:
             if window is not None:
                 self._walk(window, 1, max_depth, max_nodes, deadline, screen, app, window, objects, nodes, own)
         walk["cut"] = own["cut"]
-        tree = AppTree(nodes, objects, boxes, own["visited"], own["deeper"], limits)
+        tree = AppTree(nodes, objects, boxes, view, own["visited"], own["deeper"], limits)
         key = (app["name"], app["pid"])
-        if own["cut"] is None:
+        if own["cut"] is None and settled:
             self.trees[key] = tree
         else:
             self.trees.pop(key, None)
@@ -298,12 +325,10 @@ class Helper:
         try:
             role = node.get_role_name() or ""
             name = node.get_name() or ""
-            state_names = [atspi.StateType(s).value_nick for s in states.get_states()]
+            state_names = [self.state_nicks[int(s)] for s in states.get_states()]
             text = ""
-            text_iface = node.get_text_iface()
-            if text_iface is not None:
-                length = atspi.Text.get_character_count(node)
-                text = (atspi.Text.get_text(node, 0, min(length, 2000)) or "").translate(_SKIP_TEXT)
+            if node.get_text_iface() is not None:  # -1: to the end, one round trip instead of counting first
+                text = (atspi.Text.get_text(node, 0, -1) or "")[:TEXT_CHARS].translate(_SKIP_TEXT)
             value = None
             value_iface = node.get_value_iface()
             if value_iface is not None:
@@ -466,6 +491,24 @@ def _extents(node: Any, atspi: Any) -> list[int] | None:
         return None
     rect = atspi.Component.get_extents(node, atspi.CoordType.SCREEN)
     return [rect.x, rect.y, rect.width, rect.height]
+
+
+def _view(boxes: list[list[int] | None], tiles: dict[str, Any] | None) -> tuple[str, ...]:
+    """The digests of the screen tiles under these window boxes; without tiles a unique value (never reused)."""
+    if not tiles:
+        return (str(time.monotonic()),)
+    size, columns, digests = tiles["tile"], tiles["columns"], tiles["digests"]
+    left0, top0 = tiles["origin"]
+    rows = len(digests) // columns
+    wanted: set[int] = set()
+    for box in boxes:
+        if box is None:
+            continue
+        x, y, w, h = box
+        first_col, last_col = max(0, (x - left0) // size), min(columns - 1, (x + w - 1 - left0) // size)
+        first_row, last_row = max(0, (y - top0) // size), min(rows - 1, (y + h - 1 - top0) // size)
+        wanted.update(r * columns + c for r in range(first_row, last_row + 1) for c in range(first_col, last_col + 1))
+    return tuple(digests[i] for i in sorted(wanted))
 
 
 def _overlaps(box: list[int], screen: list[int]) -> bool:

@@ -21,6 +21,7 @@ from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.elements import osworld_tree
 from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
+from symphony_mcp.elements.screen_tiles import tile_digests
 from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Rect
@@ -77,6 +78,8 @@ class ElementReader:
             raise InvalidInputError(f"region {region and region.describe()} is outside the frame looked at")
         screen = await self.screen.screen_rect()
         started = time.monotonic()
+        frame = await self.screen.capture(screen)
+        tiles = await anyio.to_thread.run_sync(tile_digests, frame)
         answer = await self._request(
             {
                 "op": "read",
@@ -84,6 +87,7 @@ class ElementReader:
                 "max_depth": MAX_DEPTH,
                 "seconds": WALK_SECONDS,
                 "screen": [screen.left, screen.top, screen.width, screen.height],
+                "tiles": tiles,
             },
             timeout=WALK_SECONDS + 10,
         )
