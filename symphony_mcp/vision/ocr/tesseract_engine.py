@@ -25,7 +25,7 @@ from symphony_mcp.vision.ocr.types import RecognizedWord
 REREAD_LENGTH = 6  # a word of at most this many characters...
 REREAD_CONFIDENCE = 0.75  # ...read less sure than this...
 REREAD_SCALE = 2  # ...is read again this many times larger...
-SURER_BY = 0.1  # ...and the second reading is kept when surer by this much
+SURER_BY = 0.1  # ...and the second reading is kept when itself sure and surer by this much
 _TESSDATA_CANDIDATES = (
     "/usr/share/tesseract-ocr/5/tessdata",
     "/usr/share/tesseract-ocr/4.00/tessdata",
@@ -89,7 +89,8 @@ class TesseractEngine:
     def _reread(self, image: Image.Image, word: RecognizedWord) -> list[RecognizedWord]:
         """`word`, or what its surroundings read upscaled say is there when surer. A short word (a button's
         caption, a label, a code) has no context to lean on, and at screen sizes Tesseract often reads it wrong but
-        unsure ('mn' for MIN, '1m' for Tm), while twice as large it reads it right and sure."""
+        unsure ('mn' for MIN, '1m' for Tm), while twice as large it reads it right and sure. A second reading that
+        is itself unsure is no better evidence than the first ('oll' for OIl8 became 'oils' at 0.62)."""
         if word.confidence >= REREAD_CONFIDENCE or len(word.text) > REREAD_LENGTH:
             return [word]
         margin = word.height
@@ -103,7 +104,8 @@ class TesseractEngine:
         big = crop.resize((crop.width * REREAD_SCALE, crop.height * REREAD_SCALE), Image.Resampling.BICUBIC)
         again = [w.scaled_down(REREAD_SCALE).shifted(box[0], box[1]) for w in _read(self._api, big)]
         inside = [w for w in again if word.contains(w.left + w.width / 2, w.top + w.height / 2)]
-        if inside and min(w.confidence for w in inside) > word.confidence + SURER_BY:
+        sure = min((w.confidence for w in inside), default=0.0)
+        if sure >= REREAD_CONFIDENCE and sure > word.confidence + SURER_BY:
             return inside
         return [word]
 
