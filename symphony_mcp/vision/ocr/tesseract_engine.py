@@ -25,6 +25,7 @@ from symphony_mcp.vision.ocr.types import RecognizedWord
 REREAD_LENGTH = 6  # a word of at most this many characters...
 REREAD_CONFIDENCE = 0.75  # ...read less sure than this...
 REREAD_SCALE = 2  # ...is read again this many times larger...
+REREAD_HEIGHT = 24  # (px in the piece: taller words, such as upscaled bitmap text, are large enough already)
 SURER_BY = 0.1  # ...and the second reading is kept when itself sure and surer by this much
 _TESSDATA_CANDIDATES = (
     "/usr/share/tesseract-ocr/5/tessdata",
@@ -91,7 +92,12 @@ class TesseractEngine:
         caption, a label, a code) has no context to lean on, and at screen sizes Tesseract often reads it wrong but
         unsure ('mn' for MIN, '1m' for Tm), while twice as large it reads it right and sure. A second reading that
         is itself unsure is no better evidence than the first ('oll' for OIl8 became 'oils' at 0.62)."""
-        if word.confidence >= REREAD_CONFIDENCE or len(word.text) > REREAD_LENGTH:
+        if (
+            word.confidence >= REREAD_CONFIDENCE
+            or len(word.text) > REREAD_LENGTH
+            or word.height >= REREAD_HEIGHT
+            or not _has_alnum(word.text)
+        ):
             return [word]
         margin = word.height
         box = (
@@ -111,6 +117,12 @@ class TesseractEngine:
 
     def close(self) -> None:
         self._api.End()
+
+
+def _has_alnum(text: str) -> bool:
+    """Whether `text` holds a letter or digit: marks read as punctuation alone ('|', '"') are a button's edge or a
+    quote, and re-reading them (a third of the re-reads on button rows) cost time and found nothing."""
+    return any(char.isalnum() for char in text)
 
 
 def _read(api: Any, image: Image.Image) -> list[RecognizedWord]:
