@@ -24,6 +24,20 @@ class RecognizedWord:
     def shifted(self, dx: int, dy: int) -> RecognizedWord:
         return RecognizedWord(self.text, self.left + dx, self.top + dy, self.width, self.height, self.confidence)
 
+    def contains(self, x: float, y: float) -> bool:
+        return self.left <= x < self.left + self.width and self.top <= y < self.top + self.height
+
+    def scaled_down(self, factor: int) -> RecognizedWord:
+        """The word in the pixels of an image `factor` times smaller than the one it was read in."""
+        return RecognizedWord(
+            self.text,
+            self.left // factor,
+            self.top // factor,
+            max(1, self.width // factor),
+            max(1, self.height // factor),
+            self.confidence,
+        )
+
 
 class OcrWord(BaseModel):
     id: int = Field(description="index of the word in this result")
