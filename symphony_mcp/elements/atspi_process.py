@@ -22,7 +22,7 @@ from symphony_mcp.errors import SymphonyError
 log = logging.getLogger(__name__)
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 HELPER = Path(__file__).with_name("atspi_helper.py")
-BINDINGS_FIX = "apt-get install -y python3-gi gir1.2-atspi-2.0 at-spi2-core (scripts/install.sh installs them)"
+BINDINGS_FIX = "apt-get install -y python3-gi gir1.2-atspi-2.0 at-spi2-core dbus"
 START_SECONDS = 10.0
 
 
