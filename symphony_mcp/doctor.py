@@ -19,7 +19,7 @@ from typing import Literal
 import httpx
 
 from symphony_mcp.bench.osworld.account import find_task_user
-from symphony_mcp.code.confine import BWRAP_FIX, choose, weaker_than_bwrap
+from symphony_mcp.code.confine import bwrap_fix, choose, weaker_than_bwrap
 from symphony_mcp.config import MODEL_ROLES, ModelRole, Settings
 from symphony_mcp.desktop.accessibility import ACCESSIBILITY_FIX, BUS_LAUNCHER
 from symphony_mcp.desktop.live_view import VIEW_FIX, missing_parts
@@ -140,8 +140,8 @@ def _code(settings: Settings) -> Verdict:
     try:
         choose(settings.code)
     except PolicyError:
-        return Verdict("fail", f"run_code refuses to run: {weaker}", BWRAP_FIX)
-    return Verdict("warn", weaker, f"{BWRAP_FIX} (and SYMPHONY_CODE__BACKEND=auto)")
+        return Verdict("fail", f"run_code refuses to run: {weaker}", bwrap_fix(settings.code))
+    return Verdict("warn", weaker, bwrap_fix(settings.code))
 
 
 def _chromium(settings: Settings) -> Verdict:

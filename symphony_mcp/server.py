@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from symphony_mcp import __version__
 from symphony_mcp.code.coder import CoderService
-from symphony_mcp.code.confine import BWRAP_FIX, weaker_than_bwrap
+from symphony_mcp.code.confine import bwrap_fix, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.actions import DesktopActions
@@ -143,7 +143,7 @@ def build_server(settings: Settings) -> SymphonyServer:
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         offered = any(server.policy.refusal(name) is None for name in CODE_TOOLS)
         if offered and (weaker := await anyio.to_thread.run_sync(weaker_than_bwrap, settings.code)):
-            log.warning("%s: %s; for bubblewrap: %s", " and ".join(CODE_TOOLS), weaker, BWRAP_FIX)
+            log.warning("%s: %s; for bubblewrap: %s", " and ".join(CODE_TOOLS), weaker, bwrap_fix(settings.code))
         if settings.ocr.warm_up:
             await text_grounder.warm_up()
         try:

@@ -171,3 +171,8 @@ async def test_the_server_warns_at_start_when_code_runs_weaker_than_bubblewrap(t
         async with Client(ServerProcess("--trajectory-dir", str(tmp_path / "runs"), env=env, stderr=stderr)) as client:
             await client.list_tools()
     assert "run_code and code_agent" not in log.read_text()  # with bubblewrap: nothing to say
+    env["SYMPHONY_CODE__BACKEND"] = "none"  # chosen (an OSWorld environment's server): installing is not the fix
+    with log.open("wb") as stderr:
+        async with Client(ServerProcess("--trajectory-dir", str(tmp_path / "runs"), env=env, stderr=stderr)) as client:
+            await client.list_tools()
+    assert "for bubblewrap: apt-get install -y bubblewrap (and SYMPHONY_CODE__BACKEND=auto)" in log.read_text()

@@ -68,6 +68,11 @@ def choose(settings: CodeSettings) -> Confinement:
 BWRAP_FIX = "apt-get install -y bubblewrap"
 
 
+def bwrap_fix(settings: CodeSettings) -> str:
+    """How to get bubblewrap's confinement from here: install it, and choose it when another backend was set."""
+    return BWRAP_FIX if settings.backend == "auto" else f"{BWRAP_FIX} (and SYMPHONY_CODE__BACKEND=auto)"
+
+
 def weaker_than_bwrap(settings: CodeSettings) -> str | None:
     """What code would run under here instead of bubblewrap (or why it would not run), or None when bubblewrap
     confines it: the server logs it at start and `doctor` prints it, both with BWRAP_FIX."""
