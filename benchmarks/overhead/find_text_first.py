@@ -269,9 +269,9 @@ def render(results: list[PageResult], args: argparse.Namespace, command: str) ->
         ]
         for name, label in (("before", "before (--before)"), ("after", "after (this checkout)"))
     ]
+    reference_cpu = f"{cpu['tesseract'].median:.0f}"
     rows.append(
-        ["tesseract, full frame, 1 thread", f"{reference:.0f}", "-", "1.00", "1.00", f"{cpu['tesseract'].median:.0f}"]
-        + ["1.00", "-", "-"]
+        ["tesseract, full frame, 1 thread", f"{reference:.0f}", "-", "1.00", "1.00", reference_cpu, "1.00", "-", "-"]
     )
     per_page = [
         [
@@ -326,7 +326,8 @@ def main() -> int:
     args = parser.parse_args()
     missing = [path for path in (PYTHON_DOCS, OFFICE_HELP) if not path.is_dir()]
     if missing or chromium_executable() is None:
-        raise SystemExit(f"missing {missing or 'chromium'}: apt-get install chromium python3-doc libreoffice-help-en-us")
+        needed = "apt-get install chromium python3-doc libreoffice-help-en-us"
+        raise SystemExit(f"missing {missing or 'chromium'}: {needed}")
     command = invocation()
     display = start_virtual_display(DisplaySettings(resolution="1920x1080", window_manager="openbox"))
     os.environ["DISPLAY"] = display.name  # the frames grabbed here and Chromium
