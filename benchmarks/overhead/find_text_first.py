@@ -70,7 +70,7 @@ PHRASE_JS = """() => {
   let best = null;
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const words = node.data.trim().split(/\\s+/);
+    const words = node.data.trim().split(/\\s+/).filter((word) => /\\w/.test(word));
     if (words.length < 6 || node.parentElement.closest("pre, code, header, nav")) continue;
     range.selectNodeContents(node);
     const r = range.getClientRects()[0];
