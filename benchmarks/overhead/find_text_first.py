@@ -36,8 +36,17 @@ import anyio
 from mcp import Client
 from playwright.async_api import Page, async_playwright
 
-from benchmarks.common import REPO, Stats, invocation, log, machine_facts, publish_report, table, verdict
-from benchmarks.overhead.find_text_repeat import server_on
+from benchmarks.common import (
+    REPO,
+    Stats,
+    invocation,
+    log,
+    machine_facts,
+    publish_report,
+    stdio_server_of,
+    table,
+    verdict,
+)
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.virtual_display import start_virtual_display
@@ -211,7 +220,7 @@ async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list
                     clients, pids = {}, {}
                     for name, code in codes.items():  # fresh servers; a call on the blank page loads the engine
                         running = children()
-                        clients[name] = await stack.enter_async_context(Client(server_on(display, code)))
+                        clients[name] = await stack.enter_async_context(Client(stdio_server_of(display, code)))
                         (pids[name],) = children() - running - {reference.process.pid}
                         await clients[name].call_tool("find_text", {"phrase": "warm up", "space": "screen"})
                     await show(page, path.as_uri(), capturer)
