@@ -152,6 +152,14 @@ def stdio_server(display: str) -> StdioServerParameters:
     )
 
 
+def stdio_server_of(display: str, code: Path) -> StdioServerParameters:
+    """`stdio_server` running the `symphony_mcp` found in `code` (an older version for a before/after run)."""
+    params = stdio_server(display)
+    env = dict(params.env or {})
+    env["PYTHONPATH"] = os.pathsep.join([str(code), str(REPO)])
+    return params.model_copy(update={"env": env})
+
+
 # --- the report ----------------------------------------------------------------------------------
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"

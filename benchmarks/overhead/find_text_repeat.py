@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import os
 from pathlib import Path
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from benchmarks.common import (
     REPO,
@@ -29,7 +28,7 @@ from benchmarks.common import (
     log,
     machine_facts,
     publish_report,
-    stdio_server,
+    stdio_server_of,
     table,
     verdict,
 )
@@ -39,22 +38,14 @@ PHRASE = "xkbcomp"  # in the `ls -l /usr/bin` listing of the top xterm
 TARGET_MS = 20.0
 
 
-def server_on(display: str, code: Path) -> StdioServerParameters:
-    """The benchmark's stdio server, running the `symphony_mcp` found in `code`."""
-    params = stdio_server(display)
-    env = dict(params.env or {})
-    env["PYTHONPATH"] = os.pathsep.join([str(code), str(REPO)])
-    return params.model_copy(update={"env": env})
-
-
 async def measure(display: str, args: argparse.Namespace) -> dict[str, Stats]:
     arguments = {"phrase": PHRASE, "space": "screen"}
     samples: dict[str, list[float]] = {"before": [], "after": []}
     ocr: dict[str, list[float]] = {"before": [], "after": []}
     async with contextlib.AsyncExitStack() as stack:
         clients = {
-            "before": await stack.enter_async_context(Client(server_on(display, args.before))),
-            "after": await stack.enter_async_context(Client(server_on(display, REPO))),
+            "before": await stack.enter_async_context(Client(stdio_server_of(display, args.before))),
+            "after": await stack.enter_async_context(Client(stdio_server_of(display, REPO))),
         }
         for client in clients.values():  # the first reading: engine start and a full OCR of the frame
             await call_tool(client, "find_text", arguments)

@@ -23,7 +23,7 @@ from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Region
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline
-from symphony_mcp.vision.ocr.types import OcrResult
+from symphony_mcp.vision.ocr.types import OcrResult, OcrWord
 
 CaretPosition = Literal["start", "end"]
 
@@ -52,6 +52,22 @@ class SpanSelection(Placed):
     replacement: ActionRecord | None = None
 
 
+@dataclass(frozen=True)
+class _LastSearch:
+    """The phrase searched last and its matches in one reading. A host polling an unchanged screen for a phrase
+    asks the same search of the same reading again: the pipeline answers a repeated frame with its cached reading,
+    whose word list is the very same object, so that identity (held here, so it cannot be reused) says the words
+    are the same without comparing them."""
+
+    words: list[OcrWord]
+    phrase: str
+    min_score: float
+    matches: list[TextMatch]
+
+    def answers(self, result: OcrResult, phrase: str, min_score: float) -> bool:
+        return self.words is result.words and self.phrase == phrase and self.min_score == min_score
+
+
 class OcrGrounder:
     """Owns one OCR pipeline per engine (built lazily, kept for the process) and acts through the desktop's actions."""
 
@@ -59,6 +75,7 @@ class OcrGrounder:
         self.screen = screen
         self.actions = actions
         self.settings = settings
+        self._last_search: _LastSearch | None = None
 
     def pipeline(self, engine: str | None = None) -> OcrPipeline:
         return shared_pipeline(engine or self.settings.engine, self.settings.language)
@@ -86,12 +103,21 @@ class OcrGrounder:
         if not phrase.strip():
             raise InvalidInputError("phrase is empty; give the text to look for, e.g. 'Save as'")
         near = None if search.near is None else search.view.to_screen(*search.near)
-        matches = rank(find_phrase(result, phrase, self.settings.min_score), near=near)
+        matches = rank(self._find_phrase(result, phrase), near=near)
         if not matches:
             seen = closest_texts(result, phrase)
             hint = "; ".join(repr(t) for t in seen) if seen else "no text at all"
             where = " in that region" if search.region is not None else ""
             raise InvalidInputError(f"{clip(phrase)} is not on screen{where}. Closest text seen: {hint}")
+        return matches
+
+    def _find_phrase(self, result: OcrResult, phrase: str) -> list[TextMatch]:
+        min_score = self.settings.min_score
+        last = self._last_search
+        if last is not None and last.answers(result, phrase, min_score):
+            return list(last.matches)
+        matches = find_phrase(result, phrase, min_score)
+        self._last_search = _LastSearch(result.words, phrase, min_score, matches)
         return matches
 
     async def _pick(
