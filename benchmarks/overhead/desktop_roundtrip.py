@@ -18,6 +18,7 @@ Prints a markdown report and writes it to --output. Run from the repository root
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import datetime
 import sys
@@ -29,7 +30,8 @@ from typing import Any
 
 import anyio
 from mcp import Client
-from mcp.types import ImageContent
+from mcp.types import CallToolResult, ImageContent, JSONRPCResponse, TextContent
+from PIL import Image
 
 from benchmarks.common import (
     INPUT_TARGET,
@@ -52,7 +54,7 @@ from symphony_mcp.config import ScreenshotSettings, Settings
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.thread import DesktopThread
-from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image, target_size
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import build_server
 
@@ -132,20 +134,30 @@ class CallRow:
 
 
 @dataclass(frozen=True)
+class StageRow:
+    name: str
+    wall: Stats
+    cpu: Stats  # process CPU time: what the stage costs whatever else the machine runs
+
+
+@dataclass(frozen=True)
 class Results:
     display: str
     settle_ms: float
     connect_ms: float
     screenshots: list[ScreenshotRow]
+    stages: list[StageRow]
     calls: list[CallRow]
     actions: list[ActionRow]
 
 
 # --- measurements --------------------------------------------------------------------------------
 def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int, float]:
-    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms)."""
+    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms).
+
+    The grab is the server's: at the image size the options give (downscaled before conversion)."""
     start = time.perf_counter()
-    image = desktop.grab(area)
+    image = desktop.grab(area, target_size(area.width, area.height, options))
     grabbed = elapsed_ms(start)
     encoded = encode_image(image, options)
     encoded_ms = elapsed_ms(start)
@@ -284,6 +296,66 @@ async def measure_screenshots(
         reference.close()
 
 
+def default_stages(desktop: Desktop, area: Rect, options: EncodeOptions) -> list[tuple[str, Callable[[], object]]]:
+    """The parts of a default screenshot, each alone, plus the downscale this replaced and issue 26's reference."""
+    size = target_size(area.width, area.height, options)
+    full = desktop.grab(area)
+    small = desktop.grab(area, size)
+    data = encode_bytes(small, options.format, options.quality)
+    content = [ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type="image/jpeg")]
+    result = CallToolResult(content=[*content, TextContent(type="text", text="frame")], structured_content={})
+    reply = JSONRPCResponse(jsonrpc="2.0", id=1, result=result.model_dump(by_alias=True, exclude_none=True))
+    return [
+        ("grab, full frame converted to RGB: `grab(area)`", lambda: desktop.grab(area)),
+        (
+            f"grab at {size[0]}x{size[1]}: BGRX downscaled, then converted: `grab(area, size)`",
+            lambda: desktop.grab(area, size),
+        ),
+        (
+            f"(before) Pillow BOX resize of the converted full frame to {size[0]}x{size[1]}",
+            lambda: full.resize(size, Image.Resampling.BOX),
+        ),
+        (
+            f"JPEG q{options.quality} encode, {size[0]}x{size[1]}",
+            lambda: encode_bytes(small, options.format, options.quality),
+        ),
+        ("JPEG q80 encode, full frame (in issue 26's reference)", lambda: encode_bytes(full, "jpeg", 80)),
+        (f"base64 of the {len(data) // 1024} KiB image", lambda: base64.b64encode(data)),
+        (
+            "the result as one JSON-RPC line (pydantic dump, as the stdio transport writes it)",
+            lambda: reply.model_dump_json(by_alias=True, exclude_unset=True).encode(),
+        ),
+    ]
+
+
+def time_stages(desktop: Desktop, area: Rect, options: EncodeOptions, args: argparse.Namespace) -> list[StageRow]:
+    """Each stage repeated, stages interleaved so that all see the same load; wall and process CPU time."""
+    stages = default_stages(desktop, area, options)
+    wall: list[list[float]] = [[] for _ in stages]
+    cpu: list[list[float]] = [[] for _ in stages]
+    for index in range(args.warmups + args.repeats):
+        for stage, (_, operation) in enumerate(stages):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            operation()
+            if index >= args.warmups:
+                cpu[stage].append((time.process_time() - start_cpu) * 1000)
+                wall[stage].append(elapsed_ms(start))
+    return [
+        StageRow(name, Stats(tuple(wall[stage])), Stats(tuple(cpu[stage]))) for stage, (name, _) in enumerate(stages)
+    ]
+
+
+async def measure_stages(settings: Settings, args: argparse.Namespace) -> list[StageRow]:
+    log("default screenshot stages")
+    reference = DesktopThread(LocalDesktop)
+    try:
+        area = await reference.run(lambda desktop: desktop.monitors()[settings.display.monitor].screen_rect)
+        options = SCREENSHOT_CASES[0].encode_options(settings.screenshot)
+        return await reference.run(lambda desktop: time_stages(desktop, area, options, args))
+    finally:
+        reference.close()
+
+
 async def measure_actions(client: Client, args: argparse.Namespace) -> list[ActionRow]:
     desktop = LocalDesktop()
     try:
@@ -308,6 +380,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
             connect_ms = elapsed_ms(start)
             log(f"connected to symphony-mcp over stdio in {connect_ms:.0f} ms")
             screenshots = await measure_screenshots((in_memory, client), settings, args)
+            stages = await measure_stages(settings, args)
             calls = [
                 await bench_call((in_memory, client), "action_history", {"limit": 1}, args),
                 await bench_call((in_memory, client), "screen_info", {}, args),
@@ -320,6 +393,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
         settle_ms=settings.input.settle_seconds * 1000,
         connect_ms=connect_ms,
         screenshots=screenshots,
+        stages=stages,
         calls=calls,
         actions=actions,
     )
@@ -359,8 +433,8 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
     ]
     notes = [
         "",
-        "In-process: `LocalDesktop.grab` + `encode_image` in this process, on a dedicated worker thread like the"
-        " server's (grab = the `LocalDesktop.grab` part).",
+        "In-process: `LocalDesktop.grab` at the image size + `encode_image` in this process, on a dedicated worker"
+        " thread like the server's (grab = the `LocalDesktop.grab` part, downscale included).",
         "In-memory MCP: the same server built in this process, called through `Client(server.mcp)`; its extra over",
         "in-process is the `screenshot` tool's desktop-thread hops, pointer and monitor queries, base64 and pydantic",
         "work plus the MCP session itself (see the in-memory no-op below).",
@@ -374,6 +448,18 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         *table(header, body),
         *notes,
     ]
+
+
+def stages_section(rows: list[StageRow]) -> list[str]:
+    body = [[row.name, f"{row.wall.median:.2f} / {row.wall.p90:.2f}", f"{row.cpu.median:.2f}"] for row in rows]
+    header = ["stage", "wall median / p90", "CPU median (process time)"]
+    notes = [
+        "",
+        "Each stage alone in this process on the desktop thread, stages interleaved; CPU is the process's CPU time",
+        "over the stage (OpenCV's worker threads included), which the machine's other load does not inflate as much",
+        "as wall time.",
+    ]
+    return ["## Where a default screenshot's time goes: its stages in-process (ms)", "", *table(header, body), *notes]
 
 
 def calls_section(results: Results) -> list[str]:
@@ -468,6 +554,8 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
         *targets_section(results.screenshots),
         "",
         *screenshot_section(results.screenshots),
+        "",
+        *stages_section(results.stages),
         "",
         *calls_section(results),
         "",
