@@ -21,6 +21,8 @@ import argparse
 import base64
 import contextlib
 import datetime
+import inspect
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -102,6 +104,8 @@ class ScreenshotRow:
     grab: Stats
     raw: Stats
     full_jpeg: Stats  # grab + JPEG q80 of the whole frame, no downscale: issue 26's reference for the default
+    raw_cpu: Stats  # process CPU time of the in-process grab + encode
+    server_cpu: float  # the stdio server process's CPU time per call (mean over the measured calls)
     in_memory: Stats
     stdio: Stats
 
@@ -152,18 +156,42 @@ class Results:
 
 
 # --- measurements --------------------------------------------------------------------------------
-def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int, float]:
-    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms).
+def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int, float, float]:
+    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms, grab + encode
+    process CPU ms).
 
     The grab is the server's: at the image size the options give (downscaled before conversion)."""
-    start = time.perf_counter()
-    image = desktop.grab(area, target_size(area.width, area.height, options))
+    start, start_cpu = time.perf_counter(), time.process_time()
+    image = screenshot_grab(desktop, area, options)
     grabbed = elapsed_ms(start)
     encoded = encode_image(image, options)
-    encoded_ms = elapsed_ms(start)
+    encoded_ms, encoded_cpu = elapsed_ms(start), (time.process_time() - start_cpu) * 1000
     start = time.perf_counter()
     encode_bytes(desktop.grab(area), "jpeg", 80)
-    return grabbed, encoded_ms, len(encoded.data), elapsed_ms(start)
+    return grabbed, encoded_ms, len(encoded.data), elapsed_ms(start), encoded_cpu
+
+
+def screenshot_grab(desktop: Desktop, area: Rect, options: EncodeOptions) -> Image.Image:
+    """The server's grab for a screenshot: at the image size where `Desktop.grab` takes one (issue 26.4); before
+    that, the full frame, which `encode_image` downscaled. So a run on the older package measures its own path."""
+    if "size" in inspect.signature(desktop.grab).parameters:
+        return desktop.grab(area, target_size(area.width, area.height, options))
+    return desktop.grab(area)
+
+
+def stdio_server_pid() -> int:
+    """The `symphony-mcp serve` process the stdio client started: a child of this process."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            if b"symphony-mcp" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+    raise RuntimeError("no symphony-mcp child process found")
+
+
+def process_cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process so far (clock-tick resolution: take differences over many calls)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 async def screenshot_call(client: Client, case: ScreenshotCase) -> tuple[float, dict[str, Any]]:
@@ -188,20 +216,25 @@ async def bench_screenshot(
     full_jpeg: list[float] = []
     in_memory: list[float] = []
     stdio: list[float] = []
+    raw_cpu: list[float] = []
+    server, server_cpu = stdio_server_pid(), 0.0
     raw_bytes = 0
     info: dict[str, Any] = {}
     for index in range(args.warmups + args.repeats):
-        grab_ms, raw_ms, raw_bytes, full_jpeg_ms = await reference.run(
+        grab_ms, raw_ms, raw_bytes, full_jpeg_ms, raw_cpu_ms = await reference.run(
             lambda desktop: grab_and_encode(desktop, area, options)
         )
         in_memory_ms, _ = await screenshot_call(in_memory_client, case)
+        server_before = process_cpu_ms(server)  # the server idles between its calls
         stdio_ms, info = await screenshot_call(stdio_client, case)
         if index >= args.warmups:
+            server_cpu += process_cpu_ms(server) - server_before
             grab.append(grab_ms)
             raw.append(raw_ms)
             full_jpeg.append(full_jpeg_ms)
             in_memory.append(in_memory_ms)
             stdio.append(stdio_ms)
+            raw_cpu.append(raw_cpu_ms)
     return ScreenshotRow(
         case=case,
         image=f"{info['format']} {info['image_width']}x{info['image_height']}",
@@ -212,6 +245,8 @@ async def bench_screenshot(
         full_jpeg=Stats(tuple(full_jpeg)),
         in_memory=Stats(tuple(in_memory)),
         stdio=Stats(tuple(stdio)),
+        raw_cpu=Stats(tuple(raw_cpu)),
+        server_cpu=server_cpu / args.repeats,
     )
 
 
@@ -297,10 +332,11 @@ async def measure_screenshots(
 
 
 def default_stages(desktop: Desktop, area: Rect, options: EncodeOptions) -> list[tuple[str, Callable[[], object]]]:
-    """The parts of a default screenshot, each alone, plus the downscale this replaced and issue 26's reference."""
+    """The parts of a default screenshot, each alone, plus the downscale issue 26.4 replaced and issue 26's
+    reference (on an older package, the screenshot's grab is the full frame's)."""
     size = target_size(area.width, area.height, options)
     full = desktop.grab(area)
-    small = desktop.grab(area, size)
+    small = full.resize(size, Image.Resampling.BOX)
     data = encode_bytes(small, options.format, options.quality)
     content = [ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type="image/jpeg")]
     result = CallToolResult(content=[*content, TextContent(type="text", text="frame")], structured_content={})
@@ -308,11 +344,11 @@ def default_stages(desktop: Desktop, area: Rect, options: EncodeOptions) -> list
     return [
         ("grab, full frame converted to RGB: `grab(area)`", lambda: desktop.grab(area)),
         (
-            f"grab at {size[0]}x{size[1]}: BGRX downscaled, then converted: `grab(area, size)`",
-            lambda: desktop.grab(area, size),
+            f"the screenshot's grab: at {size[0]}x{size[1]}, the BGRX frame downscaled, then converted",
+            lambda: screenshot_grab(desktop, area, options),
         ),
         (
-            f"(before) Pillow BOX resize of the converted full frame to {size[0]}x{size[1]}",
+            f"Pillow BOX resize of the converted full frame to {size[0]}x{size[1]} (the downscale before 26.4)",
             lambda: full.resize(size, Image.Resampling.BOX),
         ),
         (
@@ -413,6 +449,7 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
             f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
             f"{row.in_memory.median - row.raw.median:+.1f}",
             f"{row.stdio.median - row.in_memory.median:+.1f}",
+            f"{row.raw_cpu.median:.1f} / {row.server_cpu:.1f}",
             f"{row.ratio:.2f}x",
             verdict(row.ratio <= RATIO_TARGET),
         ]
@@ -428,6 +465,7 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         "stdio `screenshot` median / p90",
         "server + MCP layer (in-memory - in-process)",
         "stdio transport (stdio - in-memory)",
+        "CPU: in-process grab+encode median / stdio server per call",
         "ratio stdio / in-process",
         f"<= {RATIO_TARGET}x",
     ]
@@ -441,6 +479,9 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         "Stdio: `symphony-mcp serve` as a subprocess behind `Client(StdioServerParameters(...))`; its extra over",
         "in-memory is the transport: the result as one JSON line through a pipe into another process.",
         "Overheads are differences of medians; the ratio compares medians.",
+        "CPU: process CPU time, which the machine's other load inflates far less than wall time: the in-process",
+        "grab+encode's median, and the stdio server process's CPU over the measured calls divided by their number",
+        "(/proc, clock-tick resolution), i.e. grab, encode and everything the server does for one call.",
     ]
     return [
         "## Screenshot: in-process grab + encode vs the `screenshot` tool (ms)",
