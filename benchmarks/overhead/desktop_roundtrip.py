@@ -106,6 +106,7 @@ class ScreenshotRow:
     full_jpeg: Stats  # grab + JPEG q80 of the whole frame, no downscale: issue 26's reference for the default
     raw_cpu: Stats  # process CPU time of the in-process grab + encode
     server_cpu: float  # the stdio server process's CPU time per call (mean over the measured calls)
+    client_cpu: float  # this process's CPU time per stdio call: the SDK client's share (mean)
     in_memory: Stats
     stdio: Stats
 
@@ -135,6 +136,8 @@ class CallRow:
     name: str
     in_memory: Stats
     stdio: Stats
+    server_cpu: float  # the stdio server process's CPU time per call (mean over the measured calls)
+    client_cpu: float  # this process's CPU time per stdio call: the SDK client's share (mean)
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,7 @@ async def bench_screenshot(
     in_memory: list[float] = []
     stdio: list[float] = []
     raw_cpu: list[float] = []
-    server, server_cpu = stdio_server_pid(), 0.0
+    server, server_cpu, client_cpu = stdio_server_pid(), 0.0, 0.0
     raw_bytes = 0
     info: dict[str, Any] = {}
     for index in range(args.warmups + args.repeats):
@@ -225,9 +228,10 @@ async def bench_screenshot(
             lambda desktop: grab_and_encode(desktop, area, options)
         )
         in_memory_ms, _ = await screenshot_call(in_memory_client, case)
-        server_before = process_cpu_ms(server)  # the server idles between its calls
+        server_before, client_before = process_cpu_ms(server), time.process_time()  # the server idles between calls
         stdio_ms, info = await screenshot_call(stdio_client, case)
         if index >= args.warmups:
+            client_cpu += (time.process_time() - client_before) * 1000
             server_cpu += process_cpu_ms(server) - server_before
             grab.append(grab_ms)
             raw.append(raw_ms)
@@ -247,6 +251,7 @@ async def bench_screenshot(
         stdio=Stats(tuple(stdio)),
         raw_cpu=Stats(tuple(raw_cpu)),
         server_cpu=server_cpu / args.repeats,
+        client_cpu=client_cpu / args.repeats,
     )
 
 
@@ -256,12 +261,21 @@ async def bench_call(
     in_memory_client, stdio_client = clients
     in_memory: list[float] = []
     stdio: list[float] = []
-    for _ in range(args.warmups + args.repeats):
+    server, server_cpu, client_cpu = stdio_server_pid(), 0.0, 0.0
+    for index in range(args.warmups + args.repeats):
         in_memory.append((await call_tool(in_memory_client, name, arguments))[0])
+        server_before, client_before = process_cpu_ms(server), time.process_time()
         stdio.append((await call_tool(stdio_client, name, arguments))[0])
+        if index >= args.warmups:
+            client_cpu += (time.process_time() - client_before) * 1000
+            server_cpu += process_cpu_ms(server) - server_before
     label = f"`{name}` {' '.join(f'{k}={v}' for k, v in arguments.items())}".strip()
     return CallRow(
-        name=label, in_memory=Stats(tuple(in_memory[args.warmups :])), stdio=Stats(tuple(stdio[args.warmups :]))
+        name=label,
+        in_memory=Stats(tuple(in_memory[args.warmups :])),
+        stdio=Stats(tuple(stdio[args.warmups :])),
+        server_cpu=server_cpu / args.repeats,
+        client_cpu=client_cpu / args.repeats,
     )
 
 
@@ -449,7 +463,7 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
             f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
             f"{row.in_memory.median - row.raw.median:+.1f}",
             f"{row.stdio.median - row.in_memory.median:+.1f}",
-            f"{row.raw_cpu.median:.1f} / {row.server_cpu:.1f}",
+            f"{row.raw_cpu.median:.1f} / {row.server_cpu:.1f} / {row.client_cpu:.1f}",
             f"{row.ratio:.2f}x",
             verdict(row.ratio <= RATIO_TARGET),
         ]
@@ -465,7 +479,7 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         "stdio `screenshot` median / p90",
         "server + MCP layer (in-memory - in-process)",
         "stdio transport (stdio - in-memory)",
-        "CPU: in-process grab+encode median / stdio server per call",
+        "CPU: in-process grab+encode median / stdio server per call / client per call",
         "ratio stdio / in-process",
         f"<= {RATIO_TARGET}x",
     ]
@@ -481,7 +495,8 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         "Overheads are differences of medians; the ratio compares medians.",
         "CPU: process CPU time, which the machine's other load inflates far less than wall time: the in-process",
         "grab+encode's median, and the stdio server process's CPU over the measured calls divided by their number",
-        "(/proc, clock-tick resolution), i.e. grab, encode and everything the server does for one call.",
+        "(/proc, clock-tick resolution), i.e. grab, encode and everything the server does for one call, and this",
+        "process's CPU over each stdio call (the SDK client: reading, parsing and validating the result).",
     ]
     return [
         "## Screenshot: in-process grab + encode vs the `screenshot` tool (ms)",
@@ -509,11 +524,12 @@ def calls_section(results: Results) -> list[str]:
             row.name,
             f"{row.in_memory.median:.2f} / {row.in_memory.p90:.2f}",
             f"{row.stdio.median:.2f} / {row.stdio.p90:.2f}",
+            f"{row.server_cpu:.2f} / {row.client_cpu:.2f}",
         ]
         for row in results.calls
     ]
-    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", "-", f"{results.connect_ms:.0f}"])
-    header = ["call", "in-memory MCP median / p90", "stdio median / p90"]
+    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", "-", f"{results.connect_ms:.0f}", "-"])
+    header = ["call", "in-memory MCP median / p90", "stdio median / p90", "CPU per stdio call: server / client"]
     return ["## Near no-op tool calls (ms)", "", *table(header, body)]
 
 
