@@ -1,11 +1,12 @@
 """Downscale with a box filter: each screen pixel goes into the one image pixel whose area holds its centre.
 
 A one-pixel text stroke so stays one pixel wide and in place (a wider filter smears it over two image pixels).
-Pillow's BOX resize follows that rule, but a default screenshot of a 1080p screen spent 14.5 ms CPU on the way
-there (the grabbed BGRX frame converted to RGB, then resized to 1280x720) out of ~25 ms. Where every image pixel
-takes one or two screen pixels along each axis (any downscale up to 2x), the average of an image pixel's screen
-pixels is a bilinear sample at their middle: OpenCV's remap takes those samples straight from the grabbed
-four-byte pixels (5 ms CPU), and only the small image is converted. Larger factors go to Pillow's BOX resize.
+Pillow's BOX resize follows that rule, but a default screenshot of a 1080p screen spent 16.8 ms CPU grabbing the
+frame, converting it from BGRX to RGB and resizing it to 1280x720, against 11.5 ms for issue 26's whole reference
+(grab and JPEG-encode the full frame). Where every image pixel takes one or two screen pixels along each axis (any
+downscale up to 2x), the average of an image pixel's screen pixels is a bilinear sample at their middle: OpenCV's
+remap takes those samples straight from the grabbed four-byte pixels and only the small image is converted, 8.4 ms
+CPU with the grab (benchmarks/results/desktop_roundtrip.md). Larger factors go to Pillow's BOX resize.
 """
 
 from __future__ import annotations
