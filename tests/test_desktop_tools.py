@@ -194,8 +194,14 @@ async def test_move_pointer_and_cursor_in_screenshot(client: Client, tk_probe: T
     image, info = await screenshot(client, draw_cursor=True, format="png")
     assert info["cursor"] == {"x": 300, "y": 200}
     rgb = image.convert("RGB")
-    around = [rgb.getpixel((300 + dx, 200 + dy)) for dx in range(-15, 16) for dy in range(-15, 16)]
-    assert any(r > 200 and g < 60 and b < 60 for r, g, b in around)  # the red marker is around the pointer
+    red = [
+        (dx, dy)
+        for dx in range(-30, 31)
+        for dy in range(-30, 31)
+        if (pixel := rgb.getpixel((300 + dx, 200 + dy)))[0] > 200 and pixel[1] < 60 and pixel[2] < 60
+    ]
+    # The red marker (ring and cross) is centred on the pointer's image pixel.
+    assert red and abs(sum(x for x, _ in red) / len(red)) <= 1 and abs(sum(y for _, y in red) / len(red)) <= 1
 
 
 async def test_pointer_in_corner_does_not_wedge_server(client: Client, tk_probe: TkProbe) -> None:

@@ -18,8 +18,11 @@ Prints a markdown report and writes it to --output. Run from the repository root
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import datetime
+import inspect
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +32,8 @@ from typing import Any
 
 import anyio
 from mcp import Client
-from mcp.types import ImageContent
+from mcp.types import CallToolResult, ImageContent, JSONRPCResponse, TextContent
+from PIL import Image
 
 from benchmarks.common import (
     INPUT_TARGET,
@@ -52,7 +56,7 @@ from symphony_mcp.config import ScreenshotSettings, Settings
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.thread import DesktopThread
-from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image, target_size
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.server import build_server
 
@@ -100,6 +104,9 @@ class ScreenshotRow:
     grab: Stats
     raw: Stats
     full_jpeg: Stats  # grab + JPEG q80 of the whole frame, no downscale: issue 26's reference for the default
+    raw_cpu: Stats  # process CPU time of the in-process grab + encode
+    server_cpu: float  # the stdio server process's CPU time per call (mean over the measured calls)
+    client_cpu: float  # this process's CPU time per stdio call: the SDK client's share (mean)
     in_memory: Stats
     stdio: Stats
 
@@ -129,6 +136,15 @@ class CallRow:
     name: str
     in_memory: Stats
     stdio: Stats
+    server_cpu: float  # the stdio server process's CPU time per call (mean over the measured calls)
+    client_cpu: float  # this process's CPU time per stdio call: the SDK client's share (mean)
+
+
+@dataclass(frozen=True)
+class StageRow:
+    name: str
+    wall: Stats
+    cpu: Stats  # process CPU time: what the stage costs whatever else the machine runs
 
 
 @dataclass(frozen=True)
@@ -137,21 +153,48 @@ class Results:
     settle_ms: float
     connect_ms: float
     screenshots: list[ScreenshotRow]
+    stages: list[StageRow]
     calls: list[CallRow]
     actions: list[ActionRow]
 
 
 # --- measurements --------------------------------------------------------------------------------
-def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int, float]:
-    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms)."""
-    start = time.perf_counter()
-    image = desktop.grab(area)
+def grab_and_encode(desktop: Desktop, area: Rect, options: EncodeOptions) -> tuple[float, float, int, float, float]:
+    """In-process reference: (grab ms, grab + encode ms, encoded bytes, grab + full-frame JPEG q80 ms, grab + encode
+    process CPU ms).
+
+    The grab is the server's: at the image size the options give (downscaled before conversion)."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    image = screenshot_grab(desktop, area, options)
     grabbed = elapsed_ms(start)
     encoded = encode_image(image, options)
-    encoded_ms = elapsed_ms(start)
+    encoded_ms, encoded_cpu = elapsed_ms(start), (time.process_time() - start_cpu) * 1000
     start = time.perf_counter()
     encode_bytes(desktop.grab(area), "jpeg", 80)
-    return grabbed, encoded_ms, len(encoded.data), elapsed_ms(start)
+    return grabbed, encoded_ms, len(encoded.data), elapsed_ms(start), encoded_cpu
+
+
+def screenshot_grab(desktop: Desktop, area: Rect, options: EncodeOptions) -> Image.Image:
+    """The server's grab for a screenshot: at the image size where `Desktop.grab` takes one (issue 26.4); before
+    that, the full frame, which `encode_image` downscaled. So a run on the older package measures its own path."""
+    if "size" in inspect.signature(desktop.grab).parameters:
+        return desktop.grab(area, target_size(area.width, area.height, options))
+    return desktop.grab(area)
+
+
+def stdio_server_pid() -> int:
+    """The `symphony-mcp serve` process the stdio client started: a child of this process."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            if b"symphony-mcp" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+    raise RuntimeError("no symphony-mcp child process found")
+
+
+def process_cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process so far (clock-tick resolution: take differences over many calls)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 async def screenshot_call(client: Client, case: ScreenshotCase) -> tuple[float, dict[str, Any]]:
@@ -176,20 +219,26 @@ async def bench_screenshot(
     full_jpeg: list[float] = []
     in_memory: list[float] = []
     stdio: list[float] = []
+    raw_cpu: list[float] = []
+    server, server_cpu, client_cpu = stdio_server_pid(), 0.0, 0.0
     raw_bytes = 0
     info: dict[str, Any] = {}
     for index in range(args.warmups + args.repeats):
-        grab_ms, raw_ms, raw_bytes, full_jpeg_ms = await reference.run(
+        grab_ms, raw_ms, raw_bytes, full_jpeg_ms, raw_cpu_ms = await reference.run(
             lambda desktop: grab_and_encode(desktop, area, options)
         )
         in_memory_ms, _ = await screenshot_call(in_memory_client, case)
+        server_before, client_before = process_cpu_ms(server), time.process_time()  # the server idles between calls
         stdio_ms, info = await screenshot_call(stdio_client, case)
         if index >= args.warmups:
+            client_cpu += (time.process_time() - client_before) * 1000
+            server_cpu += process_cpu_ms(server) - server_before
             grab.append(grab_ms)
             raw.append(raw_ms)
             full_jpeg.append(full_jpeg_ms)
             in_memory.append(in_memory_ms)
             stdio.append(stdio_ms)
+            raw_cpu.append(raw_cpu_ms)
     return ScreenshotRow(
         case=case,
         image=f"{info['format']} {info['image_width']}x{info['image_height']}",
@@ -200,6 +249,9 @@ async def bench_screenshot(
         full_jpeg=Stats(tuple(full_jpeg)),
         in_memory=Stats(tuple(in_memory)),
         stdio=Stats(tuple(stdio)),
+        raw_cpu=Stats(tuple(raw_cpu)),
+        server_cpu=server_cpu / args.repeats,
+        client_cpu=client_cpu / args.repeats,
     )
 
 
@@ -209,12 +261,21 @@ async def bench_call(
     in_memory_client, stdio_client = clients
     in_memory: list[float] = []
     stdio: list[float] = []
-    for _ in range(args.warmups + args.repeats):
+    server, server_cpu, client_cpu = stdio_server_pid(), 0.0, 0.0
+    for index in range(args.warmups + args.repeats):
         in_memory.append((await call_tool(in_memory_client, name, arguments))[0])
+        server_before, client_before = process_cpu_ms(server), time.process_time()
         stdio.append((await call_tool(stdio_client, name, arguments))[0])
+        if index >= args.warmups:
+            client_cpu += (time.process_time() - client_before) * 1000
+            server_cpu += process_cpu_ms(server) - server_before
     label = f"`{name}` {' '.join(f'{k}={v}' for k, v in arguments.items())}".strip()
     return CallRow(
-        name=label, in_memory=Stats(tuple(in_memory[args.warmups :])), stdio=Stats(tuple(stdio[args.warmups :]))
+        name=label,
+        in_memory=Stats(tuple(in_memory[args.warmups :])),
+        stdio=Stats(tuple(stdio[args.warmups :])),
+        server_cpu=server_cpu / args.repeats,
+        client_cpu=client_cpu / args.repeats,
     )
 
 
@@ -284,6 +345,67 @@ async def measure_screenshots(
         reference.close()
 
 
+def default_stages(desktop: Desktop, area: Rect, options: EncodeOptions) -> list[tuple[str, Callable[[], object]]]:
+    """The parts of a default screenshot, each alone, plus the downscale issue 26.4 replaced and issue 26's
+    reference (on an older package, the screenshot's grab is the full frame's)."""
+    size = target_size(area.width, area.height, options)
+    full = desktop.grab(area)
+    small = full.resize(size, Image.Resampling.BOX)
+    data = encode_bytes(small, options.format, options.quality)
+    content = [ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type="image/jpeg")]
+    result = CallToolResult(content=[*content, TextContent(type="text", text="frame")], structured_content={})
+    reply = JSONRPCResponse(jsonrpc="2.0", id=1, result=result.model_dump(by_alias=True, exclude_none=True))
+    return [
+        ("grab, full frame converted to RGB: `grab(area)`", lambda: desktop.grab(area)),
+        (
+            f"the screenshot's grab: at {size[0]}x{size[1]}, the BGRX frame downscaled, then converted",
+            lambda: screenshot_grab(desktop, area, options),
+        ),
+        (
+            f"Pillow BOX resize of the converted full frame to {size[0]}x{size[1]} (the downscale before 26.4)",
+            lambda: full.resize(size, Image.Resampling.BOX),
+        ),
+        (
+            f"JPEG q{options.quality} encode, {size[0]}x{size[1]}",
+            lambda: encode_bytes(small, options.format, options.quality),
+        ),
+        ("JPEG q80 encode, full frame (in issue 26's reference)", lambda: encode_bytes(full, "jpeg", 80)),
+        (f"base64 of the {len(data) // 1024} KiB image", lambda: base64.b64encode(data)),
+        (
+            "the result as one JSON-RPC line (pydantic dump, as the stdio transport writes it)",
+            lambda: reply.model_dump_json(by_alias=True, exclude_unset=True).encode(),
+        ),
+    ]
+
+
+def time_stages(desktop: Desktop, area: Rect, options: EncodeOptions, args: argparse.Namespace) -> list[StageRow]:
+    """Each stage repeated, stages interleaved so that all see the same load; wall and process CPU time."""
+    stages = default_stages(desktop, area, options)
+    wall: list[list[float]] = [[] for _ in stages]
+    cpu: list[list[float]] = [[] for _ in stages]
+    for index in range(args.warmups + args.repeats):
+        for stage, (_, operation) in enumerate(stages):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            operation()
+            if index >= args.warmups:
+                cpu[stage].append((time.process_time() - start_cpu) * 1000)
+                wall[stage].append(elapsed_ms(start))
+    return [
+        StageRow(name, Stats(tuple(wall[stage])), Stats(tuple(cpu[stage]))) for stage, (name, _) in enumerate(stages)
+    ]
+
+
+async def measure_stages(settings: Settings, args: argparse.Namespace) -> list[StageRow]:
+    log("default screenshot stages")
+    reference = DesktopThread(LocalDesktop)
+    try:
+        area = await reference.run(lambda desktop: desktop.monitors()[settings.display.monitor].screen_rect)
+        options = SCREENSHOT_CASES[0].encode_options(settings.screenshot)
+        return await reference.run(lambda desktop: time_stages(desktop, area, options, args))
+    finally:
+        reference.close()
+
+
 async def measure_actions(client: Client, args: argparse.Namespace) -> list[ActionRow]:
     desktop = LocalDesktop()
     try:
@@ -308,6 +430,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
             connect_ms = elapsed_ms(start)
             log(f"connected to symphony-mcp over stdio in {connect_ms:.0f} ms")
             screenshots = await measure_screenshots((in_memory, client), settings, args)
+            stages = await measure_stages(settings, args)
             calls = [
                 await bench_call((in_memory, client), "action_history", {"limit": 1}, args),
                 await bench_call((in_memory, client), "screen_info", {}, args),
@@ -320,6 +443,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
         settle_ms=settings.input.settle_seconds * 1000,
         connect_ms=connect_ms,
         screenshots=screenshots,
+        stages=stages,
         calls=calls,
         actions=actions,
     )
@@ -339,6 +463,7 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
             f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
             f"{row.in_memory.median - row.raw.median:+.1f}",
             f"{row.stdio.median - row.in_memory.median:+.1f}",
+            f"{row.raw_cpu.median:.1f} / {row.server_cpu:.1f} / {row.client_cpu:.1f}",
             f"{row.ratio:.2f}x",
             verdict(row.ratio <= RATIO_TARGET),
         ]
@@ -354,19 +479,24 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
         "stdio `screenshot` median / p90",
         "server + MCP layer (in-memory - in-process)",
         "stdio transport (stdio - in-memory)",
+        "CPU: in-process grab+encode median / stdio server per call / client per call",
         "ratio stdio / in-process",
         f"<= {RATIO_TARGET}x",
     ]
     notes = [
         "",
-        "In-process: `LocalDesktop.grab` + `encode_image` in this process, on a dedicated worker thread like the"
-        " server's (grab = the `LocalDesktop.grab` part).",
+        "In-process: `LocalDesktop.grab` at the image size + `encode_image` in this process, on a dedicated worker"
+        " thread like the server's (grab = the `LocalDesktop.grab` part, downscale included).",
         "In-memory MCP: the same server built in this process, called through `Client(server.mcp)`; its extra over",
         "in-process is the `screenshot` tool's desktop-thread hops, pointer and monitor queries, base64 and pydantic",
         "work plus the MCP session itself (see the in-memory no-op below).",
         "Stdio: `symphony-mcp serve` as a subprocess behind `Client(StdioServerParameters(...))`; its extra over",
         "in-memory is the transport: the result as one JSON line through a pipe into another process.",
         "Overheads are differences of medians; the ratio compares medians.",
+        "CPU: process CPU time, which the machine's other load inflates far less than wall time: the in-process",
+        "grab+encode's median, and the stdio server process's CPU over the measured calls divided by their number",
+        "(/proc, clock-tick resolution), i.e. grab, encode and everything the server does for one call, and this",
+        "process's CPU over each stdio call (the SDK client: reading, parsing and validating the result).",
     ]
     return [
         "## Screenshot: in-process grab + encode vs the `screenshot` tool (ms)",
@@ -376,17 +506,30 @@ def screenshot_section(rows: list[ScreenshotRow]) -> list[str]:
     ]
 
 
+def stages_section(rows: list[StageRow]) -> list[str]:
+    body = [[row.name, f"{row.wall.median:.2f} / {row.wall.p90:.2f}", f"{row.cpu.median:.2f}"] for row in rows]
+    header = ["stage", "wall median / p90", "CPU median (process time)"]
+    notes = [
+        "",
+        "Each stage alone in this process on the desktop thread, stages interleaved; CPU is the process's CPU time",
+        "over the stage (OpenCV's worker threads included), which the machine's other load does not inflate as much",
+        "as wall time.",
+    ]
+    return ["## Where a default screenshot's time goes: its stages in-process (ms)", "", *table(header, body), *notes]
+
+
 def calls_section(results: Results) -> list[str]:
     body = [
         [
             row.name,
             f"{row.in_memory.median:.2f} / {row.in_memory.p90:.2f}",
             f"{row.stdio.median:.2f} / {row.stdio.p90:.2f}",
+            f"{row.server_cpu:.2f} / {row.client_cpu:.2f}",
         ]
         for row in results.calls
     ]
-    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", "-", f"{results.connect_ms:.0f}"])
-    header = ["call", "in-memory MCP median / p90", "stdio median / p90"]
+    body.append(["connect (spawn `symphony-mcp serve` + initialize), once", "-", f"{results.connect_ms:.0f}", "-"])
+    header = ["call", "in-memory MCP median / p90", "stdio median / p90", "CPU per stdio call: server / client"]
     return ["## Near no-op tool calls (ms)", "", *table(header, body)]
 
 
@@ -468,6 +611,8 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
         *targets_section(results.screenshots),
         "",
         *screenshot_section(results.screenshots),
+        "",
+        *stages_section(results.stages),
         "",
         *calls_section(results),
         "",

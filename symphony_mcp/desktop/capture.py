@@ -11,12 +11,13 @@ from PIL import Image
 from symphony_mcp.desktop.frames import new_frame_id
 from symphony_mcp.desktop.types import MonitorInfo
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
+from symphony_mcp.imaging.downscale import downscale_pixels
 from symphony_mcp.imaging.geometry import Point, Rect
 
 
 @dataclass(frozen=True)
 class Frame:
-    """One captured screenshot at full screen resolution."""
+    """One captured screenshot of `area`: at full screen resolution, or smaller where it was grabbed at a size."""
 
     image: Image.Image
     area: Rect
@@ -67,13 +68,15 @@ class ScreenCapturer:
     def monitor_rect(self, index: int) -> Rect:
         return select_monitor(self.monitors(), index)
 
-    def grab(self, area: Rect) -> Image.Image:
+    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
+        """The area, at `size` when given: downscaled from the grabbed BGRX pixels, so that only the small image is
+        converted to RGB."""
         try:
             shot = self._mss.grab({"left": area.left, "top": area.top, "width": area.width, "height": area.height})
         except Exception as exc:
             raise DisplayUnavailableError(f"screen capture failed: {exc}") from exc
         # `raw` is the grabbed buffer itself; `bgra` would copy the whole frame first.
-        return Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
+        return downscale_pixels(shot.raw, shot.size, size or shot.size, "BGRX")
 
     def close(self) -> None:
         self._mss.close()

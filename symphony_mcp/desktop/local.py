@@ -59,8 +59,8 @@ class LocalDesktop:
     def monitors(self) -> list[MonitorInfo]:
         return self._capturer.monitors()
 
-    def grab(self, area: Rect) -> Image.Image:
-        return self._capturer.grab(area)
+    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
+        return self._capturer.grab(area, size)
 
     def cursor(self) -> Point:
         x, y = self._input.position()

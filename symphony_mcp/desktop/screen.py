@@ -116,7 +116,10 @@ class Screen:
         """The whole screen (all monitors) in screen pixels."""
         return await self.thread.run(lambda d: _monitor_rect(d, 0))
 
-    def _grab(self, desktop: Desktop, monitor: int | None, region: Rect | None) -> Frame:
+    def _grab(
+        self, desktop: Desktop, monitor: int | None, region: Rect | None, fit: EncodeOptions | None = None
+    ) -> Frame:
+        """A frame of the monitor or region; with `fit`, grabbed at the size those options give it."""
         monitor_index = self.display_settings.monitor if monitor is None else monitor
         area = _monitor_rect(desktop, monitor_index)
         if region is not None:
@@ -127,7 +130,8 @@ class Screen:
                 )
             area = clipped
         cursor = desktop.cursor()
-        return Frame(image=desktop.grab(area), area=area, monitor=monitor_index, cursor=cursor)
+        size = None if fit is None else target_size(area.width, area.height, fit)
+        return Frame(image=desktop.grab(area, size), area=area, monitor=monitor_index, cursor=cursor)
 
     async def screenshot(
         self,
@@ -146,13 +150,19 @@ class Screen:
         want_marker = self.screenshot_settings.draw_cursor if draw_cursor is None else draw_cursor
 
         def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
-            # One trip to the desktop thread: a screenshot is latency-bound.
-            frame = self._grab(desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect)
-            cursor = frame.cursor
+            # One trip to the desktop thread: a screenshot is latency-bound. The frame is grabbed at the image size
+            # (downscaled before its pixels are converted), so encoding only compresses it.
+            frame = self._grab(
+                desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect, options
+            )
+            cursor, area, image = frame.cursor, frame.area, frame.image
             marker = None
-            if want_marker and cursor is not None and frame.area.contains(cursor.x, cursor.y):
-                marker = (cursor.x - frame.area.left, cursor.y - frame.area.top)
-            return frame, _monitor_rect(desktop, 0), encode_image(frame.image, options, marker)
+            if want_marker and cursor is not None and area.contains(cursor.x, cursor.y):
+                marker = (
+                    (cursor.x - area.left + 0.5) * image.width / area.width - 0.5,
+                    (cursor.y - area.top + 0.5) * image.height / area.height - 0.5,
+                )
+            return frame, _monitor_rect(desktop, 0), encode_image(image, options, marker)
 
         frame, screen, encoded = await self.thread.run(grab_and_encode)
         return encoded, self._describe(frame, screen, encoded)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
 
+from symphony_mcp.imaging.downscale import downscale
 from symphony_mcp.imaging.geometry import fit_within
 
 _PIL_FORMATS = {"jpeg": "JPEG", "png": "PNG", "webp": "WEBP"}
@@ -47,9 +48,7 @@ def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float
     width, height = target_size(image.width, image.height, options)
     quality = options.quality
     while True:
-        # BOX averages the screen pixels under each image pixel, each screen pixel going into one image pixel: a
-        # one-pixel text stroke stays one pixel wide (BILINEAR smears it over two), at ~70% of BILINEAR's CPU.
-        resized = image if (width, height) == image.size else image.resize((width, height), Image.Resampling.BOX)
+        resized = downscale(image, (width, height))
         if marker is not None:
             resized = draw_cursor_marker(
                 resized, (marker[0] + 0.5) * width / image.width - 0.5, (marker[1] + 0.5) * height / image.height - 0.5
