@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,11 +24,15 @@ from symphony_mcp import __version__
 from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.confine import BWRAP_FIX, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
+from symphony_mcp.code.remote import RemoteExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.local import LocalDesktop
+from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
+from symphony_mcp.desktop.remote.osworld import OsworldDesktop
+from symphony_mcp.desktop.remote.osworld_controller import controller_for
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
@@ -114,7 +118,7 @@ class SymphonyServer:
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
-    code: LocalExecutor
+    code: LocalExecutor | RemoteExecutor
     cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
@@ -126,7 +130,8 @@ def build_server(settings: Settings) -> SymphonyServer:
     check_names(settings.policy)  # before anything is made; the command line checked them before anything started
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
     programs = ProgramAllowList(None if (allow := settings.policy.open_app_allow) is None else tuple(allow))
-    desktop_thread = DesktopThread(lambda: LocalDesktop(settings.input, layout, programs))
+    desktop_factory, executor = _machine(settings, layout, programs)
+    desktop_thread = DesktopThread(desktop_factory)
     desktop_screen = Screen(desktop_thread, settings.display, settings.screenshot)
     recorder = ActionRecorder(desktop_thread, ActionLog(settings.server.action_log_size))
     desktop_actions = DesktopActions(desktop_thread, recorder, settings.input)
@@ -134,14 +139,13 @@ def build_server(settings: Settings) -> SymphonyServer:
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(desktop_screen, models, settings.grounding)
     tasks = TaskManager(desktop_screen, recorder, models, settings.memory)
-    executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     coder = CoderService(desktop_screen, recorder, models, tasks, executor, settings.code, executor.default_workdir)
     searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
-    element_reader = ElementReader(desktop_screen, desktop_actions)
+    element_reader = ElementReader(desktop_screen, desktop_actions, unavailable=_elements_unavailable(settings))
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
-        offered = any(server.policy.refusal(name) is None for name in CODE_TOOLS)
+        offered = isinstance(executor, LocalExecutor) and any(server.policy.refusal(n) is None for n in CODE_TOOLS)
         if offered and (weaker := await anyio.to_thread.run_sync(weaker_than_bwrap, settings.code)):
             log.warning("%s: %s; for bubblewrap: %s", " and ".join(CODE_TOOLS), weaker, BWRAP_FIX)
         if settings.ocr.warm_up:
@@ -194,6 +198,33 @@ def build_server(settings: Settings) -> SymphonyServer:
         tasks=tasks,
         code=executor,
         cores=cores,
+    )
+
+
+def _machine(
+    settings: Settings, layout: list[Rect], programs: ProgramAllowList
+) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor]:
+    """The desktop the tools act on and the executor of the code tools: both on the same machine, always."""
+    if settings.desktop.backend == "osworld":
+        assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
+        controller = controller_for(settings.desktop.url, settings.desktop.timeout_seconds)
+        pacing = settings.input
+        return (
+            lambda: OsworldDesktop(controller, pacing.type_interval, pacing.click_interval, programs),
+            RemoteExecutor(controller, settings.code),
+        )
+    local = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
+    return lambda: LocalDesktop(settings.input, layout, programs), local
+
+
+def _elements_unavailable(settings: Settings) -> str | None:
+    """Why the accessibility tree cannot be read on this backend, or None where it can."""
+    if settings.desktop.backend == "local":
+        return None
+    return (
+        f"the elements tools read the accessibility tree of this host's display, and the {settings.desktop.backend} "
+        "backend drives another machine, whose tree they do not read yet (its controller's /accessibility XML is "
+        "not turned into elements); use screenshot, find_text or locate there"
     )
 
 
