@@ -20,7 +20,8 @@ from symphony_mcp.errors import InvalidInputError, PolicyError
 
 REMOTE_WORKDIR = PurePosixPath("/tmp/symphony-code")
 MAX_REMOTE_SECONDS = COMMAND_SECONDS - 5  # the controller kills a command at 120 s, answering 500 without output
-_KILLED = 128 + 9  # timeout(1)'s status for a child it killed with SIGKILL
+# timeout(1) sends SIGKILL to its whole process group, itself included: the status is -9 (or 137 through a shell)
+_KILLED = (-9, 128 + 9)
 _IN_WORKDIR = 'mkdir -p -- "$1" && cd -- "$1" && shift && exec "$@"'
 _INTERPRETERS: dict[Language, list[str]] = {"python": ["python3", "-c"], "bash": ["bash", "-c"]}
 
@@ -63,7 +64,7 @@ class RemoteExecutor:
         ]
         started = time.monotonic()
         result = await asyncio.to_thread(self.controller.execute, argv, timeout_s + 5)
-        killed = result.returncode == _KILLED and time.monotonic() - started >= timeout_s
+        killed = result.returncode in _KILLED and time.monotonic() - started >= timeout_s
         stdout, stdout_cut = _capped(result.output, self.settings.output_bytes)
         stderr, stderr_cut = _capped(result.error, self.settings.output_bytes)
         return CodeRun(

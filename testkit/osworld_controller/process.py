@@ -43,6 +43,7 @@ def running_controller(home: Path, faults: Faults | None = None) -> Iterator[Run
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "PYTHONPATH": str(ROOT),
     }
+    faults = faults or Faults()
     flags = [
         *(["--bash-script-500"] if faults.bash_script_500 else []),
         *(["--wedge-when-parallel"] if faults.wedge_when_parallel else []),

@@ -2,8 +2,10 @@
 
 Input goes through xdotool on the machine, one `/execute` per action (a click ~10 ms over loopback), instead of
 OSWorld's own client, which starts Python, imports pyautogui and sleeps pyautogui's pause for every action
-(~230 ms). Text is typed by `xdotool type` at >= 12 ms a character, which types any Unicode exactly (pyautogui
-drops non-ASCII). Windows are listed and switched with wmctrl, which OSWorld's controller itself uses.
+(~230 ms). Text: the characters the keymap lacks are bound to spare keycodes first (one python3 call on the
+machine), then `xdotool type` sends them at 12 ms a character; xdotool alone lost characters under load (it remaps
+one scratch keycode per character, which clients read late), pyautogui drops every non-ASCII one.
+Windows are listed and switched with wmctrl, which OSWorld's controller itself uses.
 The coordinate contract: the machine's screen size is the one `/screen_size` reports; a screenshot of another
 size (a scaled VM display) is resized to it, so screen pixels are the machine's.
 """
@@ -32,6 +34,25 @@ _TYPED_PER_CALL = 400  # characters per /execute: 400 * 12 ms stays far below th
 _HOVER_SETTLE_SECONDS = 0.05
 _MOTION_STEP_SECONDS = 0.02
 _ACTIVATE_SECONDS = 2.0
+# Run on the machine by its python3 (which has python-xlib: OSWorld's controller drives pyautogui with it): binds
+# each character of argv[1] that the keymap lacks to a spare keycode, so `xdotool type` finds it mapped and sends
+# it without remapping a scratch keycode per character, which clients read late (characters lost, measured here).
+# The bindings stay, as LocalDesktop's typer keeps its own; without spare keycodes xdotool remaps as before.
+_BIND_SPARE_KEYCODES = """
+import sys
+from Xlib import display
+d = display.Display()
+first = d.display.info.min_keycode
+mapping = d.get_keyboard_mapping(first, d.display.info.max_keycode - first + 1)
+spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+for char in dict.fromkeys(sys.argv[1]):
+    code = ord(char)
+    sym = code if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF else 0x01000000 + code
+    if spare and not d.keysym_to_keycode(sym):
+        d.change_keyboard_mapping(spare.pop(0), [(sym, sym)])
+d.sync()
+"""
+_MAPPING_SETTLE_SECONDS = 0.03
 _LAUNCH = (
     'command -v -- "$1" >/dev/null || { echo "no program $1 on this machine" >&2; exit 127; }; '
     'setsid -- "$@" >/dev/null 2>&1 </dev/null & echo $!'
@@ -128,6 +149,10 @@ class OsworldDesktop:
         return normalize_keys(keys, KEY_NAMES)
 
     def type_text(self, text: str) -> None:
+        beyond_ascii = "".join(sorted({char for char in text if not " " <= char <= "~" and char not in "\n\t"}))
+        if beyond_ascii:
+            self._controller.check(["python3", "-c", _BIND_SPARE_KEYCODES, beyond_ascii], "binding keys to characters")
+            time.sleep(_MAPPING_SETTLE_SECONDS)
         for start in range(0, len(text), _TYPED_PER_CALL):
             chunk = text[start : start + _TYPED_PER_CALL]
             seconds = len(chunk) * self._type_delay_ms / 1000 + 30
