@@ -118,7 +118,9 @@ class OsworldDesktop:
         return steps
 
     def click(self, at: Point, button: MouseButton, count: int, hold_keys: Sequence[str]) -> None:
-        click = ["click", "--repeat", str(count), "--delay", str(self._click_delay_ms), _BUTTONS[button]]
+        # xdotool sleeps --delay after every click, the last too: a single click gets none
+        repeat = ["--repeat", str(count), "--delay", str(self._click_delay_ms)] if count > 1 else []
+        click = ["click", *repeat, _BUTTONS[button]]
         self._xdotool(self._held(hold_keys, ["mousemove", str(at.x), str(at.y), *click]), f"{button} click")
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
