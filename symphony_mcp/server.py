@@ -62,6 +62,13 @@ log = logging.getLogger(__name__)
 # The tool modules, in the order tools/list shows their tools: a new module's DEFINITIONS join here.
 TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
+REMOTE_TREE_REASON = (
+    "they read the accessibility tree of this host's display, and the VM's (its controller's /accessibility XML) is "
+    "not turned into elements yet; use screenshot, find_text or locate there"
+)
+REMOTE_CODER_REASON = (
+    "the Coder reads the machine's facts and changed files on this host; run_code runs blocks on the VM instead"
+)
 GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
@@ -139,9 +146,20 @@ def build_server(settings: Settings) -> SymphonyServer:
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(desktop_screen, models, settings.grounding)
     tasks = TaskManager(desktop_screen, recorder, models, settings.memory)
-    coder = CoderService(desktop_screen, recorder, models, tasks, executor, settings.code, executor.default_workdir)
+    coder = CoderService(
+        desktop_screen,
+        recorder,
+        models,
+        tasks,
+        executor,
+        settings.code,
+        executor.default_workdir,
+        unavailable=_remote_refusal(settings, "code_agent", REMOTE_CODER_REASON),
+    )
     searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
-    element_reader = ElementReader(desktop_screen, desktop_actions, unavailable=_elements_unavailable(settings))
+    element_reader = ElementReader(
+        desktop_screen, desktop_actions, unavailable=_remote_refusal(settings, "the elements tools", REMOTE_TREE_REASON)
+    )
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -217,15 +235,11 @@ def _machine(
     return lambda: LocalDesktop(settings.input, layout, programs), local
 
 
-def _elements_unavailable(settings: Settings) -> str | None:
-    """Why the accessibility tree cannot be read on this backend, or None where it can."""
+def _remote_refusal(settings: Settings, what: str, reason: str) -> str | None:
+    """Why `what` refuses on a remote backend (None on the local one, where it works)."""
     if settings.desktop.backend == "local":
         return None
-    return (
-        f"the elements tools read the accessibility tree of this host's display, and the {settings.desktop.backend} "
-        "backend drives another machine, whose tree they do not read yet (its controller's /accessibility XML is "
-        "not turned into elements); use screenshot, find_text or locate there"
-    )
+    return f"{what} cannot act on the {settings.desktop.backend} machine at {settings.desktop.url}: {reason}"
 
 
 async def session_scope(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

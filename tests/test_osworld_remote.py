@@ -44,7 +44,7 @@ def vm(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[RunningController]:
         yield controller
 
 
-def faulty_vm(tmp_path: Path, **faults: bool) -> running_controller:  # type: ignore[valid-type]
+def faulty_vm(tmp_path: Path, **faults: bool) -> contextlib.AbstractContextManager[RunningController]:
     return running_controller(tmp_path / "vm-home", Faults(**faults))
 
 
@@ -186,6 +186,22 @@ async def test_screenshot_click_and_keys_act_on_the_vm(remote: Client, tk_probe:
     assert (info["screen_cursor"]["x"], info["screen_cursor"]["y"]) == (ex, ey)  # the VM's pointer, left there
 
 
+async def test_drag_and_scroll_act_on_the_vm(remote: Client, tk_probe: TkProbe) -> None:
+    box = tk_probe.state()["widgets"]["canvas"]
+    start, end = (box["left"] + 50, box["top"] + 50), (box["left"] + 300, box["top"] + 200)
+    await call_ok(
+        remote, "drag_and_drop", start_x=start[0], start_y=start[1], end_x=end[0], end_y=end[1], space="screen"
+    )
+    state = tk_probe.wait(lambda s: s["drag"] and s["drag"]["end"])
+    assert state["drag"]["start"] == list(start) and state["drag"]["end"] == list(end)
+    assert state["motions"] >= 3  # a glide, not a jump
+    x, y = tk_probe.centre("text")
+    await call_ok(remote, "scroll", vertical=-5, x=x, y=y, space="screen")
+    top = tk_probe.wait(lambda s: s["text_top"] > 0)["text_top"]
+    await call_ok(remote, "scroll", vertical=3)  # at the pointer, still over the text
+    tk_probe.wait(lambda s: s["text_top"] < top)
+
+
 async def test_windows_are_the_vms(remote: Client, tk_probe: TkProbe) -> None:
     windows = (await call_ok(remote, "list_windows"))["windows"]
     probe = next(w for w in windows if w["title"] == "Symphony Probe")
@@ -222,9 +238,11 @@ async def test_code_runs_on_the_vm_never_on_the_host(remote: Client, vm: Running
     assert slow["killed"] is True and slow["kill_reason"] == "timeout"
 
 
-async def test_elements_say_why_they_do_not_read_the_vm(remote: Client) -> None:
+async def test_elements_and_the_coder_say_why_they_do_not_act_on_the_vm(remote: Client) -> None:
     error = await call_error(remote, "elements")
-    assert "drives another machine" in error and "find_text" in error
+    assert "cannot act on the osworld machine" in error and "find_text" in error
+    error = await call_error(remote, "code_agent", task="count the files in ~")
+    assert "run_code runs blocks on the VM instead" in error
 
 
 async def test_parallel_tool_calls_do_not_wedge_the_vm(tmp_path: Path, xdisplay: VirtualDisplay) -> None:

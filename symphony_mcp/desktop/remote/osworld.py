@@ -71,7 +71,7 @@ class OsworldDesktop:
     ) -> None:
         self._controller = controller
         self._type_delay_ms = max(TYPE_DELAY_MS, round(type_interval * 1000))
-        self._click_delay_ms = round(click_interval * 1000)
+        self._click_interval = click_interval
         self._programs = programs or ProgramAllowList()
         self._screen: Rect | None = None
 
@@ -100,7 +100,15 @@ class OsworldDesktop:
 
     # --- pointer ------------------------------------------------------------------------------
     def _xdotool(self, steps: list[str], what: str, timeout: float = 30) -> None:
-        self._controller.check(["xdotool", *steps], what, timeout)
+        try:
+            self._controller.check(["xdotool", *steps], what, timeout)
+        except RemoteActionError as exc:
+            if "No such file or directory" not in str(exc):
+                raise
+            raise RemoteActionError(
+                f"{what} failed: xdotool is not installed on {self._controller.url}, and the OSWorld backend sends "
+                "pointer and keys through it; install it there (sudo apt-get install xdotool wmctrl)"
+            ) from exc
 
     def move(self, to: Point, duration: float = 0.0) -> None:
         steps = ["mousemove", str(to.x), str(to.y)] if duration <= 0 else self._glide(self.cursor(), to, duration)
@@ -118,10 +126,13 @@ class OsworldDesktop:
         return steps
 
     def click(self, at: Point, button: MouseButton, count: int, hold_keys: Sequence[str]) -> None:
-        # xdotool sleeps --delay after every click, the last too: a single click gets none
-        repeat = ["--repeat", str(count), "--delay", str(self._click_delay_ms)] if count > 1 else []
-        click = ["click", *repeat, _BUTTONS[button]]
-        self._xdotool(self._held(hold_keys, ["mousemove", str(at.x), str(at.y), *click]), f"{button} click")
+        # xdotool's click sleeps its --delay (default 100 ms) after every click, the last too: none here, and the
+        # pause between the clicks of a double click is a step of its own
+        pause = ["sleep", f"{self._click_interval:g}"]
+        steps = ["mousemove", str(at.x), str(at.y)]
+        for index in range(count):
+            steps += [*(pause if index else []), "click", "--delay", "0", _BUTTONS[button]]
+        self._xdotool(self._held(hold_keys, steps), f"{button} click")
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
         steps = [
@@ -143,7 +154,14 @@ class OsworldDesktop:
             steps += ["mousemove", str(at.x), str(at.y), "sleep", str(_HOVER_SETTLE_SECONDS)]
         for clicks, positive, negative in ((vertical, "up", "down"), (horizontal, "right", "left")):
             if clicks:
-                steps += ["click", "--repeat", str(abs(clicks)), _WHEEL[positive if clicks > 0 else negative]]
+                steps += [
+                    "click",
+                    "--repeat",
+                    str(abs(clicks)),
+                    "--delay",
+                    "0",
+                    _WHEEL[positive if clicks > 0 else negative],
+                ]
         self._xdotool(self._held(hold_keys, steps), "scroll")
 
     # --- keyboard -----------------------------------------------------------------------------
