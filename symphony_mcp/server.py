@@ -64,7 +64,8 @@ TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 REMOTE_TREE_REASON = (
     "they read the accessibility tree of this host's display, and the VM's (its controller's /accessibility XML) is "
-    "not turned into elements yet; use screenshot, find_text or locate there"
+    "not turned into elements yet; use screenshot, find_text or locate there (the resource "
+    "screen://accessibility_tree serves the VM's own tree, OSWorld's XML)"
 )
 REMOTE_CODER_REASON = (
     "the Coder reads the machine's facts and changed files on this host; run_code runs blocks on the VM instead"
@@ -158,7 +159,10 @@ def build_server(settings: Settings) -> SymphonyServer:
     )
     searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
     element_reader = ElementReader(
-        desktop_screen, desktop_actions, unavailable=_remote_refusal(settings, "the elements tools", REMOTE_TREE_REASON)
+        desktop_screen,
+        desktop_actions,
+        unavailable=_remote_refusal(settings, "the elements tools", REMOTE_TREE_REASON),
+        remote_tree=_remote_tree(settings),
     )
 
     @asynccontextmanager
@@ -233,6 +237,13 @@ def _machine(
         )
     local = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     return lambda: LocalDesktop(settings.input, layout, programs), local
+
+
+def _remote_tree(settings: Settings) -> Callable[[], str] | None:
+    """The remote machine's accessibility tree in OSWorld's XML, read by its controller (None on the local backend)."""
+    if settings.desktop.backend != "osworld" or settings.desktop.url is None:
+        return None
+    return controller_for(settings.desktop.url, settings.desktop.timeout_seconds).accessibility_tree
 
 
 def _remote_refusal(settings: Settings, what: str, reason: str) -> str | None:

@@ -22,9 +22,11 @@ from desktop_env.controllers.python import PythonController
 from mcp import Client
 from PIL import Image
 
+from symphony_mcp.bench.osworld.metrics import load_metric
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.errors import RemoteActionError
+from testkit.desktop_apps import gtk_probe
 from testkit.display import SCREEN
 from testkit.mcp_calls import call_error, call_ok, run_code
 from testkit.osworld_controller.app import Faults
@@ -35,6 +37,8 @@ from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
 
+# OSWorld's own metric over an accessibility tree, loaded as the OSWorld adapter loads it.
+check_accessibility_tree = load_metric("check_accessibility_tree")
 COUNTER = "echo ran >> ~/runs.txt"  # a script whose every run leaves a line
 
 
@@ -87,6 +91,13 @@ def test_python_controller_reads_and_acts_on_the_stand_in(vm: RunningController,
     assert tree is not None and [child["name"] for child in tree["children"]] == ["note.txt"]
     ran = client.run_python_script("import os; print(os.environ['HOME'])")
     assert ran is not None and ran["output"].strip() == str(vm.home) and ran["return_code"] == 0
+
+
+def test_python_controller_reads_the_stand_ins_accessibility_tree(vm: RunningController, tmp_path: Path) -> None:
+    with gtk_probe(tmp_path, "Tree Probe"):
+        xml = upstream_client(vm).get_accessibility_tree()
+    rules = [{"xpath": '//frame[@name="Tree Probe"]//push-button[@name="Save file"][@st:showing="true"]'}]
+    assert xml is not None and check_accessibility_tree(xml, rules) == 1.0, (xml or "")[:2000]
 
 
 def test_a_failed_action_answers_200_with_its_returncode(vm: RunningController) -> None:
@@ -238,7 +249,11 @@ async def test_code_runs_on_the_vm_never_on_the_host(remote: Client, vm: Running
     assert slow["killed"] is True and slow["kill_reason"] == "timeout"
 
 
-async def test_elements_and_the_coder_say_why_they_do_not_act_on_the_vm(remote: Client) -> None:
+async def test_elements_and_the_coder_say_why_they_do_not_act_on_the_vm(remote: Client, tmp_path: Path) -> None:
+    with gtk_probe(tmp_path, "Tree Probe"):
+        tree = await remote.read_resource("screen://accessibility_tree")  # the VM's own XML, as OSWorld reads it
+    xml = tree.contents[0].text  # type: ignore[union-attr]
+    assert check_accessibility_tree(xml, [{"xpath": '//frame[@name="Tree Probe"]//push-button[@name="ONE"]'}]) == 1.0
     error = await call_error(remote, "elements")
     assert "cannot act on the osworld machine" in error and "find_text" in error
     error = await call_error(remote, "code_agent", task="count the files in ~")

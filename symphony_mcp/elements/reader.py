@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,10 +62,13 @@ class ElementReader:
         actions: DesktopActions,
         process: AtspiProcess | None = None,
         unavailable: str | None = None,
+        remote_tree: Callable[[], str] | None = None,
     ) -> None:
-        """`unavailable`: why this desktop's tree cannot be read (a remote backend); every read then refuses."""
+        """`unavailable`: why this desktop's tree cannot be read (a remote backend); every read then refuses, but
+        for `osworld_tree`, which `remote_tree` answers with the remote machine's own XML when given."""
         self.screen = screen
         self.unavailable = unavailable
+        self.remote_tree = remote_tree
         self.actions = actions
         self.process = process or AtspiProcess()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
@@ -184,6 +188,8 @@ class ElementReader:
 
     async def osworld_tree(self) -> str:
         """The whole tree as OSWorld's controller returns it (XML; osworld_tree.py says what it holds)."""
+        if self.remote_tree is not None:
+            return await anyio.to_thread.run_sync(self.remote_tree)
         answer = await self._request(
             {
                 "op": "tree",

@@ -33,6 +33,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from symphony_mcp.elements import osworld_tree
+from symphony_mcp.elements.atspi_process import AtspiProcess
+
 EXECUTE_SECONDS = 120
 RUN_PYTHON_SECONDS = 30
 
@@ -205,10 +208,28 @@ def _window_size(app_class: str) -> Response:
     return JSONResponse({"error": "window not found"}, status_code=404)
 
 
+def _accessibility(reader: AtspiProcess) -> Response:
+    """The tree in OSWorld's XML, walked by symphony-mcp's own AT-SPI reader (elements/osworld_tree.py says how it
+    matches upstream's `_create_atspi_node`)."""
+    walk = {
+        "op": "tree",
+        "max_depth": osworld_tree.MAX_DEPTH,
+        "max_width": osworld_tree.MAX_WIDTH,
+        "max_nodes": osworld_tree.MAX_NODES,
+        "seconds": osworld_tree.WALK_SECONDS,
+    }
+    try:
+        answer = reader.request(walk, timeout=osworld_tree.WALK_SECONDS + 10)
+    except Exception as exc:  # upstream: 500 with the error
+        return JSONResponse({"error": str(exc)}, status_code=500)
+    return JSONResponse({"AT": osworld_tree.tree_xml(answer)})
+
+
 def build_app(faults: Faults) -> Starlette:
     """The controller's routes; each handler is synchronous (Starlette runs it on a worker thread, as Flask's
     threaded server does), all behind the gate that can wedge."""
     gate = _Gate(faults.wedge_when_parallel)
+    reader = AtspiProcess()
 
     async def json_body(request: Request) -> dict[str, Any]:
         try:
@@ -273,6 +294,7 @@ def build_app(faults: Faults) -> Starlette:
         ("POST", "/setup/close_window"): lambda body: _window_action(body, "c"),
         ("POST", "/setup/upload"): upload,
         ("POST", "/file"): get_file,
+        ("GET", "/accessibility"): lambda _: _accessibility(reader),
         ("GET", "/cursor_position"): lambda _: _cursor_position(),
         ("POST", "/screen_size"): lambda _: _screen_size(),
         ("GET", "/platform"): lambda _: PlainTextResponse("Linux"),

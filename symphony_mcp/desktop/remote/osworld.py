@@ -31,6 +31,7 @@ _BUTTONS: dict[MouseButton, str] = {"left": "1", "middle": "2", "right": "3"}
 _WHEEL = {"up": "4", "down": "5", "left": "6", "right": "7"}
 TYPE_DELAY_MS = 12  # xdotool type drops or swaps characters below this (RESEARCH-NEXT §8: 0/5 exact at 0)
 _TYPED_PER_CALL = 400  # characters per /execute: 400 * 12 ms stays far below the controller's 120 s bound
+_NO_DELAY = ("--delay", "0")  # xdotool's key commands sleep 12 ms per key by default; the local backend sends none
 _HOVER_SETTLE_SECONDS = 0.05
 _MOTION_STEP_SECONDS = 0.02
 _ACTIVATE_SECONDS = 2.0
@@ -131,7 +132,7 @@ class OsworldDesktop:
         pause = ["sleep", f"{self._click_interval:g}"]
         steps = ["mousemove", str(at.x), str(at.y)]
         for index in range(count):
-            steps += [*(pause if index else []), "click", "--delay", "0", _BUTTONS[button]]
+            steps += [*(pause if index else []), "click", *_NO_DELAY, _BUTTONS[button]]
         self._xdotool(self._held(hold_keys, steps), f"{button} click")
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
@@ -158,8 +159,7 @@ class OsworldDesktop:
                     "click",
                     "--repeat",
                     str(abs(clicks)),
-                    "--delay",
-                    "0",
+                    *_NO_DELAY,
                     _WHEEL[positive if clicks > 0 else negative],
                 ]
         self._xdotool(self._held(hold_keys, steps), "scroll")
@@ -183,20 +183,20 @@ class OsworldDesktop:
         self._xdotool(self._held(keys, []), f"pressing {'+'.join(keys)}")
 
     def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None:
-        steps = [step for key in press_keys for step in ("key", keysym_name(key))]
+        steps = [step for key in press_keys for step in ("key", *_NO_DELAY, keysym_name(key))]
         self._xdotool(self._held(hold_keys, steps), "pressing keys")
 
     def key_down(self, key: str) -> None:
-        self._xdotool(["keydown", keysym_name(key)], f"holding {key}")
+        self._xdotool(["keydown", *_NO_DELAY, keysym_name(key)], f"holding {key}")
 
     def key_up(self, key: str) -> None:
-        self._xdotool(["keyup", keysym_name(key)], f"releasing {key}")
+        self._xdotool(["keyup", *_NO_DELAY, keysym_name(key)], f"releasing {key}")
 
     @staticmethod
     def _held(keys: Sequence[str], steps: list[str]) -> list[str]:
         names = [keysym_name(key) for key in keys]
-        downs = [step for name in names for step in ("keydown", name)]
-        ups = [step for name in reversed(names) for step in ("keyup", name)]
+        downs = [step for name in names for step in ("keydown", *_NO_DELAY, name)]
+        ups = [step for name in reversed(names) for step in ("keyup", *_NO_DELAY, name)]
         return [*downs, *steps, *ups]
 
     # --- windows and apps ---------------------------------------------------------------------

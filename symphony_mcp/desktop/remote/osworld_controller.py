@@ -21,6 +21,7 @@ from symphony_mcp.errors import DisplayUnavailableError, RemoteActionError, clip
 
 READ_ATTEMPTS = 3
 _RETRY_PAUSE_SECONDS = 0.3
+ACCESSIBILITY_SECONDS = 120  # a Chromium page and a GTK window took 1.85 s upstream; a big Calc sheet far longer
 COMMAND_SECONDS = 120  # the controller's own bound on one /execute
 _ANSWER_MARGIN_SECONDS = 15  # beyond a command's bound, for the controller to answer
 
@@ -58,6 +59,11 @@ class OsworldController:
     def cursor(self) -> tuple[int, int]:
         x, y = self._request("GET", "/cursor_position", idempotent=True).json()
         return int(x), int(y)
+
+    def accessibility_tree(self) -> str:
+        """The machine's accessibility tree, OSWorld's XML (a walk of every application: seconds, not ms)."""
+        timeout = max(self._read_timeout, ACCESSIBILITY_SECONDS)
+        return str(self._request("GET", "/accessibility", idempotent=True, timeout=timeout).json()["AT"])
 
     def download(self, path: str) -> bytes:
         return self._request("POST", "/file", idempotent=True, data={"file_path": path}).content
