@@ -52,14 +52,17 @@ SCREENSHOT_RATIO_TARGET = 1.0
 
 
 def measure(cases: dict[str, Callable[[], object]], repeats: int, warmups: int) -> dict[str, Stats]:
-    """Every case once per round, rounds repeated: the cases share whatever load the machine has."""
+    """Every case once per round, rounds repeated: the cases share whatever load the machine has. The order rotates
+    from round to round, so no case always follows the same one (a screenshot right after a spawned interpreter)."""
     for _ in range(warmups):
         for operation in cases.values():
             operation()
+    names = list(cases)
     samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, operation in cases.items():
-            samples[name].append(timed(operation))
+    for round_number in range(repeats):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(timed(cases[name]))
     return {name: Stats(tuple(values)) for name, values in samples.items()}
 
 
@@ -109,7 +112,7 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
         "controller (testkit/osworld_controller) on it over loopback, its `python` this environment's (pyautogui)",
         f"- Command: `{command}`",
         f"- Repetitions: {args.repeats} rounds after {args.warmups} warm-up rounds, the cases interleaved in each "
-        "round; times in ms",
+        "round, their order rotated from round to round; times in ms",
         "",
         "## Targets (ratio of medians, backend / PythonController)",
         "",
@@ -129,7 +132,7 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
-    parser.add_argument("--repeats", type=int, default=20, help="measured rounds")
+    parser.add_argument("--repeats", type=int, default=32, help="measured rounds (a multiple of the 8 cases)")
     parser.add_argument("--warmups", type=int, default=2, help="unmeasured rounds first")
     return parser.parse_args(argv)
 
