@@ -23,6 +23,7 @@ from mcp import Client
 from PIL import Image
 
 from symphony_mcp.bench.osworld.metrics import load_metric
+from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.errors import RemoteActionError
@@ -98,6 +99,35 @@ def test_python_controller_reads_the_stand_ins_accessibility_tree(vm: RunningCon
         xml = upstream_client(vm).get_accessibility_tree()
     rules = [{"xpath": '//frame[@name="Tree Probe"]//push-button[@name="Save file"][@st:showing="true"]'}]
     assert xml is not None and check_accessibility_tree(xml, rules) == 1.0, (xml or "")[:2000]
+
+
+def test_setup_routes_take_setup_controllers_payloads(vm: RunningController) -> None:
+    """The JSON SetupController (desktop-env) sends for launch, execute, activate_window and close_window (its module
+    imports requests_toolbelt, which is not installed here, so the payloads are sent as it builds them)."""
+    backend = OsworldDesktop(OsworldController(vm.url, 10), 0, 0.08)
+
+    def titles() -> list[str]:
+        return [window.title for window in backend.windows()]
+
+    def setup(route: str, **payload: object) -> httpx.Response:
+        answer = httpx.post(f"{vm.url}/setup/{route}", json=payload, timeout=30)
+        assert answer.status_code == 200, answer.text
+        return answer
+
+    setup("launch", command=["xterm", "-title", "Setup Term"], shell=False)
+    wait_for(lambda: "Setup Term" in titles())
+    setup("launch", command="xterm -title 'Other Term'", shell=True)
+    wait_for(lambda: "Other Term" in titles())
+    setup("activate_window", window_name="Setup Term", strict=True, by_class=False)
+    wait_for(lambda: (active := backend.active_window()) is not None and active.title == "Setup Term")
+    ran = setup("execute", command=["bash", "-c", "echo $HOME"], shell=False).json()
+    assert ran["output"].strip() == str(vm.home) and ran["returncode"] == 0
+    size = httpx.post(f"{vm.url}/window_size", data={"app_class_name": "xterm"}, timeout=10).json()
+    assert size["width"] > 100 and size["height"] > 100
+    setup("close_window", window_name="Setup Term", strict=True, by_class=False)
+    setup("close_window", window_name="Other Term", strict=True, by_class=False)
+    wait_for(lambda: not {"Setup Term", "Other Term"} & set(titles()))
+    setup("close_window", window_name="No Such Window", strict=True, by_class=False)  # 200 all the same, as upstream
 
 
 def test_a_failed_action_answers_200_with_its_returncode(vm: RunningController) -> None:
@@ -275,3 +305,16 @@ async def test_parallel_tool_calls_do_not_wedge_the_vm(tmp_path: Path, xdisplay:
             assert answers[4]["stdout"] == "42\n"
         assert (vm.home / "runs.txt").read_text().splitlines() == ["ran"]  # run once
         wait_for(lambda: httpx.get(vm.url + "/cursor_position", timeout=3).json() == [50, 60])
+
+
+def test_the_osworld_backend_without_a_url_is_refused_saying_which_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from symphony_mcp.config import Settings
+
+    monkeypatch.setenv("SYMPHONY_DESKTOP__BACKEND", "osworld")
+    with pytest.raises(ValidationError, match="SYMPHONY_DESKTOP__URL or --desktop-url"):
+        Settings()
+    monkeypatch.setenv("SYMPHONY_DESKTOP__URL", "192.168.122.10:5000")  # no scheme
+    with pytest.raises(ValidationError, match="needs desktop.url, the controller's http:// URL"):
+        Settings()
