@@ -316,5 +316,5 @@ def test_the_osworld_backend_without_a_url_is_refused_saying_which_setting(monke
     with pytest.raises(ValidationError, match="SYMPHONY_DESKTOP__URL or --desktop-url"):
         Settings()
     monkeypatch.setenv("SYMPHONY_DESKTOP__URL", "192.168.122.10:5000")  # no scheme
-    with pytest.raises(ValidationError, match="needs desktop.url, the controller's http:// URL"):
+    with pytest.raises(ValidationError, match=r"needs desktop\.url, the controller's http:// URL"):
         Settings()
