@@ -666,6 +666,15 @@ class Settings(BaseSettings):
         "INFO", description="log detail, to stderr (run and bench: WARNING unless given)"
     )
 
+    @model_validator(mode="after")
+    def _view_is_of_this_display(self) -> Settings:
+        if self.view.enabled and self.desktop.backend != "local":
+            raise ValueError(
+                f"the live view (--view) shows this host's display, and desktop.backend {self.desktop.backend!r} "
+                "drives another machine: watch that machine with its own viewer (an OSWorld VM: its noVNC, port 8006)"
+            )
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,

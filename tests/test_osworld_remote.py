@@ -318,3 +318,8 @@ def test_the_osworld_backend_without_a_url_is_refused_saying_which_setting(monke
     monkeypatch.setenv("SYMPHONY_DESKTOP__URL", "192.168.122.10:5000")  # no scheme
     with pytest.raises(ValidationError, match=r"needs desktop\.url, the controller's http:// URL"):
         Settings()
+    monkeypatch.setenv("SYMPHONY_DESKTOP__URL", "http://192.168.122.10:5000")
+    assert Settings().desktop.url == "http://192.168.122.10:5000"
+    monkeypatch.setenv("SYMPHONY_VIEW__ENABLED", "true")  # the live view shows this host's display only
+    with pytest.raises(ValidationError, match="watch that machine with its own viewer"):
+        Settings()
