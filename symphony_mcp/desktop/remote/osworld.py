@@ -13,6 +13,7 @@ size (a scaled VM display) is resized to it, so screen pixels are the machine's.
 from __future__ import annotations
 
 import io
+import logging
 import shlex
 import time
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from symphony_mcp.errors import InvalidInputError, PolicyError, RemoteActionErro
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
 
+log = logging.getLogger(__name__)
 _BUTTONS: dict[MouseButton, str] = {"left": "1", "middle": "2", "right": "3"}
 _WHEEL = {"up": "4", "down": "5", "left": "6", "right": "7"}
 TYPE_DELAY_MS = 12  # xdotool type drops or swaps characters below this (RESEARCH-NEXT §8: 0/5 exact at 0)
@@ -171,8 +173,16 @@ class OsworldDesktop:
     def type_text(self, text: str) -> None:
         beyond_ascii = "".join(sorted({char for char in text if not " " <= char <= "~" and char not in "\n\t"}))
         if beyond_ascii:
-            self._controller.check(["python3", "-c", _BIND_SPARE_KEYCODES, beyond_ascii], "binding keys to characters")
-            time.sleep(_MAPPING_SETTLE_SECONDS)
+            bound = self._controller.execute(["python3", "-c", _BIND_SPARE_KEYCODES, beyond_ascii])
+            if bound.ok:
+                time.sleep(_MAPPING_SETTLE_SECONDS)
+            else:  # e.g. a python3 without python-xlib: xdotool still types, remapping as it goes (it may lose some)
+                log.warning(
+                    "could not bind keys for %d characters on %s: %s",
+                    len(beyond_ascii),
+                    self._controller.url,
+                    clip(bound.error.strip() or bound.output.strip()),
+                )
         for start in range(0, len(text), _TYPED_PER_CALL):
             chunk = text[start : start + _TYPED_PER_CALL]
             seconds = len(chunk) * self._type_delay_ms / 1000 + 30
