@@ -530,9 +530,18 @@ def _serve(settings: Settings) -> int:
     try:
         if settings.server.transport == "http":
             check_http_security(settings.server)
-        with display_for(settings.display) as display, live_view_for(display, settings.view):
-            logging.getLogger(__name__).info("serving on display %s over %s", display, settings.server.transport)
+        if settings.desktop.backend != "local":  # the tools act on a remote machine: no display of this host
+            logging.getLogger(__name__).info(
+                "serving the %s machine at %s over %s",
+                settings.desktop.backend,
+                settings.desktop.url,
+                settings.server.transport,
+            )
             stopped_by = run(build_server(settings), settings)
+        else:
+            with display_for(settings.display) as display, live_view_for(display, settings.view):
+                logging.getLogger(__name__).info("serving on display %s over %s", display, settings.server.transport)
+                stopped_by = run(build_server(settings), settings)
     except (SymphonyError, ValueError, OSError) as exc:
         return _fail(exc)
     if stopped_by is not None and settings.server.transport == "stdio":

@@ -168,6 +168,31 @@ class DisplaySettings(BaseModel):
         return parse_size(self.resolution)
 
 
+class DesktopSettings(BaseModel):
+    """Which machine the tools act on: this one's display, or a remote machine through its controller."""
+
+    backend: Annotated[Literal["local", "osworld"], Flag(SERVE_ONLY, "desktop-backend")] = Field(
+        "local",
+        description="local: this machine's display; osworld: an OSWorld VM through its controller (desktop.url), "
+        "where every tool and the code tools act",
+    )
+    url: Annotated[str | None, Flag(SERVE_ONLY, "desktop-url", "URL")] = Field(
+        None, description="the remote machine's controller, e.g. http://192.168.122.10:5000 (OSWorld's port 5000)"
+    )
+    timeout_seconds: float = Field(
+        30, gt=0, le=600, description="longest wait for the controller to answer a read (screenshot, cursor, files)"
+    )
+
+    @model_validator(mode="after")
+    def _url_for_remote(self) -> DesktopSettings:
+        if self.backend != "local" and not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError(
+                f"desktop.backend {self.backend!r} needs desktop.url, the controller's http:// URL "
+                "(SYMPHONY_DESKTOP__URL or --desktop-url), e.g. http://192.168.122.10:5000"
+            )
+        return self
+
+
 class ViewSettings(BaseModel):
     """A live view of the server's display in a browser (x11vnc + noVNC): off unless asked, loopback unless told."""
 
@@ -626,6 +651,7 @@ class Settings(BaseSettings):
 
     server: ServerSettings = Field(default_factory=ServerSettings)
     display: DisplaySettings = Field(default_factory=DisplaySettings)
+    desktop: DesktopSettings = Field(default_factory=DesktopSettings)
     screenshot: ScreenshotSettings = Field(default_factory=ScreenshotSettings)
     input: InputSettings = Field(default_factory=InputSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
@@ -640,6 +666,15 @@ class Settings(BaseSettings):
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Flag(SERVERS)] = Field(
         "INFO", description="log detail, to stderr (run and bench: WARNING unless given)"
     )
+
+    @model_validator(mode="after")
+    def _view_is_of_this_display(self) -> Settings:
+        if self.view.enabled and self.desktop.backend != "local":
+            raise ValueError(
+                f"the live view (--view) shows this host's display, and desktop.backend {self.desktop.backend!r} "
+                "drives another machine: watch that machine with its own viewer (an OSWorld VM: its noVNC, port 8006)"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

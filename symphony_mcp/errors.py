@@ -26,6 +26,10 @@ class DisplayUnavailableError(SymphonyError, RuntimeError):
     """No display can be reached (no DISPLAY, X server gone, or capture failed)."""
 
 
+class RemoteActionError(SymphonyError, RuntimeError):
+    """A remote machine's controller ran the action and it failed, or refused it; its exit status and error say why."""
+
+
 class ModelNotConfiguredError(SymphonyError, RuntimeError):
     """A tool needs a model endpoint for a role that has none configured."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,11 +24,15 @@ from symphony_mcp import __version__
 from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.confine import bwrap_fix, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
+from symphony_mcp.code.remote import RemoteExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.local import LocalDesktop
+from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
+from symphony_mcp.desktop.remote.osworld import OsworldDesktop
+from symphony_mcp.desktop.remote.osworld_controller import controller_for
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
@@ -58,6 +62,14 @@ log = logging.getLogger(__name__)
 # The tool modules, in the order tools/list shows their tools: a new module's DEFINITIONS join here.
 TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
+REMOTE_TREE_REASON = (
+    "they read the accessibility tree of this host's display, and the VM's (its controller's /accessibility XML) is "
+    "not turned into elements yet; use screenshot, find_text or locate there (the resource "
+    "screen://accessibility_tree serves the VM's own tree, OSWorld's XML)"
+)
+REMOTE_CODER_REASON = (
+    "the Coder reads the machine's facts and changed files on this host; run_code runs blocks on the VM instead"
+)
 GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
 INSTRUCTIONS = """Computer-use tools for one desktop. Typical loop: `screenshot`, decide, act with
@@ -114,7 +126,7 @@ class SymphonyServer:
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
-    code: LocalExecutor
+    code: LocalExecutor | RemoteExecutor
     cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
@@ -126,7 +138,8 @@ def build_server(settings: Settings) -> SymphonyServer:
     check_names(settings.policy)  # before anything is made; the command line checked them before anything started
     layout = [Rect(left=x, top=y, width=w, height=h) for x, y, w, h in map(parse_geometry, settings.display.monitors)]
     programs = ProgramAllowList(None if (allow := settings.policy.open_app_allow) is None else tuple(allow))
-    desktop_thread = DesktopThread(lambda: LocalDesktop(settings.input, layout, programs))
+    desktop_factory, executor = _machine(settings, layout, programs)
+    desktop_thread = DesktopThread(desktop_factory)
     desktop_screen = Screen(desktop_thread, settings.display, settings.screenshot)
     recorder = ActionRecorder(desktop_thread, ActionLog(settings.server.action_log_size))
     desktop_actions = DesktopActions(desktop_thread, recorder, settings.input)
@@ -134,14 +147,27 @@ def build_server(settings: Settings) -> SymphonyServer:
     models = ModelRegistry(settings.models)
     grounder = VisionGrounder(desktop_screen, models, settings.grounding)
     tasks = TaskManager(desktop_screen, recorder, models, settings.memory)
-    executor = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
-    coder = CoderService(desktop_screen, recorder, models, tasks, executor, settings.code, executor.default_workdir)
+    coder = CoderService(
+        desktop_screen,
+        recorder,
+        models,
+        tasks,
+        executor,
+        settings.code,
+        executor.default_workdir,
+        unavailable=_remote_refusal(settings, "code_agent", REMOTE_CODER_REASON),
+    )
     searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
-    element_reader = ElementReader(desktop_screen, desktop_actions)
+    element_reader = ElementReader(
+        desktop_screen,
+        desktop_actions,
+        unavailable=_remote_refusal(settings, "the elements tools", REMOTE_TREE_REASON),
+        remote_tree=_remote_tree(settings),
+    )
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
-        offered = any(server.policy.refusal(name) is None for name in CODE_TOOLS)
+        offered = isinstance(executor, LocalExecutor) and any(server.policy.refusal(n) is None for n in CODE_TOOLS)
         if offered and (weaker := await anyio.to_thread.run_sync(weaker_than_bwrap, settings.code)):
             log.warning("%s: %s; for bubblewrap: %s", " and ".join(CODE_TOOLS), weaker, bwrap_fix(settings.code))
         if settings.ocr.warm_up:
@@ -195,6 +221,36 @@ def build_server(settings: Settings) -> SymphonyServer:
         code=executor,
         cores=cores,
     )
+
+
+def _machine(
+    settings: Settings, layout: list[Rect], programs: ProgramAllowList
+) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor]:
+    """The desktop the tools act on and the executor of the code tools: both on the same machine, always."""
+    if settings.desktop.backend == "osworld":
+        assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
+        controller = controller_for(settings.desktop.url, settings.desktop.timeout_seconds)
+        pacing = settings.input
+        return (
+            lambda: OsworldDesktop(controller, pacing.type_interval, pacing.click_interval, programs),
+            RemoteExecutor(controller, settings.code),
+        )
+    local = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
+    return lambda: LocalDesktop(settings.input, layout, programs), local
+
+
+def _remote_tree(settings: Settings) -> Callable[[], str] | None:
+    """The remote machine's accessibility tree in OSWorld's XML, read by its controller (None on the local backend)."""
+    if settings.desktop.backend != "osworld" or settings.desktop.url is None:
+        return None
+    return controller_for(settings.desktop.url, settings.desktop.timeout_seconds).accessibility_tree
+
+
+def _remote_refusal(settings: Settings, what: str, reason: str) -> str | None:
+    """Why `what` refuses on a remote backend (None on the local one, where it works)."""
+    if settings.desktop.backend == "local":
+        return None
+    return f"{what} cannot act on the {settings.desktop.backend} machine at {settings.desktop.url}: {reason}"
 
 
 async def session_scope(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

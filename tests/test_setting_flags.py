@@ -75,6 +75,9 @@ HISTORICAL_FLAGS: dict[str, list[tuple[list[str], tuple[str, ...], Any]]] = {
         (["--audit-file", "/tmp/a.jsonl"], ("policy", "audit_file"), Path("/tmp/a.jsonl")),
         (["--no-audit"], ("policy", "audit"), False),
         (["--log-level", "DEBUG"], ("log_level",), "DEBUG"),
+        # Added since, from the settings' Flags alone (a remote backend needs its URL):
+        (["--desktop-backend", "osworld", "--desktop-url", "http://vm:5000"], ("desktop", "backend"), "osworld"),
+        (["--desktop-url", "http://vm:5000"], ("desktop", "url"), "http://vm:5000"),
     ],
     "run": AGENT_FLAGS,
     "bench": [

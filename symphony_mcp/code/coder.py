@@ -36,8 +36,11 @@ class CoderService:
         executor: CodeExecutor,
         settings: CodeSettings,
         work_root: Path,
+        unavailable: str | None = None,
     ) -> None:
+        """`unavailable`: why the Coder cannot run with this executor (a remote machine); `run` then refuses."""
         self.screen = screen
+        self.unavailable = unavailable
         self.recorder = recorder
         self.models = models
         self.tasks = tasks
@@ -46,6 +49,8 @@ class CoderService:
         self.work_root = work_root  # the executor's default work directory: each run works in a folder of it
 
     async def run(self, task: str, budget: int, progress: Progress) -> CoderResult:
+        if self.unavailable is not None:
+            raise SymphonyError(self.unavailable)
         model = self.models.client("coder")  # fails first, naming SYMPHONY_MODELS__CODER__BASE_URL / __MODEL
         languages = tuple(self.settings.languages)
         if not languages:

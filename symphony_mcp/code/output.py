@@ -29,9 +29,12 @@ class CappedOutput:
     def text(self) -> str:
         """The kept bytes as text, with a notice of what was dropped and the setting that bounds it."""
         text = self.kept.decode("utf-8", errors="replace")
-        if self.dropped:
-            text += (
-                f"\n[output truncated: {self.dropped:,} more bytes dropped; the cap is {self.cap:,} bytes "
-                "(SYMPHONY_CODE__OUTPUT_BYTES); write large output to a file instead]"
-            )
-        return text
+        return text + truncation_notice(self.dropped, self.cap) if self.dropped else text
+
+
+def truncation_notice(dropped: int, cap: int) -> str:
+    """What a caller reads after output cut at the cap: how much was dropped and the setting that bounds it."""
+    return (
+        f"\n[output truncated: {dropped:,} more bytes dropped; the cap is {cap:,} bytes "
+        "(SYMPHONY_CODE__OUTPUT_BYTES); write large output to a file instead]"
+    )

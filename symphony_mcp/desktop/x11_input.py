@@ -86,6 +86,20 @@ _CHARACTERS = [c for c in string.printable if c not in string.ascii_uppercase an
 KEY_NAMES = sorted(_NAMED_KEYSYMS) + _CHARACTERS
 
 
+def keysym_name(key: str) -> str:
+    """The X keysym name of a key of this vocabulary (`Return`, `exclam`): how a key is named to xdotool on a
+    remote X machine."""
+    from Xlib import XK
+
+    if key in _NAMED_KEYSYMS:
+        return _NAMED_KEYSYMS[key]
+    keysym = keysym_for(key)
+    name = next((n[3:] for n, value in vars(XK).items() if n.startswith("XK_") and value == keysym), None)
+    if len(key) != 1 or name is None:
+        raise InvalidInputError(f"unknown key {key!r}; use a single character or one of: {', '.join(KEY_NAMES)}")
+    return name
+
+
 class X11Input:
     """Owns one Xlib connection; used from the desktop thread only."""
 

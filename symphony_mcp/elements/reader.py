@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
 from symphony_mcp.elements.screen_tiles import tile_digests
 from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
-from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Rect
 
 MAX_NODES = 4000  # the walk's cap on candidate nodes
@@ -55,13 +56,26 @@ class Reading:
 
 
 class ElementReader:
-    def __init__(self, screen: Screen, actions: DesktopActions, process: AtspiProcess | None = None) -> None:
+    def __init__(
+        self,
+        screen: Screen,
+        actions: DesktopActions,
+        process: AtspiProcess | None = None,
+        unavailable: str | None = None,
+        remote_tree: Callable[[], str] | None = None,
+    ) -> None:
+        """`unavailable`: why this desktop's tree cannot be read (a remote backend); every read then refuses, but
+        for `osworld_tree`, which `remote_tree` answers with the remote machine's own XML when given."""
         self.screen = screen
+        self.unavailable = unavailable
+        self.remote_tree = remote_tree
         self.actions = actions
         self.process = process or AtspiProcess()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
 
     async def _request(self, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        if self.unavailable is not None:
+            raise DisplayUnavailableError(self.unavailable)
         return await anyio.to_thread.run_sync(self.process.request, message, timeout)
 
     async def read(
@@ -174,6 +188,8 @@ class ElementReader:
 
     async def osworld_tree(self) -> str:
         """The whole tree as OSWorld's controller returns it (XML; osworld_tree.py says what it holds)."""
+        if self.remote_tree is not None:
+            return await anyio.to_thread.run_sync(self.remote_tree)
         answer = await self._request(
             {
                 "op": "tree",

@@ -1,0 +1,152 @@
+"""The OSWorld backend against OSWorld's own client (`PythonController`), on the same controller, in one run.
+
+Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms, and the stand-in OSWorld controller
+(testkit/osworld_controller) on it over loopback. Rounds interleave the two clients, so load hits both alike:
+
+- click: `PythonController.execute_python_command("pyautogui.click(x, y)")` (what OSWorld's agents send) vs
+  `OsworldDesktop.click` (xdotool through one `/execute`);
+- key: `pyautogui.press('shift')` vs `OsworldDesktop.press(['shift'])`;
+- screenshot: `PythonController.get_screenshot()` vs the backend's `/screenshot` bytes, and its `grab` of the
+  whole screen (the bytes decoded into the frame the tools use);
+- a trivial `/execute` of `true`, the floor of any command on the machine.
+
+Targets (issue 24): click and key at <= 1/4 of the client's median, screenshot bytes no slower than the client's.
+Prints a markdown report and writes it to --output. Run from the repository root:
+
+    python -m benchmarks.overhead.remote_osworld
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from desktop_env.controllers.python import PythonController
+
+from benchmarks.common import (
+    INPUT_TARGET,
+    REPO,
+    RESOLUTION,
+    Stats,
+    benchmark_desktop,
+    invocation,
+    log,
+    machine_facts,
+    publish_report,
+    table,
+    timed,
+    verdict,
+)
+from symphony_mcp.desktop.remote.osworld import OsworldDesktop
+from symphony_mcp.desktop.remote.osworld_controller import OsworldController
+from symphony_mcp.imaging.geometry import Rect
+from testkit.osworld_controller.process import running_controller
+
+DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "remote_osworld.md"
+ACTION_RATIO_TARGET = 0.25
+SCREENSHOT_RATIO_TARGET = 1.0
+
+
+def measure(cases: dict[str, Callable[[], object]], repeats: int, warmups: int) -> dict[str, Stats]:
+    """Every case once per round, rounds repeated: the cases share whatever load the machine has. The order rotates
+    from round to round, so no case always follows the same one (a screenshot right after a spawned interpreter)."""
+    for _ in range(warmups):
+        for operation in cases.values():
+            operation()
+    names = list(cases)
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for round_number in range(repeats):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(timed(cases[name]))
+    return {name: Stats(tuple(values)) for name, values in samples.items()}
+
+
+def run(args: argparse.Namespace) -> dict[str, Stats]:
+    with running_controller(Path(tempfile.mkdtemp(prefix="symphony-remote-bench-")) / "vm-home") as vm:
+        upstream = PythonController("127.0.0.1", vm.port)
+        controller = OsworldController(vm.url, 30)
+        backend = OsworldDesktop(controller, type_interval=0.0, click_interval=0.08)
+        screen = Rect(left=0, top=0, width=1920, height=1080)
+        x, y = INPUT_TARGET.x, INPUT_TARGET.y
+        cases: dict[str, Callable[[], object]] = {
+            "click: PythonController": lambda: upstream.execute_python_command(f"pyautogui.click({x}, {y})"),
+            "click: OSWorld backend": lambda: backend.click(INPUT_TARGET, "left", 1, []),
+            "key: PythonController": lambda: upstream.execute_python_command("pyautogui.press('shift')"),
+            "key: OSWorld backend": lambda: backend.press(["shift"]),
+            "screenshot: PythonController": upstream.get_screenshot,
+            "screenshot: OSWorld backend, bytes": controller.screenshot,
+            "screenshot: OSWorld backend, grab (decoded frame)": lambda: backend.grab(screen),
+            "/execute true (floor)": lambda: controller.execute(["true"]),
+        }
+        results = measure(cases, args.repeats, args.warmups)
+        controller.close()
+        return results
+
+
+def render(results: dict[str, Stats], args: argparse.Namespace, command: str, facts: list[str]) -> str:
+    def ratio(ours: str, theirs: str) -> float:
+        return results[ours].median / results[theirs].median
+
+    checks = [
+        ("click", ratio("click: OSWorld backend", "click: PythonController"), ACTION_RATIO_TARGET),
+        ("key", ratio("key: OSWorld backend", "key: PythonController"), ACTION_RATIO_TARGET),
+        (
+            "screenshot (bytes)",
+            ratio("screenshot: OSWorld backend, bytes", "screenshot: PythonController"),
+            SCREENSHOT_RATIO_TARGET,
+        ),
+    ]
+    rows = [[name, f"{s.median:.1f}", f"{s.p90:.1f}", f"{min(s.samples):.1f}"] for name, s in results.items()]
+    target_rows = [[name, f"{value:.3f}", f"<= {limit:g}", verdict(value <= limit)] for name, value, limit in checks]
+    lines = [
+        "# OSWorld backend vs OSWorld's PythonController, same controller",
+        "",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        *facts,
+        f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and three text-filled xterms; the stand-in OSWorld "
+        "controller (testkit/osworld_controller) on it over loopback, its `python` this environment's (pyautogui)",
+        f"- Command: `{command}`",
+        f"- Repetitions: {args.repeats} rounds after {args.warmups} warm-up rounds, the cases interleaved in each "
+        "round, their order rotated from round to round; times in ms",
+        "",
+        "## Targets (ratio of medians, backend / PythonController)",
+        "",
+        *table(["case", "ratio", "target", "verdict"], target_rows),
+        "",
+        "## Latency per call",
+        "",
+        *table(["case", "median", "p90", "min"], rows),
+        "",
+        "PythonController's click starts a Python interpreter on the machine, imports pyautogui and sleeps "
+        "pyautogui's default 0.1 s pause; the backend sends one xdotool command through `/execute`. The screenshot "
+        "route is the same for both (`GET /screenshot`); `grab` adds decoding the PNG into the frame the tools use.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser.add_argument("--repeats", type=int, default=32, help="measured rounds (a multiple of the 8 cases)")
+    parser.add_argument("--warmups", type=int, default=2, help="unmeasured rounds first")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = invocation()
+    facts = machine_facts()
+    with benchmark_desktop() as display:
+        log(f"benchmark display {display}")
+        results = run(args)
+    publish_report(render(results, args, command, facts), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The HTTP client of OSWorld's in-VM controller (its Flask server, port 5000), made safe for what breaks a naive one.
+
+- Calls to one machine are serialised: a few parallel requests wedge that server for good (RESEARCH-NEXT §8), so
+  every client of a URL (the desktop thread, the code tools) shares one `OsworldController` and its lock.
+- A request is sent again only when it cannot have run twice: reads (screenshot, cursor, files) after any transport
+  failure, anything else only when the connection was never made. Scripts go through `/execute`, never
+  `/run_bash_script`, which runs the script and then answers 500.
+- `/execute` answers 200 for a command that failed: the exit status and stderr decide, never the HTTP status.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from symphony_mcp.errors import DisplayUnavailableError, RemoteActionError, clip
+
+READ_ATTEMPTS = 3
+_RETRY_PAUSE_SECONDS = 0.3
+ACCESSIBILITY_SECONDS = 120  # a Chromium page and a GTK window took 1.85 s upstream; a big Calc sheet far longer
+COMMAND_SECONDS = 120  # the controller's own bound on one /execute
+_ANSWER_MARGIN_SECONDS = 15  # beyond a command's bound, for the controller to answer
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What the machine's command did: its exit status and its output."""
+
+    returncode: int
+    output: str
+    error: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class OsworldController:
+    """One machine's controller: one HTTP client, one lock. Get it with `controller_for(url)`."""
+
+    def __init__(self, url: str, read_timeout: float) -> None:
+        self.url = url.rstrip("/")
+        self._read_timeout = read_timeout
+        self._client = httpx.Client(base_url=self.url, timeout=read_timeout)
+        self._lock = threading.Lock()
+
+    # --- reads: idempotent, retried ---------------------------------------------------------------
+    def screenshot(self) -> bytes:
+        return self._request("GET", "/screenshot", idempotent=True).content
+
+    def screen_size(self) -> tuple[int, int]:
+        answer = self._request("POST", "/screen_size", idempotent=True).json()
+        return int(answer["width"]), int(answer["height"])
+
+    def cursor(self) -> tuple[int, int]:
+        x, y = self._request("GET", "/cursor_position", idempotent=True).json()
+        return int(x), int(y)
+
+    def accessibility_tree(self) -> str:
+        """The machine's accessibility tree, OSWorld's XML (a walk of every application: seconds, not ms)."""
+        timeout = max(self._read_timeout, ACCESSIBILITY_SECONDS)
+        return str(self._request("GET", "/accessibility", idempotent=True, timeout=timeout).json()["AT"])
+
+    def download(self, path: str) -> bytes:
+        return self._request("POST", "/file", idempotent=True, data={"file_path": path}).content
+
+    # --- writes and commands: sent once ---------------------------------------------------------
+    def upload(self, path: str, data: bytes) -> None:
+        self._request("POST", "/setup/upload", idempotent=True, data={"file_path": path}, files={"file_data": data})
+
+    def execute(self, argv: list[str], timeout: float = COMMAND_SECONDS) -> CommandResult:
+        """Run a program on the machine (no shell) and wait for it; a failed run is a result, not an error."""
+        response = self._request(
+            "POST",
+            "/execute",
+            idempotent=False,
+            json={"command": argv, "shell": False},
+            timeout=min(timeout, COMMAND_SECONDS) + _ANSWER_MARGIN_SECONDS,
+        )
+        answer: dict[str, Any] = response.json()
+        if answer.get("status") != "success" or "returncode" not in answer:
+            raise RemoteActionError(f"{self.url} did not run {clip(argv[0])}: {clip(str(answer))}")
+        return CommandResult(int(answer["returncode"]), answer.get("output") or "", answer.get("error") or "")
+
+    def check(self, argv: list[str], what: str, timeout: float = COMMAND_SECONDS) -> str:
+        """Run a program that must succeed: its output, or a RemoteActionError saying what failed and why."""
+        result = self.execute(argv, timeout)
+        if not result.ok:
+            why = (result.error or result.output).strip() or "no output"
+            raise RemoteActionError(f"{what} failed on {self.url} (exit status {result.returncode}): {clip(why)}")
+        return result.output
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _request(
+        self, method: str, path: str, *, idempotent: bool, timeout: float | None = None, **kw: Any
+    ) -> httpx.Response:
+        attempts = READ_ATTEMPTS if idempotent else 2
+        with self._lock:
+            for attempt in range(1, attempts + 1):
+                try:
+                    response = self._client.request(method, path, timeout=timeout or self._read_timeout, **kw)
+                except httpx.ConnectError as exc:  # never reached the machine: nothing ran, safe to send again
+                    failure: Exception = exc
+                except httpx.TransportError as exc:
+                    if not idempotent:
+                        raise RemoteActionError(
+                            f"{method} {path} to {self.url} got no answer ({type(exc).__name__}); it may have run, "
+                            "so it is not sent again"
+                        ) from exc
+                    failure = exc
+                else:
+                    if response.status_code < 400:
+                        return response
+                    if response.status_code >= 500 and idempotent and attempt < attempts:
+                        time.sleep(_RETRY_PAUSE_SECONDS)
+                        continue
+                    raise RemoteActionError(
+                        f"{method} {path} to {self.url} answered HTTP {response.status_code}: {clip(response.text)}"
+                    )
+                if attempt < attempts:
+                    time.sleep(_RETRY_PAUSE_SECONDS * attempt)
+            raise DisplayUnavailableError(f"the controller at {self.url} cannot be reached: {failure}")
+
+
+_controllers: dict[str, OsworldController] = {}
+_controllers_lock = threading.Lock()
+
+
+def controller_for(url: str, read_timeout: float) -> OsworldController:
+    """The one controller client of a machine, shared by every caller in this process (so calls are serialised)."""
+    key = url.rstrip("/")
+    with _controllers_lock:
+        if key not in _controllers:
+            _controllers[key] = OsworldController(key, read_timeout)
+        return _controllers[key]

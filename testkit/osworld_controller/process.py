@@ -1,0 +1,65 @@
+"""The stand-in controller as a process of its own, like the VM's: its own HOME (the "VM's" files), a marker in its
+environment that only commands run by it see, and `python` on its PATH the way OSWorld's client expects it (this
+environment's, which has pyautogui)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from testkit.osworld_controller.app import Faults
+from testkit.paths import ROOT
+from testkit.ports import free_port, port_open
+from testkit.waiting import wait_for
+
+VM_MARKER = "SYMPHONY_TEST_VM_MARKER"  # set in the controller's environment only: code that sees it ran "on the VM"
+
+
+@dataclass(frozen=True)
+class RunningController:
+    url: str
+    port: int
+    home: Path  # the "VM" user's home
+    marker: str  # the value of VM_MARKER on the "VM"
+    process: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def running_controller(home: Path, faults: Faults | None = None) -> Iterator[RunningController]:
+    """The controller on this process's DISPLAY, on a free loopback port; stopped by its pid afterwards."""
+    port = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "Desktop").mkdir(exist_ok=True)
+    marker = f"vm-{port}"
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        VM_MARKER: marker,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "PYTHONPATH": str(ROOT),
+    }
+    faults = faults or Faults()
+    flags = [
+        *(["--bash-script-500"] if faults.bash_script_500 else []),
+        *(["--wedge-when-parallel"] if faults.wedge_when_parallel else []),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "testkit.osworld_controller", "--port", str(port), *flags], env=env, cwd=home
+    )
+    try:
+        wait_for(lambda: port_open(port) or process.poll() is not None, timeout=30)
+        if process.poll() is not None:
+            raise RuntimeError(f"the stand-in controller exited with {process.returncode}")
+        yield RunningController(f"http://127.0.0.1:{port}", port, home, marker, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # a wedged server's threads never end: stop it outright
+            process.kill()
+            process.wait(timeout=5)
