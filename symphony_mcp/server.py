@@ -25,6 +25,7 @@ from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.confine import BWRAP_FIX, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.code.remote import RemoteExecutor
+from symphony_mcp.code.ssh import SshExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.local import LocalDesktop
@@ -33,6 +34,8 @@ from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import controller_for
+from symphony_mcp.desktop.remote.ssh import SshDesktop
+from symphony_mcp.desktop.remote.ssh_machine import SshMachine
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
@@ -118,7 +121,7 @@ class SymphonyServer:
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
-    code: LocalExecutor | RemoteExecutor
+    code: LocalExecutor | RemoteExecutor | SshExecutor
     cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
@@ -203,7 +206,7 @@ def build_server(settings: Settings) -> SymphonyServer:
 
 def _machine(
     settings: Settings, layout: list[Rect], programs: ProgramAllowList
-) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor]:
+) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor | SshExecutor]:
     """The desktop the tools act on and the executor of the code tools: both on the same machine, always."""
     if settings.desktop.backend == "osworld":
         assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
@@ -212,6 +215,18 @@ def _machine(
         return (
             lambda: OsworldDesktop(controller, pacing.type_interval, pacing.click_interval, programs),
             RemoteExecutor(controller, settings.code),
+        )
+    if settings.desktop.backend == "ssh":
+        assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
+        desktop = settings.desktop
+        machine = SshMachine(
+            desktop.url, desktop.ssh_known_hosts, desktop.ssh_key_file, desktop.ssh_python, desktop.ssh_display,
+            desktop.timeout_seconds,
+        )
+        pacing = settings.input
+        return (
+            lambda: SshDesktop(machine, pacing.type_interval, pacing.click_interval, programs, desktop.ssh_display),
+            SshExecutor(machine, settings.code),
         )
     local = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     return lambda: LocalDesktop(settings.input, layout, programs), local
@@ -223,8 +238,9 @@ def _elements_unavailable(settings: Settings) -> str | None:
         return None
     return (
         f"the elements tools read the accessibility tree of this host's display, and the {settings.desktop.backend} "
-        "backend drives another machine, whose tree they do not read yet (its controller's /accessibility XML is "
-        "not turned into elements); use screenshot, find_text or locate there"
+        "backend drives another machine, whose tree they do not read yet"
+        + (" (its controller's /accessibility XML is not turned into elements)" if settings.desktop.backend == "osworld" else "")
+        + "; use screenshot, find_text or locate there"
     )
 
 
