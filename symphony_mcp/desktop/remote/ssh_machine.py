@@ -150,6 +150,10 @@ class SshMachine:
                     f"fingerprint: ssh-keyscan -p {self.target.port} {self.target.host} >> {self._known_hosts}"
                 ) from None
             raise DisplayUnavailableError(f"cannot log in to {self.target}: {exc}") from None
+        except paramiko.ssh_exception.NoValidConnectionsError as exc:  # one error per address tried
+            client.close()
+            reasons = "; ".join(sorted({error.strerror or str(error) for error in exc.errors.values()}))
+            raise DisplayUnavailableError(f"cannot reach {self.target}: {reasons}") from None
         except OSError as exc:
             client.close()
             raise DisplayUnavailableError(f"cannot reach {self.target}: {exc}") from None
