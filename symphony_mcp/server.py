@@ -220,7 +220,11 @@ def _machine(
         assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
         desktop = settings.desktop
         machine = SshMachine(
-            desktop.url, desktop.ssh_known_hosts, desktop.ssh_key_file, desktop.ssh_python, desktop.ssh_display,
+            settings.desktop.url,
+            desktop.ssh_known_hosts,
+            desktop.ssh_key_file,
+            desktop.ssh_python,
+            desktop.ssh_display,
             desktop.timeout_seconds,
         )
         pacing = settings.input
@@ -234,12 +238,13 @@ def _machine(
 
 def _elements_unavailable(settings: Settings) -> str | None:
     """Why the accessibility tree cannot be read on this backend, or None where it can."""
-    if settings.desktop.backend == "local":
+    backend = settings.desktop.backend
+    if backend == "local":
         return None
     return (
         f"the elements tools read the accessibility tree of this host's display, and the {settings.desktop.backend} "
         "backend drives another machine, whose tree they do not read yet"
-        + (" (its controller's /accessibility XML is not turned into elements)" if settings.desktop.backend == "osworld" else "")
+        + (" (its controller's /accessibility XML is not turned into elements)" if backend == "osworld" else "")
         + "; use screenshot, find_text or locate there"
     )
 

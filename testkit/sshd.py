@@ -57,7 +57,7 @@ def ensure_user() -> pwd.struct_passwd:
         return pwd.getpwnam(SSH_USER)
     except KeyError:
         subprocess.run(
-            ["useradd", "--create-home", "--shell", "/bin/bash", "--comment", "symphony-mcp SSH backend tests", SSH_USER],
+            ["useradd", "--create-home", "--shell", "/bin/bash", "--comment", "symphony-mcp SSH tests", SSH_USER],
             check=True,
         )
         subprocess.run(["usermod", "-p", "*", SSH_USER], check=True)

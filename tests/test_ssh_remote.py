@@ -148,11 +148,11 @@ def test_a_wrong_host_key_is_refused(sshd: RunningSshd, xdisplay: VirtualDisplay
     wrong = tmp_path / "known_hosts"
     wrong.write_text(f"[127.0.0.1]:{sshd.port} {other[0]} {other[1]}\n")
     machine = SshMachine(sshd.url, wrong, sshd.key_file, "/usr/bin/python3", xdisplay.name)
-    with pytest.raises(HostKeyRefusedError, match="does not match the one .* holds for it"):
+    with pytest.raises(HostKeyRefusedError, match=r"does not match the one .* holds for it"):
         machine.hello()
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
-    with pytest.raises(HostKeyRefusedError, match="host key is not in .*ssh-keyscan"):
+    with pytest.raises(HostKeyRefusedError, match=r"host key is not in .*ssh-keyscan"):
         SshMachine(sshd.url, empty, sshd.key_file).hello()
     assert "Accepted publickey" not in sshd.log()  # refused before logging in: nothing ran on the machine
 

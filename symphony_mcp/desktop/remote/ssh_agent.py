@@ -35,7 +35,7 @@ class X11Input:
     """Pointer, keys, text and pixels of the X display in $DISPLAY."""
 
     def __init__(self) -> None:
-        from Xlib import X, XK, display
+        from Xlib import XK, X, display
         from Xlib.ext import xtest
 
         XK.load_keysym_group("xf86")
@@ -100,9 +100,7 @@ class X11Input:
 
     def _bind(self, keysyms: list[int]) -> dict[int, int]:
         """Spare keycodes for the keysyms no key reaches at level 0 or 1 (those are typed with their own key)."""
-        missing = [
-            sym for sym in keysyms if not any(i < 2 for _, i in self.display.keysym_to_keycodes(sym))
-        ]
+        missing = [sym for sym in keysyms if not any(i < 2 for _, i in self.display.keysym_to_keycodes(sym))]
         if not missing:
             return {}
         first = self.display.display.info.min_keycode

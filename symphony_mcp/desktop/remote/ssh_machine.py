@@ -327,4 +327,3 @@ def _fingerprint(key: paramiko.PKey) -> str:
     import base64
 
     return base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
-
