@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import shlex
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,8 +72,8 @@ class SshDesktop:
     def grab(self, area: Rect) -> Image.Image:
         region = {"x": area.left, "y": area.top, "width": area.width, "height": area.height}
         reply, data = self._machine.request({"op": "grab", **region}, "taking a screenshot", read=True)
-        if reply["format"] == "BGRX":
-            return Image.frombytes("RGB", (area.width, area.height), data, "raw", "BGRX")
+        if reply["format"] == "BGRX+zlib":
+            return Image.frombytes("RGB", (area.width, area.height), zlib.decompress(data), "raw", "BGRX")
         image = Image.open(io.BytesIO(data)).convert("RGB")
         screen = self._screen_rect()
         if image.size != (screen.width, screen.height):  # Retina: pixels to points
