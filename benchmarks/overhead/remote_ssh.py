@@ -172,8 +172,9 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
         "The MacOSArena-style action uploads a script over SFTP and starts python3 on a new channel for each "
         "action, as MacOSArena's controller does; its script here imports python-xlib only (MacOSArena's imports "
         "AppKit, pyautogui, pynput and keyboard under sudo and sleeps pyautogui's 0.1 s pause), so its real cost is "
-        "higher. The SSH backend sends one JSON line to the agent it started once. Its screenshot is the root "
-        "window's raw pixels over the channel (no PNG encoding on the machine); macOS is not measured here.",
+        "higher. The SSH backend sends one JSON line to the agent it started once. Its X11 screenshot is the screen's "
+        "pixels grabbed by Pillow on the machine and zlib'd at level 1 (no PNG encoding), decoded here into the "
+        "frame the tools use; MacOSArena's is a PNG file read back over SFTP. macOS is not measured here.",
     ]
     return "\n".join(lines) + "\n"
 

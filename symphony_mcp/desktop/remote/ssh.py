@@ -28,6 +28,7 @@ from symphony_mcp.policy.programs import ProgramAllowList
 
 _BUTTONS: dict[MouseButton, int] = {"left": 1, "middle": 2, "right": 3}
 _MAC_KEYS = {"win": "command", "winleft": "command", "winright": "command", "printscreen": "printscreen"}
+_RAW_FORMATS = {"RGB+zlib": "RGB", "BGRX+zlib": "BGRX"}  # the agent's X11 screenshots: zlib'd pixels
 _HOVER_SETTLE_SECONDS = 0.05
 _MOTION_STEP_SECONDS = 0.02
 _LAUNCH = (
@@ -72,8 +73,9 @@ class SshDesktop:
     def grab(self, area: Rect) -> Image.Image:
         region = {"x": area.left, "y": area.top, "width": area.width, "height": area.height}
         reply, data = self._machine.request({"op": "grab", **region}, "taking a screenshot", read=True)
-        if reply["format"] == "BGRX+zlib":
-            return Image.frombytes("RGB", (area.width, area.height), zlib.decompress(data), "raw", "BGRX")
+        if reply["format"] in _RAW_FORMATS:
+            pixels = zlib.decompress(data)
+            return Image.frombytes("RGB", (area.width, area.height), pixels, "raw", _RAW_FORMATS[reply["format"]])
         image = Image.open(io.BytesIO(data)).convert("RGB")
         screen = self._screen_rect()
         if image.size != (screen.width, screen.height):  # Retina: pixels to points
