@@ -171,6 +171,13 @@ async def test_the_server_refuses_a_machine_with_a_wrong_host_key(
         assert "does not match" in error
 
 
+def test_an_agent_that_cannot_start_says_why(sshd: RunningSshd) -> None:
+    machine = SshMachine(sshd.url, sshd.known_hosts, sshd.key_file, "/usr/bin/python3", ":199")  # no such display
+    with pytest.raises(DisplayUnavailableError, match=r"the agent did not start on .*DISPLAY :199.*:199"):
+        machine.hello()
+    machine.close()
+
+
 def test_a_bad_url_is_refused_before_anything_starts() -> None:
     from symphony_mcp.config import DesktopSettings
 

@@ -181,7 +181,12 @@ class SshMachine:
         channel = self._open_channel(client)
         channel.exec_command(command)
         self._channel, self._reader = channel, channel.makefile("rb")
-        reply, _ = self._exchange({"op": "hello"}, "starting the agent")
+        try:
+            reply, _ = self._exchange({"op": "hello"}, "starting the agent")
+        except EOFError as exc:
+            raise DisplayUnavailableError(
+                f"the agent did not start on {self.target} ({self._python}, DISPLAY {self._display} on X11): {exc}"
+            ) from None
         self._hello = AgentHello(platform=reply["platform"], screen=tuple(reply["screen"]), pid=reply["pid"])
 
     def _open_channel(self, client: paramiko.SSHClient) -> paramiko.Channel:
@@ -239,10 +244,18 @@ class SshMachine:
         return reply, data
 
     def _agent_stderr(self) -> str:
+        """The last line the agent wrote to stderr once it has ended (its error), as ': text', or ''."""
         channel = self._channel
-        if channel is None or not channel.recv_stderr_ready():
+        if channel is None:
             return ""
-        return ": " + clip(channel.recv_stderr(4096).decode("utf-8", "replace").strip(), 500)
+        deadline = time.monotonic() + 5
+        while not channel.exit_status_ready() and time.monotonic() < deadline:
+            time.sleep(_POLL_SECONDS)
+        text = b""
+        while channel.recv_stderr_ready():
+            text += channel.recv_stderr(65536)
+        lines = text.decode("utf-8", "replace").strip().splitlines()
+        return ": " + clip(lines[-1], 500) if lines else ""
 
     # --- commands and files ---------------------------------------------------------------------------------------
     def run(self, argv: list[str], stdin: bytes, timeout: float, output_cap: int) -> CommandResult:
