@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import os
 import pwd
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,12 +24,14 @@ from PIL import Image
 
 from symphony_mcp.desktop.remote.ssh_machine import HostKeyRefusedError, SshMachine
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.errors import DisplayUnavailableError
 from testkit.display import SCREEN
 from testkit.mcp_calls import call_error, call_ok, run_code
 from testkit.server_process import base_env, stdio_params
 from testkit.sshd import RunningSshd, keygen, running_sshd, sshd_unavailable, stop_sessions
 from testkit.tk_probe import TkProbe
+from testkit.waiting import wait_for
 
 pytestmark = [
     pytest.mark.anyio,
@@ -105,6 +109,22 @@ async def test_code_runs_on_the_machine_as_the_ssh_user(remote: Client, sshd: Ru
 async def test_windows_tools_say_why_they_do_not_work_over_ssh(remote: Client) -> None:
     error = await call_error(remote, "list_windows")
     assert "not listed or switched over SSH" in error
+
+
+async def test_open_app_starts_programs_on_the_machine_as_its_user(remote: Client, sshd: RunningSshd) -> None:
+    launched = await call_ok(
+        remote, "open_app", target="xterm -title 'SSH Term' -e sleep 600"
+    )  # no shell: keeps its title
+    pid = launched["pid"]
+    try:
+        assert launched["command"] == ["xterm", "-title", "SSH Term", "-e", "sleep", "600"]
+        assert Path(f"/proc/{pid}").stat().st_uid == pwd.getpwnam(sshd.user).pw_uid  # the SSH user's process
+        with contextlib.closing(X11WindowManager()) as windows:  # on the display the machine's DISPLAY names
+            wait_for(lambda: any(w.title == "SSH Term" and w.pid == pid for w in windows.list_windows()), timeout=20)
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    error = await call_error(remote, "open_app", target="no-such-program-on-the-machine --flag")
+    assert "no program no-such-program-on-the-machine on this machine" in error and "exit status 127" in error
 
 
 async def test_a_dropped_connection_is_made_again(remote: Client, sshd: RunningSshd, tk_probe: TkProbe) -> None:
