@@ -27,6 +27,8 @@ from symphony_mcp.errors import DisplayUnavailableError, RemoteActionError, clip
 
 AGENT_SOURCE = Path(__file__).with_name("ssh_agent.py").read_bytes()
 _AGENT_DIR = ".cache/symphony-mcp"  # under the SSH user's home on the machine
+# named by its content: a machine keeps the agent between sessions, and a changed agent is uploaded anew
+AGENT_PATH = f"{_AGENT_DIR}/agent-{hashlib.sha256(AGENT_SOURCE).hexdigest()[:16]}.py"
 _CONNECT_SECONDS = 15.0
 _POLL_SECONDS = 0.005
 
@@ -92,7 +94,6 @@ class SshMachine:
         self._channel: paramiko.Channel | None = None
         self._reader: Any = None
         self._hello: AgentHello | None = None
-        self.connections = 0  # how many times a connection was made (the first included)
 
     # --- the connection -----------------------------------------------------------------------------------------
     def hello(self) -> AgentHello:
@@ -107,7 +108,6 @@ class SshMachine:
             return
         self._drop()
         self._client = self._connect()
-        self.connections += 1
         try:
             self._start_agent(self._client)
         except Exception:
@@ -167,7 +167,7 @@ class SshMachine:
 
     def _start_agent(self, client: paramiko.SSHClient) -> None:
         """Upload the agent unless the machine has this version, then start it on a channel of its own."""
-        path = f"{_AGENT_DIR}/agent-{hashlib.sha256(AGENT_SOURCE).hexdigest()[:16]}.py"
+        path = AGENT_PATH
         with client.open_sftp() as sftp:
             try:
                 sftp.stat(path)
@@ -176,7 +176,6 @@ class SshMachine:
                 with sftp.open(path + ".part", "wb") as file:
                     file.write(AGENT_SOURCE)
                 sftp.posix_rename(path + ".part", path)
-        self._agent_path = path
         command = f"DISPLAY={shlex.quote(self._display)} exec {shlex.quote(self._python)} -u {path} serve"
         channel = self._open_channel(client)
         channel.exec_command(command)
@@ -299,7 +298,7 @@ class SshMachine:
     def agent_run(self, seconds: float, workdir: str, language: str, code: str, output_cap: int) -> CommandResult:
         """Code run by the agent's `run` mode: in `workdir`, in a session of its own killed after `seconds`."""
         self.hello()  # connected, with the agent uploaded
-        argv = [self._python, self._agent_path, "run", f"{seconds:g}", workdir, language]
+        argv = [self._python, AGENT_PATH, "run", f"{seconds:g}", workdir, language]
         return self.run(argv, code.encode("utf-8"), seconds + 15, output_cap)
 
     def upload(self, path: str, data: bytes) -> None:
