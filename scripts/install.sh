@@ -26,6 +26,7 @@ if [[ $dev -eq 1 ]]; then
   packages+=(libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1)  # Qt 6 (PySide6, the OCR benchmark's Qt dialogs) loads its X11 platform plugin only with these
   packages+=(gir1.2-gtk-3.0)  # the elements tests' GTK 3 probe window (testkit/apps/gtk_probe.py)
   packages+=(xdotool wmctrl)  # the stand-in OSWorld VM of the remote backend's tests: its input and windows run there
+  packages+=(openssh-server python3-xlib)  # the SSH backend's tests: a loopback sshd (started by the test, never the system's) whose user's python3 runs the agent on the tests' Xvfb
   packages+=(vim)  # a terminal application (vim.desktop, Terminal=true): the open_app allow-list test's default for text
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi

@@ -171,24 +171,42 @@ class DisplaySettings(BaseModel):
 class DesktopSettings(BaseModel):
     """Which machine the tools act on: this one's display, or a remote machine through its controller."""
 
-    backend: Annotated[Literal["local", "osworld"], Flag(SERVE_ONLY, "desktop-backend")] = Field(
+    backend: Annotated[Literal["local", "osworld", "ssh"], Flag(SERVE_ONLY, "desktop-backend")] = Field(
         "local",
-        description="local: this machine's display; osworld: an OSWorld VM through its controller (desktop.url), "
-        "where every tool and the code tools act",
+        description="local: this machine's display; osworld: an OSWorld VM through its controller (desktop.url); "
+        "ssh: a macOS (or X11) machine over SSH (desktop.url ssh://user@host:port); every tool and the code tools "
+        "act there",
     )
     url: Annotated[str | None, Flag(SERVE_ONLY, "desktop-url", "URL")] = Field(
-        None, description="the remote machine's controller, e.g. http://192.168.122.10:5000 (OSWorld's port 5000)"
+        None,
+        description="the remote machine: its controller, e.g. http://192.168.122.10:5000 (OSWorld's port 5000), or "
+        "ssh://user@host:port for the ssh backend",
     )
     timeout_seconds: float = Field(
         30, gt=0, le=600, description="longest wait for the controller to answer a read (screenshot, cursor, files)"
     )
+    ssh_key_file: Path | None = Field(
+        None, description="ssh: the private key to log in with (none: the keys of ~/.ssh and the ssh agent)"
+    )
+    ssh_known_hosts: Path = Field(
+        Path("~/.ssh/known_hosts"),
+        description="ssh: the known_hosts file the machine's host key is checked against; a key it lacks or that "
+        "differs is refused (add the key with ssh-keyscan after checking its fingerprint)",
+    )
+    ssh_python: str = Field("python3", description="ssh: the machine's Python, which runs the uploaded agent")
+    ssh_display: str = Field(":0", description="ssh: the X display of an X11 machine (a Mac ignores it)")
 
     @model_validator(mode="after")
     def _url_for_remote(self) -> DesktopSettings:
-        if self.backend != "local" and not (self.url or "").startswith(("http://", "https://")):
+        if self.backend == "osworld" and not (self.url or "").startswith(("http://", "https://")):
             raise ValueError(
                 f"desktop.backend {self.backend!r} needs desktop.url, the controller's http:// URL "
                 "(SYMPHONY_DESKTOP__URL or --desktop-url), e.g. http://192.168.122.10:5000"
+            )
+        if self.backend == "ssh" and not re.fullmatch(r"ssh://[^@/\s]+@[^@/\s]+", self.url or ""):
+            raise ValueError(
+                "desktop.backend 'ssh' needs desktop.url as ssh://user@host[:port] (SYMPHONY_DESKTOP__URL or "
+                f"--desktop-url), e.g. ssh://admin@mac-mini.local:22; got {self.url!r}"
             )
         return self
 

@@ -25,6 +25,7 @@ from symphony_mcp.code.coder import CoderService
 from symphony_mcp.code.confine import bwrap_fix, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.code.remote import RemoteExecutor
+from symphony_mcp.code.ssh import SshExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.local import LocalDesktop
@@ -33,6 +34,8 @@ from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import controller_for
+from symphony_mcp.desktop.remote.ssh import SshDesktop
+from symphony_mcp.desktop.remote.ssh_machine import SshMachine
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
@@ -63,12 +66,12 @@ log = logging.getLogger(__name__)
 TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 REMOTE_TREE_REASON = (
-    "they read the accessibility tree of this host's display, and the VM's (its controller's /accessibility XML) is "
-    "not turned into elements yet; use screenshot, find_text or locate there (the resource "
+    "they read the accessibility tree of this host's display, and the remote machine's tree is not turned into "
+    "elements yet; use screenshot, find_text or locate there (on an OSWorld VM the resource "
     "screen://accessibility_tree serves the VM's own tree, OSWorld's XML)"
 )
 REMOTE_CODER_REASON = (
-    "the Coder reads the machine's facts and changed files on this host; run_code runs blocks on the VM instead"
+    "the Coder reads the machine's facts and changed files on this host; run_code runs blocks on the remote machine"
 )
 GRACEFUL_HTTP_SECONDS = 3  # open streams (e.g. a client's SSE GET) get this long to end after a stop signal
 
@@ -126,7 +129,7 @@ class SymphonyServer:
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
-    code: LocalExecutor | RemoteExecutor
+    code: LocalExecutor | RemoteExecutor | SshExecutor
     cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
@@ -225,7 +228,7 @@ def build_server(settings: Settings) -> SymphonyServer:
 
 def _machine(
     settings: Settings, layout: list[Rect], programs: ProgramAllowList
-) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor]:
+) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor | SshExecutor]:
     """The desktop the tools act on and the executor of the code tools: both on the same machine, always."""
     if settings.desktop.backend == "osworld":
         assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
@@ -234,6 +237,22 @@ def _machine(
         return (
             lambda: OsworldDesktop(controller, pacing.type_interval, pacing.click_interval, programs),
             RemoteExecutor(controller, settings.code),
+        )
+    if settings.desktop.backend == "ssh":
+        assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
+        desktop = settings.desktop
+        machine = SshMachine(
+            settings.desktop.url,
+            desktop.ssh_known_hosts,
+            desktop.ssh_key_file,
+            desktop.ssh_python,
+            desktop.ssh_display,
+            desktop.timeout_seconds,
+        )
+        pacing = settings.input
+        return (
+            lambda: SshDesktop(machine, pacing.type_interval, pacing.click_interval, programs, desktop.ssh_display),
+            SshExecutor(machine, settings.code),
         )
     local = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     return lambda: LocalDesktop(settings.input, layout, programs), local

@@ -287,7 +287,7 @@ async def test_elements_and_the_coder_say_why_they_do_not_act_on_the_vm(remote: 
     error = await call_error(remote, "elements")
     assert "cannot act on the osworld machine" in error and "find_text" in error
     error = await call_error(remote, "code_agent", task="count the files in ~")
-    assert "run_code runs blocks on the VM instead" in error
+    assert "run_code runs blocks on the remote machine" in error
 
 
 async def test_parallel_tool_calls_do_not_wedge_the_vm(tmp_path: Path, xdisplay: VirtualDisplay) -> None:

@@ -1,0 +1,207 @@
+"""The SSH backend against a real OpenSSH server (testkit/sshd.py): sshd on a loopback port with throwaway keys logs in
+a test user, whose python3 runs the uploaded agent on the tests' Xvfb, so "the machine" is another account.
+
+`symphony-mcp serve` on the SSH backend, spawned over stdio with no display of its own, acts on that machine
+through the real MCP client: clicks land on the probe window, Unicode text arrives exactly, screenshots map back,
+code runs as the SSH user, files move over SFTP, a dropped connection is made again, a wrong host key is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import os
+import pwd
+import signal
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from PIL import Image
+
+from symphony_mcp.desktop.remote.ssh_machine import HostKeyRefusedError, SshMachine
+from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.desktop.x11_windows import X11WindowManager
+from symphony_mcp.errors import DisplayUnavailableError
+from testkit.display import SCREEN
+from testkit.mcp_calls import call_error, call_ok, run_code
+from testkit.server_process import base_env, stdio_params
+from testkit.sshd import RunningSshd, keygen, running_sshd, sshd_unavailable, stop_sessions
+from testkit.tk_probe import TkProbe
+from testkit.waiting import wait_for
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(sshd_unavailable() is not None, reason=str(sshd_unavailable())),
+]
+
+UNICODE = 'héllo → 日本 a<b>c ñ € ✓ "quoted" ~`{}|? Ωmega ß'
+
+
+@pytest.fixture
+def sshd(xdisplay: VirtualDisplay) -> Iterator[RunningSshd]:
+    with running_sshd() as server:
+        yield server
+
+
+def serve_env(sshd: RunningSshd, display: str, **extra: str) -> dict[str, str]:
+    settings = {
+        "SYMPHONY_DESKTOP__BACKEND": "ssh",
+        "SYMPHONY_DESKTOP__URL": sshd.url,
+        "SYMPHONY_DESKTOP__SSH_KEY_FILE": str(sshd.key_file),
+        "SYMPHONY_DESKTOP__SSH_KNOWN_HOSTS": str(sshd.known_hosts),
+        "SYMPHONY_DESKTOP__SSH_PYTHON": "/usr/bin/python3",  # the machine's: python3-xlib, nothing of this repository
+        "SYMPHONY_DESKTOP__SSH_DISPLAY": display,
+    }
+    return base_env(**{**settings, **extra})
+
+
+@pytest.fixture
+async def remote(sshd: RunningSshd, xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
+    async with Client(stdio_params(env=serve_env(sshd, xdisplay.name))) as client:
+        yield client
+
+
+def to_image(screen_x: float, screen_y: float, info: dict) -> tuple[float, float]:
+    area, scale = info["screen_area"], info["scale"]
+    return (screen_x - area["left"] + 0.5) * scale - 0.5, (screen_y - area["top"] + 0.5) * scale - 0.5
+
+
+async def test_clicks_land_text_arrives_exactly_and_screenshots_map_back(remote: Client, tk_probe: TkProbe) -> None:
+    result = await remote.call_tool("screenshot", {"max_width": 640, "max_height": 640})
+    info = result.structured_content
+    assert info is not None and (info["screen_width"], info["screen_height"]) == SCREEN  # the machine's size
+    image = Image.open(io.BytesIO(base64.b64decode(result.content[0].data)))  # type: ignore[union-attr]
+    assert image.size == (info["image_width"], info["image_height"]) == (640, 360)
+    x, y = to_image(*tk_probe.centre("button"), info)
+    record = await call_ok(remote, "click", x=x, y=y)  # in the screenshot's pixels, mapped back to the machine's
+    tk_probe.wait(lambda s: s["clicks"] == 1)
+    assert record["frame_id"] == info["frame_id"]
+    await asyncio.sleep(0.5)  # past the double-click interval
+    await call_ok(remote, "click", x=x, y=y, count=2)
+    tk_probe.wait(lambda s: s["double_clicks"] == 1)
+    ex, ey = tk_probe.centre("entry")
+    await call_ok(remote, "click", x=ex, y=ey, space="screen")
+    tk_probe.wait(lambda s: s["focus"].endswith("entry"))
+    await call_ok(remote, "type", text=UNICODE, enter=True)
+    tk_probe.wait(lambda s: s["submitted"] == [UNICODE])  # every character, in order
+    await call_ok(remote, "hotkey", keys=["ctrl", "shift", "k"])
+    tk_probe.wait(lambda s: s["hotkeys"] == ["ctrl+shift+k"])
+    info = await call_ok(remote, "screen_info", space="screen")
+    assert (info["screen_cursor"]["x"], info["screen_cursor"]["y"]) == (ex, ey)  # the machine's pointer
+
+
+async def test_code_runs_on_the_machine_as_the_ssh_user(remote: Client, sshd: RunningSshd) -> None:
+    ran = await run_code(remote, "python", "import getpass, os; print(getpass.getuser(), os.getcwd())")
+    assert ran["stdout"].split() == [sshd.user, str(sshd.home / "symphony-code")] and ran["confinement"] == "remote"
+    assert sshd.user != pwd.getpwuid(os.geteuid()).pw_name  # not the server's user
+    wrote = await run_code(remote, "bash", "printf 'from the machine' > ~/made-by-code.txt; echo oops >&2; exit 3")
+    assert (wrote["exit_code"], wrote["stderr"]) == (3, "oops\n")  # a failed block is reported failed
+    made = sshd.home / "made-by-code.txt"
+    assert made.read_text() == "from the machine" and made.stat().st_uid == pwd.getpwnam(sshd.user).pw_uid
+    slow = await run_code(remote, "bash", "sleep 30; echo never", timeout_s=1)
+    assert slow["killed"] is True and slow["kill_reason"] == "timeout" and "never" not in slow["stdout"]
+
+
+async def test_windows_tools_say_why_they_do_not_work_over_ssh(remote: Client) -> None:
+    error = await call_error(remote, "list_windows")
+    assert "not listed or switched over SSH" in error
+
+
+async def test_open_app_starts_programs_on_the_machine_as_its_user(remote: Client, sshd: RunningSshd) -> None:
+    launched = await call_ok(
+        remote, "open_app", target="xterm -title 'SSH Term' -e sleep 600"
+    )  # no shell: keeps its title
+    pid = launched["pid"]
+    try:
+        assert launched["command"] == ["xterm", "-title", "SSH Term", "-e", "sleep", "600"]
+        assert Path(f"/proc/{pid}").stat().st_uid == pwd.getpwnam(sshd.user).pw_uid  # the SSH user's process
+        with contextlib.closing(X11WindowManager()) as windows:  # on the display the machine's DISPLAY names
+            wait_for(lambda: any(w.title == "SSH Term" and w.pid == pid for w in windows.list_windows()), timeout=20)
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    error = await call_error(remote, "open_app", target="no-such-program-on-the-machine --flag")
+    assert "no program no-such-program-on-the-machine on this machine" in error and "exit status 127" in error
+
+
+async def test_a_dropped_connection_is_made_again(remote: Client, sshd: RunningSshd, tk_probe: TkProbe) -> None:
+    await call_ok(remote, "screenshot")
+    stop_sessions(sshd.process.pid)  # the connection drops, the agent with it
+    await call_ok(remote, "screenshot")  # a read: made again on a new connection
+    stop_sessions(sshd.process.pid)
+    await call_ok(remote, "click", x=tk_probe.centre("button")[0], y=tk_probe.centre("button")[1], space="screen")
+    tk_probe.wait(lambda s: s["clicks"] == 1)  # an action on the new connection, sent once
+    assert "Accepted publickey" in sshd.log()
+
+
+async def test_an_unreachable_machine_is_reported_clearly(sshd: RunningSshd, xdisplay: VirtualDisplay) -> None:
+    async with Client(stdio_params(env=serve_env(sshd, xdisplay.name))) as client:
+        await call_ok(client, "screen_info")
+        stop_sessions(sshd.process.pid)
+        sshd.process.terminate()
+        sshd.process.wait(timeout=10)
+        error = await call_error(client, "screenshot")
+        assert f"cannot reach {sshd.url}" in error and "refused" in error.lower()
+        error = await call_error(client, "click", x=5, y=5, space="screen")  # the server lives on and says why
+        assert f"cannot reach {sshd.url}" in error
+
+
+def test_files_move_both_ways_over_sftp(sshd: RunningSshd, xdisplay: VirtualDisplay) -> None:
+    machine = SshMachine(sshd.url, sshd.known_hosts, sshd.key_file, "/usr/bin/python3", xdisplay.name)
+    try:
+        data = bytes(range(256)) * 4096  # 1 MiB, every byte value
+        machine.upload("~/moved-up.bin", data)
+        landed = sshd.home / "moved-up.bin"
+        assert landed.read_bytes() == data and landed.stat().st_uid == pwd.getpwnam(sshd.user).pw_uid
+        assert machine.download("~/moved-up.bin") == data
+        with pytest.raises(FileNotFoundError):
+            machine.download("~/no-such-file.bin")
+    finally:
+        machine.close()
+
+
+def test_a_wrong_host_key_is_refused(sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path) -> None:
+    other = keygen(tmp_path / "other_host_key").split()
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {other[0]} {other[1]}\n")
+    machine = SshMachine(sshd.url, wrong, sshd.key_file, "/usr/bin/python3", xdisplay.name)
+    with pytest.raises(HostKeyRefusedError, match=r"does not match the one .* holds for it"):
+        machine.hello()
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    with pytest.raises(HostKeyRefusedError, match=r"host key is not in .*ssh-keyscan"):
+        SshMachine(sshd.url, empty, sshd.key_file).hello()
+    assert "Accepted publickey" not in sshd.log()  # refused before logging in: nothing ran on the machine
+
+
+async def test_the_server_refuses_a_machine_with_a_wrong_host_key(
+    sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path
+) -> None:
+    other = keygen(tmp_path / "other_host_key").split()
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {other[0]} {other[1]}\n")
+    env = serve_env(sshd, xdisplay.name, SYMPHONY_DESKTOP__SSH_KNOWN_HOSTS=str(wrong))
+    async with Client(stdio_params(env=env)) as client:
+        error = await call_error(client, "screenshot")
+        assert "does not match" in error and "refused" in error
+        error = await call_error(client, "run_code", language="bash", code="echo hi")
+        assert "does not match" in error
+
+
+def test_an_agent_that_cannot_start_says_why(sshd: RunningSshd) -> None:
+    machine = SshMachine(sshd.url, sshd.known_hosts, sshd.key_file, "/usr/bin/python3", ":199")  # no such display
+    with pytest.raises(DisplayUnavailableError, match=r"the agent did not start on .*DISPLAY :199.*:199"):
+        machine.hello()
+    machine.close()
+
+
+def test_a_bad_url_is_refused_before_anything_starts() -> None:
+    from symphony_mcp.config import DesktopSettings
+
+    with pytest.raises(ValueError, match=r"ssh://user@host\[:port\]"):
+        DesktopSettings(backend="ssh", url="mac-mini.local")
+    with pytest.raises(DisplayUnavailableError, match="no known_hosts file"):
+        SshMachine("ssh://me@127.0.0.1:1", Path("/nonexistent/known_hosts")).hello()
