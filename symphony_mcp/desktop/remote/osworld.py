@@ -25,6 +25,7 @@ from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.x11_input import KEY_NAMES, keysym_name
 from symphony_mcp.errors import InvalidInputError, PolicyError, RemoteActionError, clip
+from symphony_mcp.imaging.downscale import downscale
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
 
@@ -90,12 +91,13 @@ class OsworldDesktop:
         screen = self._screen_rect()
         return [MonitorInfo(index=0, screen_rect=screen), MonitorInfo(index=1, screen_rect=screen, primary=True)]
 
-    def grab(self, area: Rect) -> Image.Image:
+    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
         screen = self._screen_rect()
         image = Image.open(io.BytesIO(self._controller.screenshot())).convert("RGB")
         if image.size != (screen.width, screen.height):
             image = image.resize((screen.width, screen.height), Image.Resampling.BILINEAR)
-        return image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
+        image = image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
+        return downscale(image, size) if size else image
 
     def cursor(self) -> Point:
         x, y = self._controller.cursor()

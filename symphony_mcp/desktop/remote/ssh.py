@@ -23,6 +23,7 @@ from symphony_mcp.desktop.remote.ssh_machine import SshMachine
 from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.x11_input import KEY_NAMES, keysym_name
 from symphony_mcp.errors import InvalidInputError, PolicyError, RemoteActionError, clip
+from symphony_mcp.imaging.downscale import downscale
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
 
@@ -70,17 +71,19 @@ class SshDesktop:
         screen = self._screen_rect()
         return [MonitorInfo(index=0, screen_rect=screen), MonitorInfo(index=1, screen_rect=screen, primary=True)]
 
-    def grab(self, area: Rect) -> Image.Image:
+    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
         region = {"x": area.left, "y": area.top, "width": area.width, "height": area.height}
         reply, data = self._machine.request({"op": "grab", **region}, "taking a screenshot", read=True)
         if reply["format"] in _RAW_FORMATS:
             pixels = zlib.decompress(data)
-            return Image.frombytes("RGB", (area.width, area.height), pixels, "raw", _RAW_FORMATS[reply["format"]])
+            image = Image.frombytes("RGB", (area.width, area.height), pixels, "raw", _RAW_FORMATS[reply["format"]])
+            return downscale(image, size) if size else image
         image = Image.open(io.BytesIO(data)).convert("RGB")
         screen = self._screen_rect()
         if image.size != (screen.width, screen.height):  # Retina: pixels to points
             image = image.resize((screen.width, screen.height), Image.Resampling.LANCZOS)
-        return image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
+        image = image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
+        return downscale(image, size) if size else image
 
     def cursor(self) -> Point:
         reply, _ = self._machine.request({"op": "cursor"}, "reading the pointer", read=True)
