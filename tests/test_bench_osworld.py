@@ -75,7 +75,7 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
     assert reasons["0b35aee5"] == (
         "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE); "
         "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal); "
-        "getter 'calc_insensitive_md5' is not available locally (needs the VM's apps or services); "
+        "OSWorld has no getter 'calc_insensitive_md5'; "
         "needs the network (installs packages; Debian's archive or PyPI does not answer here)"
     )
     assert reasons["13584542"] and "GNOME Terminal" in reasons["13584542"]

@@ -19,6 +19,7 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -30,7 +31,8 @@ from typing import Any
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import is_pyautogui
 from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
-from symphony_mcp.bench.osworld.getters import GETTERS
+from symphony_mcp.bench.osworld.getters import available, load_getter
+from symphony_mcp.bench.osworld.image import chrome_available
 from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, find, task_files
 from symphony_mcp.bench.osworld.setup import SETUP_STEPS
@@ -81,8 +83,8 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
 }
 # The apps a task names in related_apps, and the program it needs for them (None: proprietary, not on Linux).
 APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
-    "chrome": ("google-chrome", "Google Chrome (proprietary)"),
-    "browser": ("google-chrome", "Google Chrome (proprietary)"),
+    "chrome": ("google-chrome", "Google Chrome (Debian's chromium presents it)"),
+    "browser": ("google-chrome", "Google Chrome (Debian's chromium presents it)"),
     "gimp": ("gimp", "GIMP"),
     "vscode": ("code", "Visual Studio Code (proprietary build)"),
     "vs_code": ("code", "Visual Studio Code (proprietary build)"),
@@ -103,10 +105,12 @@ APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
     "powerpoint": (None, "Microsoft PowerPoint (proprietary)"),
     "picard": ("picard", "MusicBrainz Picard"),
 }
+APPLICATIONS = frozenset(program for program, _ in APP_PROGRAMS.values() if program)
 GETTER_NEEDS = {
     "vm_terminal_output": "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal)",
     "accessibility_tree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
     "vm_wallpaper": "needs GNOME's wallpaper setting",
+    "active_url_from_accessTree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
 }
 
 
@@ -129,7 +133,7 @@ class Host:
             registries=registries_answer(),
             user=user if isinstance(user, TaskUser) else None,
             user_problem=user if isinstance(user, str) else "",
-            programs=lambda name: shutil.which(name) is not None,
+            programs=program_available,
             systemd=Path("/run/systemd/system").is_dir(),
             pyautogui=importlib.util.find_spec("pyautogui") is not None,
         )
@@ -152,6 +156,27 @@ def _answers(url: str, timeout: float = 5.0) -> bool:
             return True
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def program_available(name: str) -> bool:
+    """Whether an environment can run the program: on PATH, and for an application, it starts (`--version` answers;
+    with libreoffice-common alone /usr/bin/libreoffice exists and fails). `google-chrome` is presented inside each
+    environment when Chromium is installed (image.py)."""
+    if name == "google-chrome":
+        return chrome_available()
+    path = shutil.which(name)
+    if path is None:
+        return False
+    return _starts(path) if name in APPLICATIONS else True
+
+
+@functools.cache
+def _starts(path: str, timeout: float = 60.0) -> bool:
+    try:
+        done = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 @dataclass(frozen=True)
@@ -365,8 +390,13 @@ def _evaluator_reasons(evaluator: dict[str, Any]) -> Iterator[str]:
                 yield f"needs the network (the {kind} getter)"
             elif kind in GETTER_NEEDS:
                 yield GETTER_NEEDS[kind]
-            elif kind not in GETTERS:
-                yield f"getter {kind!r} is not available locally (needs the VM's apps or services)"
+            elif not available(kind):
+                yield f"OSWorld has no getter {kind!r}"
+            else:
+                try:
+                    load_getter(kind)
+                except MetricUnavailableError as exc:
+                    yield str(exc)
         try:
             load_metric(metric.func)
         except MetricUnavailableError as exc:
