@@ -79,7 +79,8 @@ def load_function(part: str, name: str) -> Callable[..., Any]:
 def _load_module(part: str, stem: str) -> types.ModuleType:
     _register_package(part)
     try:
-        return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
+        with quiet():  # some print at import time (pymupdf's `fitz` deprecation notice)
+            return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
     except ImportError as exc:
         raise MetricUnavailableError(f"OSWorld's {part} module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
     except Exception as exc:  # any import-time failure, e.g. a CUDA torchvision beside CPU torch (RuntimeError)
