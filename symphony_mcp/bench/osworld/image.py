@@ -7,7 +7,7 @@
 - A Chrome profile that has run once (a first run in the background: `Default/Preferences` exists, as in the image,
   where a task's setup edits it with jq), for tasks that use Chrome.
 - VLC's settings as in the image, for tasks that use VLC: its HTTP interface on (OSWorld's getters ask it on port
-  8080 with the password `password`) and the privacy question answered, written by VLC itself (--save-config).
+  8080 with the password `password`) and the privacy question answered, in the vlcrc VLC writes by default.
 
 All of it is written inside the environment's sandbox (as its root for the programs, as the task user for the home),
 so it goes with the environment at reset.
@@ -30,9 +30,13 @@ CHROME_PROFILE = ".config/google-chrome"  # in the task user's home
 CHROME_FLAGS = "--no-first-run --no-default-browser-check --password-store=basic"
 VLC_PORT = 8080  # OSWorld's DesktopEnv vlc_port
 VLC_PASSWORD = "password"  # what OSWorld's get_vlc_playing_info sends
-VLC_SETTINGS = (
-    "--extraintf=http", f"--http-port={VLC_PORT}", f"--http-password={VLC_PASSWORD}", "--no-qt-privacy-ask",
-)  # fmt: skip
+# vlcrc lines as VLC writes them by default -> as OSWorld's image has them.
+VLC_SETTINGS = {
+    "#extraintf=": "extraintf=http",
+    f"#http-port={VLC_PORT}": f"http-port={VLC_PORT}",
+    "#http-password=": f"http-password={VLC_PASSWORD}",
+    "#qt-privacy-ask=1": "qt-privacy-ask=0",
+}
 FIRST_RUN_SECONDS = 60.0
 CHROME_APPS = frozenset({"chrome", "browser", "google-chrome"})
 VLC_APPS = frozenset({"vlc"})
@@ -70,7 +74,10 @@ def _first_chrome_run(sandbox: Sandbox) -> None:
 
 
 def _vlc_settings(sandbox: Sandbox) -> None:
-    _run(sandbox, ["vlc", "-I", "dummy", *VLC_SETTINGS, "--save-config", "vlc://quit"], timeout=FIRST_RUN_SECONDS)
+    """VLC writes its default vlcrc (--reset-config), then the image's settings replace those defaults."""
+    edits = " ".join(f"-e 's|^{default}$|{setting}|'" for default, setting in VLC_SETTINGS.items())
+    script = f"vlc -I dummy --reset-config vlc://quit && sed -i {edits} ~/.config/vlc/vlcrc"
+    _run(sandbox, ["sh", "-c", script], timeout=FIRST_RUN_SECONDS)
 
 
 def _run(sandbox: Sandbox, argv: list[str], *, as_root: bool = False, data: bytes = b"", timeout: float = 30.0) -> None:
