@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -170,10 +171,18 @@ def program_available(name: str) -> bool:
     return _starts(path) if name in APPLICATIONS else True
 
 
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")  # VLC refuses to run as root
+
+
 @functools.cache
 def _starts(path: str, timeout: float = 60.0) -> bool:
+    """Whether `path --version` answers, run as nobody when we are root (as the task user runs it, not as root)."""
+    command = [*(NOBODY if os.geteuid() == 0 else ()), path, "--version"]
     try:
-        done = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        done = subprocess.run(
+            command, env={"PATH": os.environ.get("PATH", ""), "HOME": "/tmp"}, stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=timeout,
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
