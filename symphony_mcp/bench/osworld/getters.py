@@ -1,4 +1,4 @@
-"""OSWorld's own result and expected getters (`get_<type>(env, config)`, desktop-env), run unchanged on a stand-in `env`.
+"""OSWorld's own result and expected getters (`get_<type>(env, config)`, desktop-env), run unchanged on a stand-in env.
 
 OSWorld's getters read what they need from its `DesktopEnv`: `env.controller` (its `PythonController`, which posts
 to the in-VM server), `env.vm_ip` with `env.server_port` (some post to the server themselves), `env.chromium_port`
@@ -101,4 +101,3 @@ def _place_gold_files(context: GetterContext, config: dict[str, Any]) -> None:
         if source is None:
             raise FileNotFoundError(f"no offline copy of {url} as {name} (OSWorld's cache)")
         shutil.copyfile(source, context.cache_dir / name)
-

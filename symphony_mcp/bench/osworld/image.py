@@ -63,7 +63,7 @@ def _install_chrome(sandbox: Sandbox) -> None:
     wrapper = f'#!/bin/sh\nexec {CHROME_BINARY} --user-data-dir="$HOME/{CHROME_PROFILE}" {CHROME_FLAGS} "$@"\n'
     script = (
         f'mkdir -p "$(dirname {CHROME_BINARY})" && ln -sf {CHROMIUM} {CHROME_BINARY} '
-        f'&& cat > {CHROME_COMMAND} && chmod 755 {CHROME_COMMAND}'
+        f"&& cat > {CHROME_COMMAND} && chmod 755 {CHROME_COMMAND}"
     )
     _run(sandbox, ["sh", "-c", script], as_root=True, data=wrapper.encode())
 

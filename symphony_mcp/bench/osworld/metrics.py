@@ -1,11 +1,11 @@
 """OSWorld's own metric and getter functions, from the `desktop-env` package, imported one module at a time.
 
-`desktop_env/evaluators/metrics/__init__.py` (and getters/__init__.py: Playwright, pandas...) imports every module eagerly, and some need torch,
-easyocr, librosa, cv2... (measured: importing `desktop_env.evaluators.metrics.general` the usual way fails
-on the first missing one, `bs4`). The metric modules import each other by their absolute names
+`desktop_env/evaluators/metrics/__init__.py` (and getters/__init__.py: Playwright, pandas...) imports every module
+eagerly, and some need torch, easyocr, librosa, cv2... (measured: importing `desktop_env.evaluators.metrics.general`
+the usual way fails on the first missing one, `bs4`). The modules import each other by their absolute names
 (`from desktop_env.evaluators.metrics.utils import ...`), so loading one file under a private name is not
-enough. Instead the package `desktop_env.evaluators.metrics` (or `.getters`) is registered as a plain package object whose
-search path is its folder, without running its `__init__`; then `import ...metrics.general` loads
+enough. Instead the package `desktop_env.evaluators.metrics` (or `.getters`) is registered as a plain package
+object whose search path is its folder, without running its `__init__`; then `import ...metrics.general` loads
 general.py and utils.py only (about 0.3 s) and never torch. Which module defines a function is read from
 that `__init__` as text (its `from .module import (names)` lines), never by running it.
 

@@ -183,7 +183,9 @@ class SetupRunner:
         profile_history = str(self.sandbox.user.home / CHROME_PROFILE / "Default" / "History")
         made = self.sandbox.read_file(profile_history)
         if made is None:
-            raise SetupError(f"no Chrome history database at {profile_history} (Chrome has not run in this environment)")
+            raise SetupError(
+                f"no Chrome history database at {profile_history} (Chrome has not run in this environment)"
+            )
         with tempfile.TemporaryDirectory() as folder:
             database = Path(folder) / "History"
             database.write_bytes(made)
@@ -292,7 +294,8 @@ def _add_visits(database: Path, history: list[dict[str, Any]]) -> None:
             visited = datetime.now() - timedelta(seconds=item["visit_time_from_now_in_seconds"])
             stamp = int((visited - CHROME_EPOCH).total_seconds() * 1_000_000)
             cursor = connection.execute(
-                "INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) VALUES (?, ?, 1, 0, ?, 0)",
+                "INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) "
+                "VALUES (?, ?, 1, 0, ?, 0)",
                 (item["url"], item["title"], stamp),
             )
             connection.execute(

@@ -392,7 +392,7 @@ def _evaluator_reasons(evaluator: dict[str, Any]) -> Iterator[str]:
         for getter in (metric.result, metric.expected):
             if getter is None:
                 continue
-            kind = getter.get("type")
+            kind = str(getter.get("type"))
             if kind == "cloud_file":
                 continue  # its gold file: _cache_reasons
             if kind in NETWORK_GETTERS:

@@ -148,10 +148,10 @@ class VmServer:
 
 def _handler(server: VmServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             self._answer("GET")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._answer("POST")
 
         def _answer(self, method: str) -> None:
@@ -163,16 +163,18 @@ def _handler(server: VmServer) -> type[BaseHTTPRequestHandler]:
             else:
                 try:
                     status, data, kind = route(body, self.headers.get("Content-Type", ""))
-                except (ValueError, KeyError, TypeError, OSError) as exc:  # a malformed request: the server answers 500
+                except (ValueError, KeyError, TypeError, OSError) as exc:  # a malformed request: answered with 500
                     log.warning("OSWorld server stand-in: %s %s failed: %s", method, self.path, exc)
-                    status, data, kind = _json(HTTPStatus.INTERNAL_SERVER_ERROR, {"status": "error", "message": str(exc)})
+                    status, data, kind = _json(
+                        HTTPStatus.INTERNAL_SERVER_ERROR, {"status": "error", "message": str(exc)}
+                    )
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
+        def log_message(self, format: str, *args: Any) -> None:
             log.debug("OSWorld server stand-in: " + format, *args)
 
     return Handler
@@ -185,4 +187,3 @@ def _json(status: int, value: Any) -> Answer:
 def _form(body: bytes) -> dict[str, str]:
     """A urlencoded form's fields (requests' `data={...}`)."""
     return {key: values[0] for key, values in urllib.parse.parse_qs(body.decode(errors="replace")).items()}
-
