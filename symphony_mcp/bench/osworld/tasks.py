@@ -81,6 +81,16 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
         lambda: Path("/usr/share/applications/firefox.desktop").exists(),
         "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
     ),
+    "99146c54-4f37-4ab8-9327-5f3291665e1e": (
+        lambda: False,
+        "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
+        "run writes some (doing nothing would pass)",
+    ),
+    "937087b6-f668-4ba6-9110-60682ee33441": (
+        lambda: _default_video_player() != "vlc.desktop",
+        "checks that VLC becomes the default video player; OSWorld's image has Totem as the default, here VLC "
+        "already is (doing nothing would pass)",
+    ),
 }
 # The apps a task names in related_apps, and the program it needs for them (None: proprietary, not on Linux).
 APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
@@ -157,6 +167,20 @@ def _answers(url: str, timeout: float = 5.0) -> bool:
             return True
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+@functools.cache
+def _default_video_player() -> str:
+    """The desktop file a fresh home opens videos with (xdg-mime, without the caller's own choices)."""
+    try:
+        done = subprocess.run(
+            ["xdg-mime", "query", "default", "video/mp4"],
+            env={"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent"},
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
 
 
 def program_available(name: str) -> bool:
