@@ -1,7 +1,8 @@
-"""A scripted solver policy for OSWorld tasks of the apps (Chrome, VLC): what a capable agent does, through the task's
-own symphony server: the planner hands the job to the Coder (call_code_agent), whose bash runs inside the environment
-as the task user and changes the app's own settings files the way the app stores them (closing the app first where
-it would write its settings back on exit); then the planner says done. The do-nothing agent says done at once.
+"""A scripted solver policy for OSWorld tasks of the apps (Chrome, VLC, GIMP): what a capable agent does, through
+the task's own symphony server: the planner hands the job to the Coder (call_code_agent), whose bash runs inside the
+environment as the task user and changes the app's own settings files the way the app stores them (closing the app
+first where it would write its settings back on exit); then the planner says done. The do-nothing agent says done
+at once.
 
 Each solution is one Coder block; the stand-in Coder answers the block, then its verdict, then its summary.
 """
@@ -19,6 +20,8 @@ CHROME_DO_NOT_TRACK = "030eeff7-b492-4218-b312-701ec99ee0cc"  # turn on Do Not T
 CHROME_HISTORY = "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938"  # delete the YouTube history (update_browse_history setup)
 VLC_MAX_VOLUME = "9195653c-f4aa-453d-aa95-787f6ccfaae9"  # let the volume go to 200%
 VLC_RECORDINGS = "8ba5ae7a-5ae5-4eab-9fcc-5dd4fe3abf89"  # record into ~/Desktop
+GIMP_UNDO = "7b7617bd-57cc-468e-9c91-40c4ec2bcb3d"  # keep at least 100 undo steps
+GIMP_THEME = "7767eef2-56a3-4cea-8c9f-48c070c7d65b"  # the light theme
 
 # Chrome writes its Preferences and History back when it exits: close it first, and wait until it is gone. (The
 # bracket keeps the pattern from matching the shell running it.)
@@ -38,6 +41,14 @@ with open(path, "w") as file:
     json.dump(prefs, file)
 PY
 """
+
+
+def _gimp_setting(line: str) -> str:
+    """GIMP writes gimprc when it quits: quit it first, then add the setting as GIMP writes it."""
+    return (
+        "pkill -x 'gimp.*'; while pgrep -x 'gimp.*' >/dev/null; do sleep 0.2; done\n"
+        f"mkdir -p ~/.config/GIMP/2.10 && echo '{line}' >> ~/.config/GIMP/2.10/gimprc && cat ~/.config/GIMP/2.10/gimprc"
+    )
 
 
 def _vlc_setting(name: str, value: str) -> str:
@@ -78,6 +89,8 @@ PY
         "Make VLC store its recordings in ~/Desktop",
         _vlc_setting("input-record-path", "/home/user/Desktop"),
     ),
+    GIMP_UNDO: ("Set GIMP's minimum number of undo steps to 100", _gimp_setting("(undo-levels 100)")),
+    GIMP_THEME: ("Switch GIMP to its Light theme", _gimp_setting('(theme "Light")')),
 }
 
 

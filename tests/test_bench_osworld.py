@@ -143,7 +143,7 @@ def test_adapter_lists_the_default_subset_and_selections(monkeypatch: pytest.Mon
     with pytest.raises(OSWorldError, match="set OSWORLD_TASKS to OSWorld's evaluation_examples/examples"):
         OSWorldAdapter().list_tasks(TaskFilter())
     monkeypatch.setenv("OSWORLD_TASKS", str(TASKS))
-    assert len(OSWorldAdapter().list_tasks(TaskFilter(everything=True))) == 31 + 3 + 2  # os, chrome, vlc
+    assert len(OSWorldAdapter().list_tasks(TaskFilter(everything=True))) == 31 + 3 + 2 + 2  # os, chrome, vlc, gimp
 
 
 @needs_desktop_env
