@@ -17,7 +17,7 @@ import requests
 
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import find_task_user
-from symphony_mcp.bench.osworld.getters import GetterContext, getter_env, load_getter
+from symphony_mcp.bench.osworld.getters import GetterContext, get, getter_env, load_getter
 from symphony_mcp.bench.osworld.image import chrome_available
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.bench.types import TaskFilter
@@ -96,7 +96,10 @@ def test_osworlds_own_controller_gets_its_answers_from_the_environment(
     assert not isinstance(user, str), user
     sandbox = Sandbox.start(user, xdisplay.name)
     sandbox.wait_ready()
-    context = GetterContext(sandbox, tmp_path / "cache", (1920, 1080))
+    offline = tmp_path / "osworld-cache"  # a copy of OSWorld's cache holding one gold file, as its harness leaves it
+    (offline / "task-1").mkdir(parents=True)
+    (offline / "task-1" / "gold.txt").write_text("gold")
+    context = GetterContext(sandbox, tmp_path / "cache", (1920, 1080), "task-1", offline)
     try:
         with getter_env(context) as env:
             controller: PythonController = env.controller
@@ -121,6 +124,16 @@ def test_osworlds_own_controller_gets_its_answers_from_the_environment(
             assert load_getter("vm_command_error")(env, {"command": "ls /nowhere", "shell": True})
             copied = load_getter("vm_file")(env, {"path": "~/.bashrc", "dest": "bashrc"})
             assert Path(copied).read_bytes() == sandbox.read_file("/home/user/.bashrc")
+            # OSWorld's cloud_file getter finds the gold file in the task's cache, put there from the copy; a gold
+            # file the copy lacks is FileNotFoundError (scored 0), never a download.
+            gold = get(
+                env, context, {"type": "cloud_file", "path": "https://files.invalid/gold.txt", "dest": "gold.txt"}
+            )
+            assert gold == str(tmp_path / "cache" / "gold.txt") and Path(gold).read_text() == "gold"
+            with pytest.raises(FileNotFoundError, match="no offline copy"):
+                get(
+                    env, context, {"type": "cloud_file", "path": "https://files.invalid/other.txt", "dest": "other.txt"}
+                )
             # Bad requests: the server's error answers, and it goes on answering.
             assert requests.post(f"{env.http_server}/execute", data=b"{not json", timeout=10).status_code == 500
             assert requests.get(f"{env.http_server}/wallpaper", timeout=10).status_code == 404
