@@ -82,7 +82,9 @@ def _load_module(part: str, stem: str) -> types.ModuleType:
         with quiet():  # some print at import time (pymupdf's `fitz` deprecation notice)
             return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
     except ImportError as exc:
-        raise MetricUnavailableError(f"OSWorld's {part[:-1]} module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
+        raise MetricUnavailableError(
+            f"OSWorld's {part[:-1]} module {stem} needs {exc.name or exc}: {INSTALL_HINT}"
+        ) from exc
     except Exception as exc:  # any import-time failure, e.g. a CUDA torchvision beside CPU torch (RuntimeError)
         raise MetricUnavailableError(
             f"OSWorld's {part[:-1]} module {stem} fails to import here: {type(exc).__name__}: {exc}"
