@@ -69,6 +69,22 @@ LIVE_WEB = frozenset(
     }
 )
 SYSTEMD_PROGRAMS = re.compile(r"\b(timedatectl|loginctl|systemctl|hostnamectl|localectl)\b")
+
+
+@functools.cache
+def _default_video_player() -> str:
+    """The desktop file a fresh home opens videos with (xdg-mime, without the caller's own choices)."""
+    try:
+        done = subprocess.run(
+            ["xdg-mime", "query", "default", "video/mp4"],
+            env={"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent"},
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
+
+
 # What OSWorld's VM image has installed that a task takes for granted (task id -> (check, reason)).
 IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
     "94d95f96-9699-4208-98ba-3c3119edf9c2": (lambda: False, "installs Spotify: a proprietary app, from the network"),
@@ -167,20 +183,6 @@ def _answers(url: str, timeout: float = 5.0) -> bool:
             return True
     except (urllib.error.URLError, OSError, ValueError):
         return False
-
-
-@functools.cache
-def _default_video_player() -> str:
-    """The desktop file a fresh home opens videos with (xdg-mime, without the caller's own choices)."""
-    try:
-        done = subprocess.run(
-            ["xdg-mime", "query", "default", "video/mp4"],
-            env={"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent"},
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip()
 
 
 def program_available(name: str) -> bool:
