@@ -8,7 +8,8 @@ the folder's other JSONs (OSWorld's Windows set, tasks kept out of its test set,
 in `listing_notes`, not listed.
 Per task: reset throws the environment's sandbox away (every process the last task started ends, every
 file it wrote anywhere is gone, as OSWorld reverts its VM) and starts a fresh one (sandbox.py): the host's
-root under a private overlay, the task user's home as the account has it. The task's `config` steps run
+root under a private overlay, the task user's home as the account has it, plus what OSWorld's image holds that
+tasks take for granted (image.py: `google-chrome`, the apps' first-run state). The task's `config` steps run
 inside as the task user on the environment's display; the agent's server (the bundled orchestrator's
 `symphony-mcp serve`) runs inside as the task user too, so the apps it opens, its terminal and the
 Coder's code are that user with HOME=/home/user, as in OSWorld's VM, and the Coder runs without a
@@ -29,6 +30,7 @@ import anyio.to_thread
 
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
 from symphony_mcp.bench.osworld.evaluate import evaluate
+from symphony_mcp.bench.osworld.image import prepare
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.sandbox import Sandbox, sandbox_problem
 from symphony_mcp.bench.osworld.setup import SetupRunner
@@ -145,6 +147,7 @@ class OSWorldAdapter:
 
     def _prepare(self, runner: SetupRunner, task: BenchTask) -> None:
         shutil.rmtree(runner.cache_dir, ignore_errors=True)  # this task's files from an earlier attempt
+        prepare(runner.sandbox, task.data)  # what OSWorld's image holds (google-chrome, the apps' first-run state)
         runner.run(task.data.get("config", []))
 
     def _runner(self, environment: Environment, task: BenchTask, sandbox: Sandbox) -> SetupRunner:

@@ -1,4 +1,4 @@
-"""OSWorld's `DesktopEnv.evaluate`, on the local desktop, with OSWorld's own metric functions.
+"""OSWorld's `DesktopEnv.evaluate`, on the local desktop, with OSWorld's own getter and metric functions.
 
 The order is OSWorld's: the postconfig steps run; an infeasible task scores 1 only when the agent's last
 action was FAIL (here: the planner's fail(), not a run that ran out of steps); any other task scores 0 when
@@ -6,6 +6,7 @@ the agent's last action was FAIL; then each metric gets `metric(result, expected
 `metric(result, **options)` without an expected getter). Several metrics combine by `conj`: "and" (the
 default) stops at the first 0, else the mean; "or" stops at the first 1, else the max. A getter's
 FileNotFoundError scores 0 (with "and"; with "or" the metric gets None, as OSWorld's code ends up doing).
+The getters run on a stand-in `env` whose in-VM server answers from the environment's sandbox (getters.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from symphony_mcp.bench.osworld.getters import GETTERS, GetterContext
+from symphony_mcp.bench.osworld.getters import GetterContext, GetterEnv, get, getter_env
 from symphony_mcp.bench.osworld.metrics import load_metric, quiet
 from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.types import Score
@@ -52,14 +53,19 @@ def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool)
         return Score(value=0.0, detail="infeasible task: the agent did not say fail")
     if agent_failed:
         return Score(value=0.0, detail="the agent said fail on a feasible task")
-    context = GetterContext(runner.sandbox, runner.cache_dir, runner.task_id, runner.offline)
+    context = GetterContext(runner.sandbox, runner.cache_dir, runner.screen_size, runner.task_id, runner.offline)
+    with getter_env(context) as env:
+        return _score(evaluator, env, context)
+
+
+def _score(evaluator: dict[str, Any], env: GetterEnv, context: GetterContext) -> Score:
     conj = evaluator.get("conj", "and")
     values: list[float] = []
     details: list[str] = []
     metrics = metrics_of(evaluator)
     for metric in metrics:
         try:
-            result = _get(context, metric.result)
+            result = _get(env, context, metric.result)
         except FileNotFoundError as exc:
             details.append(f"{metric.func}: result file not found ({exc})")
             if conj == "and" or len(metrics) == 1:
@@ -68,7 +74,7 @@ def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool)
         function = load_metric(metric.func)
         with quiet():
             if metric.expected is not None:
-                value = float(function(result, _get(context, metric.expected), **metric.options))
+                value = float(function(result, _get(env, context, metric.expected), **metric.options))
             else:
                 value = float(function(result, **metric.options))
         details.append(f"{metric.func}({_short(result)}) = {value:g}")
@@ -81,11 +87,11 @@ def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool)
     return Score(value=min(max(total, 0.0), 1.0), detail="; ".join(details))
 
 
-def _get(context: GetterContext, config: dict[str, Any] | None) -> Any:
+def _get(env: GetterEnv, context: GetterContext, config: dict[str, Any] | None) -> Any:
     if config is None:
         return None
     with quiet():
-        return GETTERS[config["type"]](context, config)
+        return get(env, context, config)
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -1,137 +1,103 @@
-"""OSWorld's result and expected getters (`get_<type>(env, config)`), reimplemented for the local desktop.
+"""OSWorld's own result and expected getters (`get_<type>(env, config)`, desktop-env), run unchanged on a stand-in env.
 
-Same inputs and outputs as OSWorld's, where its getter asks the in-VM server, here the environment's sandbox
-answers, as the task user: `vm_command_line` runs the command (commands.execute) and gives stdout, or None
-when the server would have failed; `vm_command_error` gives stderr; `vm_file` copies the file into the
-task's cache and gives that path (None when missing); `list_directory` gives the server's tree
-{type, name, children}; `cache_file` a file in the cache; `rule` the expected values as written;
-`cloud_file` the gold file from a copy of OSWorld's cache (offline.py), never the network. Getters that
-need GNOME Terminal, AT-SPI, Chrome or VLC are not here: such tasks are listed as skipped.
+OSWorld's getters read what they need from its `DesktopEnv`: `env.controller` (its `PythonController`, which posts
+to the in-VM server), `env.vm_ip` with `env.server_port` (some post to the server themselves), `env.chromium_port`
+(Chrome's DevTools, which the tasks' setup forwards with socat), `env.vlc_port` (VLC's HTTP interface),
+`env.cache_dir`, `env.vm_platform` and `env.current_use_proxy`. `GetterEnv` has exactly those, with OSWorld's own
+`PythonController` pointed at our stand-in of the in-VM server (vm_server.py), which does the work inside the
+environment's sandbox as the task user. Only a getter's module is imported (metrics.load_function).
+
+`cloud_file` is OSWorld's getter too: it downloads a gold file only when the cache holds no file of that name, so
+the offline copy of OSWorld's cache (offline.py) is put in the task's cache first; a gold file that copy lacks is a
+FileNotFoundError (the network is never used).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import contextlib
 import shutil
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symphony_mcp.bench.osworld.commands import execute
+from symphony_mcp.bench.osworld.metrics import GETTERS, function_modules, load_function
 from symphony_mcp.bench.osworld.offline import cloud_copy
 from symphony_mcp.bench.osworld.sandbox import Sandbox
+from symphony_mcp.bench.osworld.vm_server import VmServer
 
-# OSWorld's /list_directory tree, built inside the environment as its server builds it (listing order, a
-# folder that cannot be read as {'error': ...}); printed as JSON.
-TREE_SCRIPT = """
-import json, os, sys
-def tree(directory):
-    node = {"type": "directory", "name": os.path.basename(directory), "children": []}
-    try:
-        for entry in os.listdir(directory):
-            full = os.path.join(directory, entry)
-            node["children"].append(tree(full) if os.path.isdir(full) else {"type": "file", "name": entry})
-    except OSError as exc:
-        return {"error": str(exc)}
-    return node
-print(json.dumps(tree(sys.argv[1])) if os.path.isdir(sys.argv[1]) else "null")
-"""
+# Where OSWorld's getters find the environment: its VM's address. Until each environment has a network of its own,
+# the host's loopback; the ports are OSWorld's, which its task JSONs hard-code (`socat tcp-listen:9222`).
+VM_ADDRESS = "127.0.0.1"
+CHROMIUM_PORT = 9222
+VLC_PORT = 8080
+# The stand-in server answers at once and the same way every time: OSWorld's controller need not wait 5 s between tries.
+RETRY_SECONDS = 0.2
+
+
+@dataclass
+class GetterEnv:
+    """The attributes of OSWorld's `DesktopEnv` that its getters read."""
+
+    vm_ip: str
+    server_port: int
+    cache_dir: str
+    controller: Any  # desktop_env.controllers.python.PythonController
+    chromium_port: int = CHROMIUM_PORT
+    vlc_port: int = VLC_PORT
+    vm_platform: str = "Linux"
+    current_use_proxy: bool = False
+    http_server: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.http_server = f"http://{self.vm_ip}:{self.server_port}"
 
 
 @dataclass(frozen=True)
 class GetterContext:
+    """What a task's getters run against: its environment, its cache folder, the offline copy of OSWorld's cache."""
+
     sandbox: Sandbox
     cache_dir: Path
+    screen_size: tuple[int, int]
     task_id: str = ""
-    offline: Path | None = None  # a copy of OSWorld's download cache (offline.py)
+    offline: Path | None = None
 
 
-Getter = Callable[[GetterContext, dict[str, Any]], Any]
+def available(kind: str) -> bool:
+    """Whether OSWorld has a getter of this type (without importing it)."""
+    return f"get_{kind}" in function_modules(GETTERS)
 
 
-def get_rule(context: GetterContext, config: dict[str, Any]) -> Any:
-    return config["rules"]
+def load_getter(kind: str) -> Callable[[Any, dict[str, Any]], Any]:
+    """OSWorld's `get_<kind>`, importing only its module (MetricUnavailableError when it cannot be used here)."""
+    return load_function(GETTERS, f"get_{kind}")
 
 
-def get_vm_command_line(context: GetterContext, config: dict[str, Any]) -> str | None:
-    result = execute(context.sandbox, config["command"], config.get("shell", False))
-    return result.output if result.ok else None
+@contextlib.contextmanager
+def getter_env(context: GetterContext) -> Iterator[GetterEnv]:
+    """A stand-in `env` whose server answers from the environment's sandbox while the block runs."""
+    from desktop_env.controllers.python import PythonController  # desktop-env is optional (the osworld extra)
+
+    context.cache_dir.mkdir(parents=True, exist_ok=True)
+    with VmServer(context.sandbox, context.screen_size, VM_ADDRESS) as server:
+        controller = PythonController(VM_ADDRESS, server.port)
+        controller.retry_interval = RETRY_SECONDS
+        yield GetterEnv(VM_ADDRESS, server.port, str(context.cache_dir), controller)
 
 
-def get_vm_command_error(context: GetterContext, config: dict[str, Any]) -> str | None:
-    result = execute(context.sandbox, config["command"], config.get("shell", False))
-    return result.error if result.ok else None
+def get(env: GetterEnv, context: GetterContext, config: dict[str, Any]) -> Any:
+    """The value of one getter config ({type, ...}), by OSWorld's getter of that type."""
+    if config["type"] == "cloud_file":
+        _place_gold_files(context, config)
+    return load_getter(config["type"])(env, config)
 
 
-def get_list_directory(context: GetterContext, config: dict[str, Any]) -> dict[str, Any] | None:
-    """None for a path that is not a directory (the server answers 400)."""
-    result = execute(context.sandbox, [sys.executable, "-c", TREE_SCRIPT, config["path"]])
-    if not result.ok or result.returncode != 0:
-        return None
-    tree: dict[str, Any] | None = json.loads(result.output)
-    return tree
-
-
-def get_vm_file(context: GetterContext, config: dict[str, Any]) -> str | list[str | None] | None:
-    if config.get("multi", False):
-        paths, dests = list(config["path"]), list(config["dest"])
-    else:
-        paths, dests = [config["path"]], [config["dest"]]
-        if config.get("time_suffix", False):
-            stamp = datetime.now().strftime(config.get("time_format", "%Y%m%d_%H%M%S"))
-            dests = [f"{os.path.splitext(d)[0]}_{stamp}{os.path.splitext(d)[1]}" for d in dests]
-    gives = set(config.get("gives", [0]))
-    given: list[str | None] = []
-    for index, (path, dest) in enumerate(zip(paths, dests, strict=True)):
-        data = context.sandbox.read_file(os.path.expandvars(context.sandbox.user.expand(path)))
-        if data is None:
-            if index in gives:
-                given.append(None)
-            continue
-        context.cache_dir.mkdir(parents=True, exist_ok=True)
-        target = context.cache_dir / dest
-        target.write_bytes(data)
-        if index in gives:
-            given.append(str(target))
-    if not given:
-        return None
-    return given[0] if len(given) == 1 else given
-
-
-def get_cloud_file(context: GetterContext, config: dict[str, Any]) -> str | list[str]:
-    """OSWorld's gold file, from the copy of its cache (the network is never used)."""
+def _place_gold_files(context: GetterContext, config: dict[str, Any]) -> None:
     multi = config.get("multi", False)
-    paths, dests = (list(config["path"]), list(config["dest"])) if multi else ([config["path"]], [config["dest"]])
-    gives = set(config.get("gives", [0]))
-    given = []
-    for index, (url, dest) in enumerate(zip(paths, dests, strict=True)):
-        source = cloud_copy(context.offline, context.task_id, dest, url)
+    urls, names = (list(config["path"]), list(config["dest"])) if multi else ([config["path"]], [config["dest"]])
+    for url, name in zip(urls, names, strict=True):
+        source = cloud_copy(context.offline, context.task_id, name, url)
         if source is None:
-            raise FileNotFoundError(f"no offline copy of {url} as {dest} (OSWorld's cache)")
-        context.cache_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, context.cache_dir / dest)
-        if index in gives:
-            given.append(str(context.cache_dir / dest))
-    return given[0] if len(given) == 1 else given
-
-
-def get_cache_file(context: GetterContext, config: dict[str, Any]) -> str:
-    path = context.cache_dir / config["path"]
-    if not path.exists():
-        raise FileNotFoundError(path)
-    return str(path)
-
-
-GETTERS: dict[str, Getter] = {
-    "rule": get_rule,
-    "vm_command_line": get_vm_command_line,
-    "vm_command_error": get_vm_command_error,
-    "list_directory": get_list_directory,
-    "vm_file": get_vm_file,
-    "cache_file": get_cache_file,
-    "cloud_file": get_cloud_file,
-}
+            raise FileNotFoundError(f"no offline copy of {url} as {name} (OSWorld's cache)")
+        shutil.copyfile(source, context.cache_dir / name)

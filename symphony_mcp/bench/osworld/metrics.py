@@ -1,11 +1,11 @@
-"""OSWorld's own metric functions, from the `desktop-env` package, imported one module at a time.
+"""OSWorld's own metric and getter functions, from the `desktop-env` package, imported one module at a time.
 
-`desktop_env/evaluators/metrics/__init__.py` imports every metric module eagerly, and some need torch,
-easyocr, librosa, cv2... (measured: importing `desktop_env.evaluators.metrics.general` the usual way fails
-on the first missing one, `bs4`). The metric modules import each other by their absolute names
+`desktop_env/evaluators/metrics/__init__.py` (and getters/__init__.py: Playwright, pandas...) imports every module
+eagerly, and some need torch, easyocr, librosa, cv2... (measured: importing `desktop_env.evaluators.metrics.general`
+the usual way fails on the first missing one, `bs4`). The modules import each other by their absolute names
 (`from desktop_env.evaluators.metrics.utils import ...`), so loading one file under a private name is not
-enough. Instead the package `desktop_env.evaluators.metrics` is registered as a plain package object whose
-search path is the metrics folder, without running its `__init__`; then `import ...metrics.general` loads
+enough. Instead the package `desktop_env.evaluators.metrics` (or `.getters`) is registered as a plain package
+object whose search path is its folder, without running its `__init__`; then `import ...metrics.general` loads
 general.py and utils.py only (about 0.3 s) and never torch. Which module defines a function is read from
 that `__init__` as text (its `from .module import (names)` lines), never by running it.
 
@@ -25,30 +25,31 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-PACKAGE = "desktop_env.evaluators.metrics"
+EVALUATORS = "desktop_env.evaluators"
+METRICS, GETTERS = "metrics", "getters"  # its two packages: metric functions, and getters `get_<type>(env, config)`
 INSTALL_HINT = "install the OSWorld extra: pip install 'symphony-mcp[osworld]' and pip install --no-deps desktop-env"
 
 
 class MetricUnavailableError(Exception):
-    """The metric cannot be used here (desktop-env missing, unknown name, a dependency not installed, or its module
-    failing at import time)."""
+    """The metric or getter cannot be used here (desktop-env missing, unknown name, a dependency not installed, or its
+    module failing at import time)."""
 
 
 @cache
-def metrics_folder() -> Path:
+def evaluators_folder() -> Path:
     try:
-        spec = importlib.util.find_spec("desktop_env.evaluators")
+        spec = importlib.util.find_spec(EVALUATORS)
     except ModuleNotFoundError:  # no desktop_env at all: find_spec raises for a missing parent package
         spec = None
     if spec is None or not spec.submodule_search_locations:
         raise MetricUnavailableError(f"desktop-env is not installed: {INSTALL_HINT}")
-    return Path(next(iter(spec.submodule_search_locations))) / "metrics"
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @cache
-def metric_modules() -> dict[str, str]:
-    """Metric function name -> the module (file stem) that defines it, from the package's __init__ text."""
-    tree = ast.parse((metrics_folder() / "__init__.py").read_text(encoding="utf-8"))
+def function_modules(part: str) -> dict[str, str]:
+    """Function name -> the module (file stem) of `part` (METRICS, GETTERS) that defines it, from its __init__ text."""
+    tree = ast.parse((evaluators_folder() / part / "__init__.py").read_text(encoding="utf-8"))
     found: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
@@ -57,44 +58,48 @@ def metric_modules() -> dict[str, str]:
     return found
 
 
-def module_of(name: str) -> str:
-    module = metric_modules().get(name)
-    if module is None:
-        raise MetricUnavailableError(f"OSWorld has no metric function {name!r}")
-    return module
-
-
 def load_metric(name: str) -> Callable[..., Any]:
     """The metric function `name`, importing only its module (and what that module imports)."""
-    module = _load_module(module_of(name))
+    return load_function(METRICS, name)
+
+
+def load_function(part: str, name: str) -> Callable[..., Any]:
+    """OSWorld's function `name` of `part` (METRICS, GETTERS), importing only its module."""
+    stem = function_modules(part).get(name)
+    if stem is None:
+        raise MetricUnavailableError(f"OSWorld has no {part[:-1]} function {name!r}")
+    module = _load_module(part, stem)
     function = getattr(module, name, None)
     if not callable(function):
-        raise MetricUnavailableError(f"{PACKAGE}.{module.__name__} has no function {name!r}")
+        raise MetricUnavailableError(f"{module.__name__} has no function {name!r}")
     return function
 
 
 @cache
-def _load_module(stem: str) -> types.ModuleType:
-    _register_package()
+def _load_module(part: str, stem: str) -> types.ModuleType:
+    _register_package(part)
     try:
-        return importlib.import_module(f"{PACKAGE}.{stem}")
+        with quiet():  # some print at import time (pymupdf's `fitz` deprecation notice)
+            return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
     except ImportError as exc:
-        raise MetricUnavailableError(f"OSWorld's metric module {stem} needs {exc.name or exc}: {INSTALL_HINT}") from exc
+        raise MetricUnavailableError(
+            f"OSWorld's {part[:-1]} module {stem} needs {exc.name or exc}: {INSTALL_HINT}"
+        ) from exc
     except Exception as exc:  # any import-time failure, e.g. a CUDA torchvision beside CPU torch (RuntimeError)
         raise MetricUnavailableError(
-            f"OSWorld's metric module {stem} fails to import here: {type(exc).__name__}: {exc}"
+            f"OSWorld's {part[:-1]} module {stem} fails to import here: {type(exc).__name__}: {exc}"
         ) from exc
 
 
-def _register_package() -> None:
-    existing = sys.modules.get(PACKAGE)
-    if existing is not None:
+def _register_package(part: str) -> None:
+    name = f"{EVALUATORS}.{part}"
+    if sys.modules.get(name) is not None:
         return
-    importlib.import_module("desktop_env.evaluators")  # its __init__ is comments only
-    package = types.ModuleType(PACKAGE, "OSWorld's metrics, without their eager __init__ (symphony_mcp.bench)")
-    package.__path__ = [str(metrics_folder())]
-    package.__package__ = PACKAGE
-    sys.modules[PACKAGE] = package
+    importlib.import_module(EVALUATORS)  # its __init__ is comments only
+    package = types.ModuleType(name, f"OSWorld's {part}, without their eager __init__ (symphony_mcp.bench)")
+    package.__path__ = [str(evaluators_folder() / part)]
+    package.__package__ = name
+    sys.modules[name] = package
 
 
 @contextlib.contextmanager

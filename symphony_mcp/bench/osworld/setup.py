@@ -6,8 +6,9 @@ behaviour (commands.py), inside the environment's sandbox as the task user: `exe
 stdout/stderr saved into the task's cache when asked; `until` re-runs), `launch`, `open` (xdg-open, then
 wait for a window whose title holds the file name and activate it), `activate_window` / `close_window`
 (wmctrl's -a/-c matching: title contains the name, case-insensitively; `strict`: the whole title; `by_class`:
-the WM_CLASS), `sleep`, `execute_with_verification`, and `download` from a copy of OSWorld's cache
-(offline.py), never the network. As in OSWorld, a failing command, launch or window
+the WM_CLASS), `sleep`, `execute_with_verification`, `download` from a copy of OSWorld's cache
+(offline.py), never the network, and `update_browse_history` (Chrome's History with the task's visits, from an
+empty database made here rather than downloaded). As in OSWorld, a failing command, launch or window
 step is logged and the setup goes on; an `open` whose window never appears and a failed verification stop
 it (SetupError).
 """
@@ -15,12 +16,16 @@ it (SetupError).
 from __future__ import annotations
 
 import logging
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from symphony_mcp.bench.osworld.commands import Command, CommandResult, execute, launch
+from symphony_mcp.bench.osworld.image import CHROME_PROFILE
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, download_copy, place
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.desktop.types import WindowInfo
@@ -39,6 +44,7 @@ SETUP_STEPS = frozenset(
         "sleep",
         "execute_with_verification",
         "download",
+        "update_browse_history",
     }
 )
 UNTIL_FAILURES = 5  # OSWorld gives up an `until` loop after this many failed requests
@@ -170,6 +176,22 @@ class SetupRunner:
                 raise SetupError(f"no offline copy of {url} for {path} (OSWorld's cache, {CACHE_VARIABLE})")
             place(self.sandbox, source, path)
 
+    def _update_browse_history(self, history: list[dict[str, Any]]) -> None:
+        """OSWorld's step: an empty Chrome history database with these visits becomes the profile's History. OSWorld
+        downloads the empty database from its file host; here it is the one the environment's first Chrome run made
+        (image.py), emptied."""
+        profile_history = str(self.sandbox.user.home / CHROME_PROFILE / "Default" / "History")
+        made = self.sandbox.read_file(profile_history)
+        if made is None:
+            raise SetupError(
+                f"no Chrome history database at {profile_history} (Chrome has not run in this environment)"
+            )
+        with tempfile.TemporaryDirectory() as folder:
+            database = Path(folder) / "History"
+            database.write_bytes(made)
+            _add_visits(database, history)
+            self.sandbox.write_file(profile_history, database.read_bytes())
+
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
@@ -256,6 +278,34 @@ def _matcher(name: str, strict: bool, by_class: bool) -> Callable[[WindowInfo], 
         return text == name if strict else name.lower() in text.lower()
 
     return match
+
+
+CHROME_EPOCH = datetime(1601, 1, 1)  # Chrome's timestamps: microseconds since then
+TYPED_LINK = 805306368  # the visit transition OSWorld's step writes
+
+
+def _add_visits(database: Path, history: list[dict[str, Any]]) -> None:
+    """Empty the history, then add each visit as OSWorld's step does (one url row and one visit row each)."""
+    connection = sqlite3.connect(database)
+    try:
+        connection.execute("DELETE FROM visits")
+        connection.execute("DELETE FROM urls")
+        for item in history:
+            visited = datetime.now() - timedelta(seconds=item["visit_time_from_now_in_seconds"])
+            stamp = int((visited - CHROME_EPOCH).total_seconds() * 1_000_000)
+            cursor = connection.execute(
+                "INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) "
+                "VALUES (?, ?, 1, 0, ?, 0)",
+                (item["url"], item["title"], stamp),
+            )
+            connection.execute(
+                "INSERT INTO visits (url, visit_time, from_visit, transition, segment_id, visit_duration) "
+                "VALUES (?, ?, 0, ?, 0, 0)",
+                (cursor.lastrowid, stamp, TYPED_LINK),
+            )
+        connection.commit()
+    finally:
+        connection.close()
 
 
 def _reached(until: dict[str, Any], result: CommandResult) -> bool:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 import re
 import shutil
+import subprocess
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -30,7 +32,8 @@ from typing import Any
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import is_pyautogui
 from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
-from symphony_mcp.bench.osworld.getters import GETTERS
+from symphony_mcp.bench.osworld.getters import available, load_getter
+from symphony_mcp.bench.osworld.image import chrome_available
 from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, find, task_files
 from symphony_mcp.bench.osworld.setup import SETUP_STEPS
@@ -66,6 +69,22 @@ LIVE_WEB = frozenset(
     }
 )
 SYSTEMD_PROGRAMS = re.compile(r"\b(timedatectl|loginctl|systemctl|hostnamectl|localectl)\b")
+
+
+@functools.cache
+def _default_video_player() -> str:
+    """The desktop file a fresh home opens videos with (xdg-mime, without the caller's own choices)."""
+    try:
+        done = subprocess.run(
+            ["xdg-mime", "query", "default", "video/mp4"],
+            env={"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent"},
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
+
+
 # What OSWorld's VM image has installed that a task takes for granted (task id -> (check, reason)).
 IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
     "94d95f96-9699-4208-98ba-3c3119edf9c2": (lambda: False, "installs Spotify: a proprietary app, from the network"),
@@ -78,11 +97,21 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
         lambda: Path("/usr/share/applications/firefox.desktop").exists(),
         "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
     ),
+    "99146c54-4f37-4ab8-9327-5f3291665e1e": (
+        lambda: False,
+        "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
+        "run writes some (doing nothing would pass)",
+    ),
+    "937087b6-f668-4ba6-9110-60682ee33441": (
+        lambda: _default_video_player() != "vlc.desktop",
+        "checks that VLC becomes the default video player; OSWorld's image has Totem as the default, here VLC "
+        "already is (doing nothing would pass)",
+    ),
 }
 # The apps a task names in related_apps, and the program it needs for them (None: proprietary, not on Linux).
 APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
-    "chrome": ("google-chrome", "Google Chrome (proprietary)"),
-    "browser": ("google-chrome", "Google Chrome (proprietary)"),
+    "chrome": ("google-chrome", "Google Chrome (Debian's chromium presents it)"),
+    "browser": ("google-chrome", "Google Chrome (Debian's chromium presents it)"),
     "gimp": ("gimp", "GIMP"),
     "vscode": ("code", "Visual Studio Code (proprietary build)"),
     "vs_code": ("code", "Visual Studio Code (proprietary build)"),
@@ -103,10 +132,12 @@ APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
     "powerpoint": (None, "Microsoft PowerPoint (proprietary)"),
     "picard": ("picard", "MusicBrainz Picard"),
 }
+APPLICATIONS = frozenset(program for program, _ in APP_PROGRAMS.values() if program)
 GETTER_NEEDS = {
     "vm_terminal_output": "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal)",
     "accessibility_tree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
     "vm_wallpaper": "needs GNOME's wallpaper setting",
+    "active_url_from_accessTree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
 }
 
 
@@ -129,7 +160,7 @@ class Host:
             registries=registries_answer(),
             user=user if isinstance(user, TaskUser) else None,
             user_problem=user if isinstance(user, str) else "",
-            programs=lambda name: shutil.which(name) is not None,
+            programs=program_available,
             systemd=Path("/run/systemd/system").is_dir(),
             pyautogui=importlib.util.find_spec("pyautogui") is not None,
         )
@@ -152,6 +183,35 @@ def _answers(url: str, timeout: float = 5.0) -> bool:
             return True
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def program_available(name: str) -> bool:
+    """Whether an environment can run the program: on PATH, and for an application, it starts (`--version` answers;
+    with libreoffice-common alone /usr/bin/libreoffice exists and fails). `google-chrome` is presented inside each
+    environment when Chromium is installed (image.py)."""
+    if name == "google-chrome":
+        return chrome_available()
+    path = shutil.which(name)
+    if path is None:
+        return False
+    return _starts(path) if name in APPLICATIONS else True
+
+
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")  # VLC refuses to run as root
+
+
+@functools.cache
+def _starts(path: str, timeout: float = 60.0) -> bool:
+    """Whether `path --version` answers, run as nobody when we are root (as the task user runs it, not as root)."""
+    command = [*(NOBODY if os.geteuid() == 0 else ()), path, "--version"]
+    try:
+        done = subprocess.run(
+            command, env={"PATH": os.environ.get("PATH", ""), "HOME": "/tmp"}, stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=timeout,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 @dataclass(frozen=True)
@@ -358,15 +418,20 @@ def _evaluator_reasons(evaluator: dict[str, Any]) -> Iterator[str]:
         for getter in (metric.result, metric.expected):
             if getter is None:
                 continue
-            kind = getter.get("type")
+            kind = str(getter.get("type"))
             if kind == "cloud_file":
                 continue  # its gold file: _cache_reasons
             if kind in NETWORK_GETTERS:
                 yield f"needs the network (the {kind} getter)"
             elif kind in GETTER_NEEDS:
                 yield GETTER_NEEDS[kind]
-            elif kind not in GETTERS:
-                yield f"getter {kind!r} is not available locally (needs the VM's apps or services)"
+            elif not available(kind):
+                yield f"OSWorld has no getter {kind!r}"
+            else:
+                try:
+                    load_getter(kind)
+                except MetricUnavailableError as exc:
+                    yield str(exc)
         try:
             load_metric(metric.func)
         except MetricUnavailableError as exc:

@@ -1,0 +1,92 @@
+"""What OSWorld's VM image holds that its tasks take for granted, put into a fresh environment before a task's setup.
+
+- Google Chrome, as Debian's Chromium: `google-chrome` on PATH (where Google's package puts it) running the browser
+  from `/opt/google/chrome/chrome` (a link to Chromium's binary, so its processes are named `chrome` and a task's
+  `pkill chrome` ends them), with its profile where OSWorld's getters read it (`~/.config/google-chrome`). The tasks
+  start it with `--remote-debugging-port=1337` and forward OSWorld's DevTools port 9222 there with socat.
+- A Chrome profile that has run once (a first run in the background: `Default/Preferences` exists, as in the image,
+  where a task's setup edits it with jq), for tasks that use Chrome.
+- VLC's settings as in the image, for tasks that use VLC: its HTTP interface on (OSWorld's getters ask it on port
+  8080 with the password `password`) and the privacy question answered, in the vlcrc VLC writes by default.
+
+All of it is written inside the environment's sandbox (as its root for the programs, as the task user for the home),
+so it goes with the environment at reset.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from symphony_mcp.bench.osworld.sandbox import Sandbox
+
+log = logging.getLogger(__name__)
+CHROMIUM = Path("/usr/lib/chromium/chromium")  # Debian's binary (/usr/bin/chromium is a shell wrapper around it)
+CHROME_BINARY = "/opt/google/chrome/chrome"
+CHROME_COMMAND = "/usr/bin/google-chrome"
+CHROME_PROFILE = ".config/google-chrome"  # in the task user's home
+CHROME_FLAGS = "--no-first-run --no-default-browser-check --password-store=basic"
+VLC_PORT = 8080  # OSWorld's DesktopEnv vlc_port
+VLC_PASSWORD = "password"  # what OSWorld's get_vlc_playing_info sends
+# vlcrc lines as VLC writes them by default -> as OSWorld's image has them.
+VLC_SETTINGS = {
+    "#extraintf=": "extraintf=http",
+    f"#http-port={VLC_PORT}": f"http-port={VLC_PORT}",
+    "#http-password=": f"http-password={VLC_PASSWORD}",
+    "#qt-privacy-ask=1": "qt-privacy-ask=0",
+}
+FIRST_RUN_SECONDS = 60.0
+CHROME_APPS = frozenset({"chrome", "browser", "google-chrome"})
+VLC_APPS = frozenset({"vlc"})
+
+
+def chrome_available() -> bool:
+    """Whether `google-chrome` can be presented here (Chromium is installed)."""
+    return CHROMIUM.is_file()
+
+
+def prepare(sandbox: Sandbox, task: dict[str, Any]) -> None:
+    """Put the image's programs and the state of the apps the task uses into a fresh environment."""
+    uses = {str(app).lower() for app in task.get("related_apps", [])}
+    text = str(task.get("config", ""))
+    if chrome_available():
+        _install_chrome(sandbox)
+        if uses & CHROME_APPS or "google-chrome" in text:
+            _first_chrome_run(sandbox)
+    if uses & VLC_APPS or "vlc" in text:
+        _vlc_settings(sandbox)
+
+
+def _install_chrome(sandbox: Sandbox) -> None:
+    wrapper = f'#!/bin/sh\nexec {CHROME_BINARY} --user-data-dir="$HOME/{CHROME_PROFILE}" {CHROME_FLAGS} "$@"\n'
+    script = (
+        f'mkdir -p "$(dirname {CHROME_BINARY})" && ln -sf {CHROMIUM} {CHROME_BINARY} '
+        f"&& cat > {CHROME_COMMAND} && chmod 755 {CHROME_COMMAND}"
+    )
+    _run(sandbox, ["sh", "-c", script], as_root=True, data=wrapper.encode())
+
+
+def _first_chrome_run(sandbox: Sandbox) -> None:
+    """Chrome started once and closed, so the profile holds what a used browser's does."""
+    _run(sandbox, [CHROME_COMMAND, "--headless=new", "--dump-dom", "about:blank"], timeout=FIRST_RUN_SECONDS)
+
+
+def _vlc_settings(sandbox: Sandbox) -> None:
+    """VLC writes its default vlcrc (--reset-config), then the image's settings replace those defaults."""
+    edits = " ".join(f"-e 's|^{default}$|{setting}|'" for default, setting in VLC_SETTINGS.items())
+    script = f"vlc -I dummy --reset-config vlc://quit && sed -i {edits} ~/.config/vlc/vlcrc"
+    _run(sandbox, ["sh", "-c", script], timeout=FIRST_RUN_SECONDS)
+
+
+def _run(sandbox: Sandbox, argv: list[str], *, as_root: bool = False, data: bytes = b"", timeout: float = 30.0) -> None:
+    try:
+        done = subprocess.run(
+            sandbox.command(argv, as_root=as_root), env=sandbox.env(), input=data, capture_output=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        log.warning("image state: %s did not finish within %g s", argv[0], timeout)
+        return
+    if done.returncode != 0:
+        log.warning("image state: %s failed: %s", argv[0], done.stderr.decode(errors="replace").strip()[-500:])
