@@ -129,7 +129,7 @@ class AppTree:
     nodes: list[dict[str, Any]]
     objects: list[Any]
     windows: list[list[int] | None]  # its top-level windows' boxes when walked
-    view: tuple[str, ...]  # the digests of the screen tiles under those windows when walked
+    view: tuple[object, ...]  # the digests of the screen tiles under those windows when walked
     visited: int
     deeper: bool
     limits: tuple[Any, ...]
@@ -142,7 +142,7 @@ class Helper:
         self.next_reading = 1
         self.trees: dict[tuple[str, int], AppTree] = {}
         self.changed_apps: set[tuple[str, int]] = set()
-        self.last_views: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.last_views: dict[tuple[str, int], tuple[object, ...]] = {}
         self.facts: dict[tuple[str, int], dict[str, Facts]] = {}  # each application's last walk, until a change event
         self.listener: Any = None
         self.state_nicks = {int(s): atspi.StateType(s).value_nick for s in atspi.StateType.__enum_values__.values()}
@@ -343,7 +343,8 @@ class Helper:
         if kind == "press":
             if ACTION not in interfaces:
                 return {"done": False, "why": "the element offers no accessibility action"}
-            names = [name for name, _, _ in call(ACTION, "GetActions")]
+            count = call(PROPERTIES, "Get", "ss", ACTION, "NActions")
+            names = [call(ACTION, "GetName", "i", index) for index in range(count)]  # GetActions' are localized
             for wanted in PRESS_ACTIONS:
                 if wanted in names:
                     done = bool(call(ACTION, "DoAction", "i", names.index(wanted)))
@@ -456,7 +457,7 @@ class Walker:
         windows: list[str],
         titles: list[str],
         boxes: list[list[int] | None],
-        view: tuple[str, ...],
+        view: tuple[object, ...],
         limits: tuple[Any, ...],
         deadline: float,
         screen: list[int],
@@ -720,7 +721,7 @@ def _extents(node: Any, atspi: Any) -> list[int] | None:
     return [rect.x, rect.y, rect.width, rect.height]
 
 
-def _view(boxes: list[list[int] | None], tiles: dict[str, Any] | None) -> tuple[str, ...]:
+def _view(boxes: list[list[int] | None], tiles: dict[str, Any] | None) -> tuple[object, ...]:
     """The digests of the screen tiles under these window boxes; without tiles a unique value (never reused)."""
     if not tiles:
         return (str(time.monotonic()),)

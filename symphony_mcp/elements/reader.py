@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from symphony_mcp.desktop.actions import DesktopActions
+from symphony_mcp.desktop.capture import Frame
 from symphony_mcp.desktop.frames import FRAMES_KEPT, CallerSpace
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.types import WindowInfo
@@ -71,14 +72,18 @@ class ElementReader:
         window: str | None = None,
         roles: list[str] | None = None,
         max_count: int = 200,
+        frame: Frame | None = None,
     ) -> ElementsResult:
-        """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order."""
+        """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order.
+        `frame`: the whole screen captured just now, when the caller has one (else it is captured here): its tiles
+        tell which kept trees still hold."""
         area = view.area if region is None else region.intersect(view.area)
         if area is None:
             raise InvalidInputError(f"region {region and region.describe()} is outside the frame looked at")
         screen = await self.screen.screen_rect()
         started = time.monotonic()
-        frame = await self.screen.capture(screen)
+        if frame is None or frame.area != screen:
+            frame = await self.screen.capture(screen)
         tiles = await anyio.to_thread.run_sync(tile_digests, frame)
         answer = await self._request(
             {
