@@ -103,7 +103,7 @@ class Connection:
                             self._take_replies(waiting, answers)
         finally:
             self.sock.setblocking(True)
-        if sent < len(outgoing):  # a partly written message would garble the stream
+        if 0 < sent < len(outgoing):  # a partly written message would garble the stream
             self.close()
             raise TimeoutError("the application stopped reading its accessibility connection")
         return answers
@@ -249,7 +249,8 @@ class Reader:
                 pairs = {}
                 while self.position < end:
                     self._align(8)
-                    pairs[self._read(key)] = self._read(value)
+                    name = self._read(key)  # before the value: `d[k()] = v()` would call v() first
+                    pairs[name] = self._read(value)
                 return pairs
             items = []
             while self.position < end:
