@@ -61,6 +61,9 @@ class ElementReader:
         self.actions = actions
         self.process = process or AtspiProcess()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
+        # The window list and the screen's tile digests it was read with: while every pixel stays the same, no window
+        # was opened, closed, moved or retitled (its title bar would show it), and the list is not read again.
+        self._windows: tuple[list[Any], list[WindowInfo]] | None = None
 
     async def _request(self, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self.process.request, message, timeout)
@@ -84,18 +87,20 @@ class ElementReader:
         started = time.monotonic()
         if frame is None or frame.area != screen:
             frame = await self.screen.capture(screen)
-        windows: list[WindowInfo] | None = None
+        tiles = await anyio.to_thread.run_sync(tile_digests, frame)
+        windows = self._windows[1] if self._windows is not None and self._windows[0] == tiles["digests"] else None
 
         async def list_windows() -> None:
             nonlocal windows
             try:
                 windows = await self.actions.list_windows()
             except Exception:  # no window manager: nothing to compare with
-                windows = None
+                windows = []
+            self._windows = (tiles["digests"], windows)
 
-        async with anyio.create_task_group() as group:  # the window list (X queries) while the helper reads
-            group.start_soon(list_windows)
-            tiles = await anyio.to_thread.run_sync(tile_digests, frame)
+        async with anyio.create_task_group() as group:
+            if windows is None:  # the window list (X queries, 30-80 ms) while the helper reads
+                group.start_soon(list_windows)
             answer = await self._request(
                 {
                     "op": "read",
