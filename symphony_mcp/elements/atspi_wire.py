@@ -59,6 +59,7 @@ class Connection:
         self.sock = _connect(address, timeout)
         self.serial = 0
         self.incoming = bytearray()
+        self._made: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
         if message_bus:
             self.call(Call(*DBUS[1:], "Hello", destination=DBUS[0]), timeout)
 
@@ -136,35 +137,42 @@ class Connection:
         del buffer[:position]
 
     def _message(self, call: Call) -> tuple[int, bytes]:
+        """A call's message. All but the path and the serial is the same for every node a walk asks the same thing
+        (header fields after the path, the body): that part is marshalled once per connection."""
         self.serial += 1
-        body = Writer()
-        for code, value in zip(_types(call.signature), call.args, strict=True):
-            body.put(code, value)
-        header = Writer()
-        header.data += struct.pack("<cBBBII", b"l", METHOD_CALL, 0, 1, len(body.data), self.serial)
-        header.align(4)
-        length_at = len(header.data)
-        header.data += b"\0\0\0\0"
-        fields = [
-            (FIELD_PATH, "o", call.path),
-            (FIELD_INTERFACE, "s", call.interface),
-            (FIELD_MEMBER, "s", call.member),
-        ]
-        if call.destination:
-            fields.append((FIELD_DESTINATION, "s", call.destination))
-        if call.signature:
-            fields.append((FIELD_SIGNATURE, "g", call.signature))
-        for field, kind, value in fields:
-            header.align(8)
-            header.data.append(field)
-            header.put("g", kind)
-            header.put(kind, value)
-        struct.pack_into("<I", header.data, length_at, len(header.data) - length_at - 4)
-        header.align(8)
-        return self.serial, bytes(header.data + body.data)
+        key = (call.interface, call.member, call.destination, call.signature, tuple(call.args))
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = _fixed_part(call)
+        rest, body = made
+        path = call.path.encode()
+        fields = bytes([FIELD_PATH]) + b"\x01o\x00" + struct.pack("<I", len(path)) + path + b"\0"  # signature 'o'
+        fields += b"\0" * (-len(fields) % 8) + rest
+        header = struct.pack("<cBBBIII", b"l", METHOD_CALL, 0, 1, len(body), self.serial, len(fields)) + fields
+        return self.serial, header + b"\0" * (-len(header) % 8) + body
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _fixed_part(call: Call) -> tuple[bytes, bytes]:
+    """A call's header fields after the path (each field starts 8-aligned, so they marshal the same wherever they
+    begin) and its body."""
+    body = Writer()
+    for code, value in zip(_types(call.signature), call.args, strict=True):
+        body.put(code, value)
+    fields: list[tuple[int, str, str]] = [(FIELD_INTERFACE, "s", call.interface), (FIELD_MEMBER, "s", call.member)]
+    if call.destination:
+        fields.append((FIELD_DESTINATION, "s", call.destination))
+    if call.signature:
+        fields.append((FIELD_SIGNATURE, "g", call.signature))
+    rest = Writer()
+    for field, kind, value in fields:
+        rest.align(8)
+        rest.data.append(field)
+        rest.put("g", kind)
+        rest.put(kind, value)
+    return bytes(rest.data), bytes(body.data)
 
 
 class Writer:
