@@ -6,8 +6,9 @@ So this file imports nothing but the standard library and `gi`, and speaks JSON,
 stdin and stdout. The server side is `atspi_process.py`.
 
 Requests and answers:
-- `{"op": "read", "max_nodes", "max_depth", "seconds", "screen": [l, t, w, h], "tiles"}` walks every application's
-  tree, pruning what is not showing or lies outside the screen, and answers the candidate nodes (`nodes`), the
+- `{"op": "read", "max_nodes", "max_depth", "seconds", "screen": [l, t, w, h], "tiles", "known"}` walks every
+  application's tree, pruning what is not showing or lies outside the screen, and answers the candidate nodes
+  (`nodes`; null when they are those of reading `known`, the caller's last, as nothing changed since), the
   applications seen (`apps`), how many nodes were visited and, when the walk was cut, why (`cut`). Each node
   has a `ref`, valid together with the reading's number (`reading`) for `check` and `act`.
   An application's walk is kept and served again while no change event came from it and the screen's pixels under
@@ -148,6 +149,7 @@ class Helper:
         self.state_nicks = {int(s): atspi.StateType(s).value_nick for s in atspi.StateType.__enum_values__.values()}
         self.role_names = {int(r): atspi.role_get_name(r) or "" for r in atspi.Role.__enum_values__.values()}
         self.peers = Peers()
+        self.served: tuple[int, list[AppTree]] = (0, [])  # the last reading and the trees it served
 
     def listen(self) -> None:
         """Subscribe to change events, once, at the first read: that needs the accessibility bus (without it
@@ -175,6 +177,7 @@ class Helper:
                 float(request["seconds"]),
                 request["screen"],
                 request.get("tiles"),
+                request.get("known"),
             )
         if op == "check":
             return self.check(self._node(request))
@@ -198,9 +201,16 @@ class Helper:
 
     # --- reading ----------------------------------------------------------------------------------
     def read(
-        self, max_nodes: int, max_depth: int, seconds: float, screen: list[int], tiles: dict[str, Any] | None
+        self,
+        max_nodes: int,
+        max_depth: int,
+        seconds: float,
+        screen: list[int],
+        tiles: dict[str, Any] | None,
+        known_reading: int | None = None,
     ) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
+        served: list[AppTree] = []
         self.listen()  # first: without the accessibility bus libatspi ends the process, which the server reports
         objects: list[Any] = []
         nodes: list[dict[str, Any]] = []
@@ -245,6 +255,7 @@ class Helper:
                     self.trees.pop(key, None)
             else:
                 walk["cached"] += 1
+            served.append(tree)
             offset = len(objects)
             objects.extend(tree.objects)
             nodes.extend({**node, "ref": node["ref"] + offset, "pid": app_info["pid"]} for node in tree.nodes)
@@ -262,6 +273,12 @@ class Helper:
             del self.facts[gone]
         reading = self.next_reading
         self.next_reading += 1
+        # The caller still has the nodes of its last reading: when every tree served then is served again, unchanged,
+        # they are not sent again (about 190 KB of JSON for the Python docs page).
+        last_reading, last_served = self.served
+        same = known_reading == last_reading and len(served) == len(last_served)
+        same = same and all(now is then for now, then in zip(served, last_served, strict=True))
+        self.served = (reading, served)
         self.readings[reading] = objects
         while len(self.readings) > READINGS_KEPT:
             self.readings.popitem(last=False)
@@ -269,7 +286,7 @@ class Helper:
         return {
             "reading": reading,
             "apps": apps,
-            "nodes": nodes[:max_nodes],
+            "nodes": None if same else nodes[:max_nodes],
             "visited": walk["visited"],
             "cut": cut,
             "cached_apps": walk["cached"],

@@ -64,6 +64,8 @@ class ElementReader:
         # The window list and the screen's tile digests it was read with: while every pixel stays the same, no window
         # was opened, closed, moved or retitled (its title bar would show it), and the list is not read again.
         self._windows: tuple[list[Any], list[WindowInfo]] | None = None
+        self._nodes: tuple[int, list[dict[str, Any]]] | None = None  # the helper's last reading and its nodes
+        self._last_matched: tuple[list[dict[str, Any]], tuple[Any, ...], list[tuple[int, Element]]] | None = None
 
     async def _request(self, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self.process.request, message, timeout)
@@ -109,18 +111,16 @@ class ElementReader:
                     "seconds": WALK_SECONDS,
                     "screen": [screen.left, screen.top, screen.width, screen.height],
                     "tiles": tiles,
+                    "known": self._nodes[0] if self._nodes is not None else None,
                 },
                 timeout=WALK_SECONDS + 10,
             )
-        wanted_roles = {role_key(r) for r in roles or []}
-        matched: list[tuple[int, Element]] = []
-        for node in answer["nodes"]:
-            box = kept(node, area)
-            if box is None or (wanted_roles and role_key(node["role"]) not in wanted_roles):
-                continue
-            if window is not None and window.casefold() not in node["window"].casefold():
-                continue
-            matched.append((node["ref"], _element(len(matched) + 1, node, box, area)))
+        nodes: list[dict[str, Any]] | None = answer["nodes"]
+        if nodes is None:  # the same as the helper's last reading's, which the helper knows we have
+            assert self._nodes is not None
+            nodes = self._nodes[1]
+        self._nodes = (answer["reading"], nodes)
+        matched = self._matched(nodes, area, window, roles or [])
         reading = Reading(answer["reading"], _frame_key(view), dict((e.id, (ref, e)) for ref, e in matched))
         self._remember(reading)
         apps = answer["apps"]
@@ -128,12 +128,32 @@ class ElementReader:
             elements=[element for _, element in matched[:max_count]],
             total=len(matched),
             applications=sorted({app["name"] for app in apps if app["nodes"]}),
-            windows_without_tree=_windows_without_tree(windows or [], apps, answer["nodes"], area),
+            windows_without_tree=_windows_without_tree(windows or [], apps, nodes, area),
             cut=answer["cut"],
             visited=answer["visited"],
             unchanged_applications=answer["cached_apps"],
             read_ms=round((time.monotonic() - started) * 1000, 1),
         )
+
+    def _matched(
+        self, nodes: list[dict[str, Any]], area: Rect, window: str | None, roles: list[str]
+    ) -> list[tuple[int, Element]]:
+        """The nodes kept as elements, each with the helper's ref; those of the last call again when its nodes and
+        filter are the same (nothing changed: about 10 ms of filtering and building 450 elements saved)."""
+        key = (area, window, tuple(roles))
+        if self._last_matched is not None and self._last_matched[0] is nodes and self._last_matched[1] == key:
+            return self._last_matched[2]
+        wanted_roles = {role_key(r) for r in roles}
+        matched: list[tuple[int, Element]] = []
+        for node in nodes:
+            box = kept(node, area)
+            if box is None or (wanted_roles and role_key(node["role"]) not in wanted_roles):
+                continue
+            if window is not None and window.casefold() not in node["window"].casefold():
+                continue
+            matched.append((node["ref"], _element(len(matched) + 1, node, box, area)))
+        self._last_matched = (nodes, key, matched)
+        return matched
 
     def _remember(self, reading: Reading) -> None:
         self._readings[reading.frame] = reading
