@@ -64,6 +64,9 @@ CHANGE_EVENTS = (
 # Actions that press a control, in the order tried; toolkits name them differently.
 PRESS_ACTIONS = ("click", "press", "activate", "jump", "toggle", "select")
 _SKIP_TEXT = str.maketrans("", "", "\ufffc\ufffd")
+# A walk is kept only once the pixels under the application's windows have stood still this long: Chromium moves its
+# accessibility boxes a moment after it paints (a walk 0.1 s after a smooth scroll's last frame had boxes 8 px off).
+SETTLE_SECONDS = 0.5
 CALL_SECONDS = 5.0  # one call's limit outside a walk (a hung application must not hang the helper)
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 ACTION = "org.a11y.atspi.Action"
@@ -143,7 +146,7 @@ class Helper:
         self.next_reading = 1
         self.trees: dict[tuple[str, int], AppTree] = {}
         self.changed_apps: set[tuple[str, int]] = set()
-        self.last_views: dict[tuple[str, int], tuple[object, ...]] = {}
+        self.last_views: dict[tuple[str, int], tuple[tuple[object, ...], float]] = {}  # and since when it looks so
         self.facts: dict[tuple[str, int], dict[str, Facts]] = {}  # each application's last walk, until a change event
         self.listener: Any = None
         self.state_nicks = {int(s): atspi.StateType(s).value_nick for s in atspi.StateType.__enum_values__.values()}
@@ -232,9 +235,11 @@ class Helper:
             apps.append(app_info)
             view = _view(boxes, tiles)
             # Chromium updates its tree a moment after it paints: a tree walked on pixels that were still changing
-            # at the read before may hold the old layout, so it is kept only once the pixels stood still between reads.
-            settled = self.last_views.get(key) == view
-            self.last_views[key] = view
+            # may hold the old layout, so it is kept only once the pixels have stood still for SETTLE_SECONDS.
+            seen = self.last_views.get(key)
+            since = seen[1] if seen is not None and seen[0] == view else time.monotonic()
+            settled = time.monotonic() - since >= SETTLE_SECONDS
+            self.last_views[key] = (view, since)
             tree = self.trees.get(key)
             changed = key in self.changed_apps
             if tree is None or changed or (tree.windows, tree.view, tree.limits) != (boxes, view, limits):
