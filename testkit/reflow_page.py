@@ -34,7 +34,8 @@ PAGE = f"""<!doctype html>
       if (r.bottom <= 0 || r.top >= innerHeight) continue;
       boxes[el.dataset.report] = {{left: r.left, top: r.top, width: r.width, height: r.height}};
     }}
-    fetch("/report", {{method: "POST", body: JSON.stringify({{boxes, scrollY, banners, ready: true}})}});
+    const sent = performance.timeOrigin + performance.now();  // posts may arrive out of order: the last sent wins
+    fetch("/report", {{method: "POST", body: JSON.stringify({{boxes, scrollY, banners, ready: true, sent}})}});
   }}
   // The banner shows three seconds after the press, apart from the events of the press itself.
   document.getElementById("insert").addEventListener("click", () => setTimeout(() => {{

@@ -38,7 +38,8 @@ PAGE = """<!doctype html>
       boxes[el.dataset.report] = {left: r.left, top: r.top, width: r.width, height: r.height};
     }
     const field = document.querySelector("input").value;
-    fetch("/report", {method: "POST", body: JSON.stringify({boxes, clicks, field, ready: true})});
+    const sent = performance.timeOrigin + performance.now();  // posts may arrive out of order: the last sent wins
+    fetch("/report", {method: "POST", body: JSON.stringify({boxes, clicks, field, ready: true, sent})});
   }
   for (const b of document.querySelectorAll("button")) {
     clicks[b.dataset.report] = 0;
@@ -55,6 +56,7 @@ class ReportingPage:
     def __init__(self, server: ThreadingHTTPServer) -> None:
         self.server = server
         self.state: dict[str, Any] = {}
+        self.lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -87,7 +89,10 @@ def reporting_page(html: str = PAGE) -> Iterator[ReportingPage]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
-            page.state = json.loads(self.rfile.read(length))
+            report = json.loads(self.rfile.read(length))
+            with page.lock:  # posted concurrently (a smooth scroll posts each frame): the last sent wins
+                if report.get("sent", 0) >= page.state.get("sent", 0):
+                    page.state = report
             self.send_response(204)
             self.end_headers()
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from jsonschema.validators import validator_for
 from mcp import Client
 
 from benchmarks.common import (
@@ -187,6 +188,7 @@ async def measure(display: str, site: DocsSite, changed: int, unchanged: int) ->
         text_chars, listed = len(text), len(result["elements"])
         recall_names = {e["name"] for e in result["elements"]}
         recall_cut = result["cut"]
+        schema_check = await schema_check_ms(client, result)
         shot = (await client.call_tool("screenshot", {})).structured_content
         assert shot is not None
         # After a change: the page scrolled by a wheel click, then one read.
@@ -208,10 +210,24 @@ async def measure(display: str, site: DocsSite, changed: int, unchanged: int) ->
             "names": recall_names,
             "cut": (first["cut"], recall_cut),
             "text": (text_chars, listed),
+            "schema_check": schema_check,
             "shot": (shot["bytes"], shot["image_width"], shot["image_height"]),
             "without_tree": [w["title"] for w in result["windows_without_tree"]],
             "applications": result["applications"],
         }
+
+
+async def schema_check_ms(client: Client, result: dict[str, Any]) -> Stats:
+    """How long the MCP client's check of one result against the tool's output schema takes (the SDK's client does
+    it on every call, with jsonschema, before the caller sees the result): part of the round trip, not of read_ms."""
+    (tool,) = [t for t in (await client.list_tools()).tools if t.name == "elements"]
+    validator = validator_for(tool.output_schema)(tool.output_schema)
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        assert not list(validator.iter_errors(result))
+        times.append(elapsed_ms(start))
+    return Stats(tuple(times))
 
 
 def report(figures: dict[str, Any], args: argparse.Namespace) -> str:
@@ -263,6 +279,11 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         f"First read: {first_count} elements from {first_visited} nodes visited. In the unchanged reads at least "
         f"{quiet_cached} applications were served from their kept trees.",
+        "",
+        f"Of the round trip, the MCP client's own check of the result against the tool's output schema (the Python "
+        f"SDK's client does it on every call, with jsonschema) took {figures['schema_check'].median:.1f} ms median "
+        f"for one unchanged read's {listed} elements ({len(figures['schema_check'].samples)} checks, in this "
+        "process).",
         "",
         f"Recall: {hits} of {total} interactive DOM elements inside the viewport (links, buttons, fields) were "
         f"listed with their DOM box (the whole pixels it covers, 1 px either way): {recall:.1%} "

@@ -96,7 +96,8 @@ class CallerSpace:
         """`value` (a result in screen pixels) with every coordinate in this space, naming it.
 
         Every Point and Rect anywhere in the result is converted, except under fields named screen_*;
-        every `Placed` model in it is stamped with this space and frame.
+        every `Placed` model in it is stamped with this space and frame. What nothing changes in is returned as it
+        is, not copied (in screen space, hundreds of elements would be copied for nothing).
         """
         return cast(T, self._convert(value))
 
@@ -106,18 +107,21 @@ class CallerSpace:
         if isinstance(value, Rect):
             return self.rect(value)
         if isinstance(value, BaseModel):
-            updates = {
-                name: self._convert(getattr(value, name))
-                for name in type(value).model_fields
-                if not name.startswith(SCREEN_PREFIX)
-            }
+            updates = {}
+            for name in type(value).model_fields:
+                field = getattr(value, name)
+                if isinstance(field, BaseModel | list | tuple) and not name.startswith(SCREEN_PREFIX):
+                    converted = self._convert(field)
+                    if converted is not field:
+                        updates[name] = converted
             if isinstance(value, Placed):
                 updates.update(space=self.space, frame_id=self.frame_id)
-            return value.model_copy(update=updates)
-        if isinstance(value, list):
-            return [self._convert(item) for item in value]
-        if isinstance(value, tuple):
-            return tuple(self._convert(item) for item in value)
+            return value.model_copy(update=updates) if updates else value
+        if isinstance(value, list | tuple):
+            items = [self._convert(item) for item in value]
+            if all(new is old for new, old in zip(items, value, strict=True)):
+                return value
+            return items if isinstance(value, list) else tuple(items)
         return value
 
 

@@ -6,8 +6,9 @@ So this file imports nothing but the standard library and `gi`, and speaks JSON,
 stdin and stdout. The server side is `atspi_process.py`.
 
 Requests and answers:
-- `{"op": "read", "max_nodes", "max_depth", "seconds", "screen": [l, t, w, h], "tiles"}` walks every application's
-  tree, pruning what is not showing or lies outside the screen, and answers the candidate nodes (`nodes`), the
+- `{"op": "read", "max_nodes", "max_depth", "seconds", "screen": [l, t, w, h], "tiles", "known"}` walks every
+  application's tree, pruning what is not showing or lies outside the screen, and answers the candidate nodes
+  (`nodes`; null when they are those of reading `known`, the caller's last, as nothing changed since), the
   applications seen (`apps`), how many nodes were visited and, when the walk was cut, why (`cut`). Each node
   has a `ref`, valid together with the reading's number (`reading`) for `check` and `act`.
   An application's walk is kept and served again while no change event came from it and the screen's pixels under
@@ -21,14 +22,29 @@ Requests and answers:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from symphony_mcp.elements import atspi_wire as wire
+else:  # run as a script under Debian's Python (-I): the package is not importable there, its sibling file is
+
+    def _sibling(name: str) -> Any:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    wire = _sibling("atspi_wire")
 
 READINGS_KEPT = 16
 TEXT_CHARS = 2000  # an element's text is cut here
@@ -48,6 +64,21 @@ CHANGE_EVENTS = (
 # Actions that press a control, in the order tried; toolkits name them differently.
 PRESS_ACTIONS = ("click", "press", "activate", "jump", "toggle", "select")
 _SKIP_TEXT = str.maketrans("", "", "\ufffc\ufffd")
+# A walk is kept only once the pixels under the application's windows have stood still this long: Chromium moves its
+# accessibility boxes a moment after it paints (a walk 0.1 s after a smooth scroll's last frame had boxes 8 px off).
+SETTLE_SECONDS = 0.5
+CALL_SECONDS = 5.0  # one call's limit outside a walk (a hung application must not hang the helper)
+ACCESSIBLE = "org.a11y.atspi.Accessible"
+ACTION = "org.a11y.atspi.Action"
+TEXT = "org.a11y.atspi.Text"
+EDITABLE_TEXT = "org.a11y.atspi.EditableText"
+VALUE = "org.a11y.atspi.Value"
+PROPERTIES = "org.freedesktop.DBus.Properties"
+REGISTRY, REGISTRY_ROOT = "org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root"
+APP_ROOT = "/org/a11y/atspi/accessible/root"
+DBUS_DAEMON = ("/org/freedesktop/DBus", "org.freedesktop.DBus")
+DEFUNCT, SHOWING = 6, 25  # AtspiStateType: bit numbers in a state set
+SCREEN_COORDINATES = 0  # AtspiCoordType
 
 
 def main() -> None:
@@ -96,12 +127,13 @@ def _answer(message: dict[str, Any]) -> None:
 
 @dataclass
 class AppTree:
-    """One application's walk, kept until it changes: its nodes (refs into its own objects) and what it saw."""
+    """One application's walk, kept until it changes: its nodes (refs into its objects: bus name and path) and what it
+    saw."""
 
     nodes: list[dict[str, Any]]
     objects: list[Any]
     windows: list[list[int] | None]  # its top-level windows' boxes when walked
-    view: tuple[str, ...]  # the digests of the screen tiles under those windows when walked
+    view: tuple[object, ...]  # the digests of the screen tiles under those windows when walked
     visited: int
     deeper: bool
     limits: tuple[Any, ...]
@@ -114,9 +146,13 @@ class Helper:
         self.next_reading = 1
         self.trees: dict[tuple[str, int], AppTree] = {}
         self.changed_apps: set[tuple[str, int]] = set()
-        self.last_views: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.last_views: dict[tuple[str, int], tuple[tuple[object, ...], float]] = {}  # and since when it looks so
+        self.facts: dict[tuple[str, int], dict[str, Facts]] = {}  # each application's last walk, until a change event
         self.listener: Any = None
         self.state_nicks = {int(s): atspi.StateType(s).value_nick for s in atspi.StateType.__enum_values__.values()}
+        self.role_names = {int(r): atspi.role_get_name(r) or "" for r in atspi.Role.__enum_values__.values()}
+        self.peers = Peers()
+        self.served: tuple[int, list[AppTree]] = (0, [])  # the last reading and the trees it served
 
     def listen(self) -> None:
         """Subscribe to change events, once, at the first read: that needs the accessibility bus (without it
@@ -144,6 +180,7 @@ class Helper:
                 float(request["seconds"]),
                 request["screen"],
                 request.get("tiles"),
+                request.get("known"),
             )
         if op == "check":
             return self.check(self._node(request))
@@ -167,54 +204,66 @@ class Helper:
 
     # --- reading ----------------------------------------------------------------------------------
     def read(
-        self, max_nodes: int, max_depth: int, seconds: float, screen: list[int], tiles: dict[str, Any] | None
+        self,
+        max_nodes: int,
+        max_depth: int,
+        seconds: float,
+        screen: list[int],
+        tiles: dict[str, Any] | None,
+        known_reading: int | None = None,
     ) -> dict[str, Any]:
-        atspi = self.atspi
         deadline = time.monotonic() + seconds
-        self.listen()
-        desktop = atspi.get_desktop(0)
+        served: list[AppTree] = []
+        self.listen()  # first: without the accessibility bus libatspi ends the process, which the server reports
         objects: list[Any] = []
         nodes: list[dict[str, Any]] = []
         apps: list[dict[str, Any]] = []
         walk: dict[str, Any] = {"visited": 0, "cut": None, "deeper": False, "cached": 0}
         limits = (max_nodes, max_depth, tuple(screen))
         seen_apps = set()
-        for index in range(desktop.get_child_count()):
-            app = desktop.get_child_at_index(index)
+        for bus_name, root in self.peers.applications():
+            try:
+                app = self._application(bus_name, root, max_nodes)
+            except (OSError, ValueError, wire.CallError):  # an application that quit while we looked
+                self.peers.forget(bus_name)
+                continue
             if app is None:
                 continue
-            try:
-                app_info = {
-                    "name": app.get_name() or "",
-                    "pid": app.get_process_id(),
-                    "toolkit": app.get_toolkit_name() or "",
-                    "nodes": 0,
-                }
-                windows = [app.get_child_at_index(i) for i in range(min(app.get_child_count(), max_nodes))]
-                boxes = [_extents(w, atspi) if w is not None else None for w in windows]
-            except Exception:  # an application that quit while we looked
-                continue
+            app_info, windows, boxes, titles = app
             key = (app_info["name"], app_info["pid"])
             seen_apps.add(key)
             apps.append(app_info)
             view = _view(boxes, tiles)
             # Chromium updates its tree a moment after it paints: a tree walked on pixels that were still changing
-            # at the read before may hold the old layout, so it is kept only once the pixels stood still between reads.
-            settled = self.last_views.get(key) == view
-            self.last_views[key] = view
+            # may hold the old layout, so it is kept only once the pixels have stood still for SETTLE_SECONDS.
+            seen = self.last_views.get(key)
+            since = seen[1] if seen is not None and seen[0] == view else time.monotonic()
+            settled = time.monotonic() - since >= SETTLE_SECONDS
+            self.last_views[key] = (view, since)
             tree = self.trees.get(key)
-            if (
-                tree is None
-                or key in self.changed_apps
-                or (tree.windows, tree.view, tree.limits) != (boxes, view, limits)
-            ):
+            changed = key in self.changed_apps
+            if tree is None or changed or (tree.windows, tree.view, tree.limits) != (boxes, view, limits):
                 self.changed_apps.discard(key)
-                tree = self._walk_app(windows, boxes, view, settled, limits, deadline, screen, app_info, walk)
+                known = {} if changed else self.facts.get(key, {})
+                connection = self.peers.connection(bus_name)
+                walker = Walker(connection, bus_name, self.state_nicks, self.role_names, known)
+                try:
+                    tree = walker.walk(windows, titles, boxes, view, limits, deadline, screen, app_info["name"], walk)
+                except (OSError, ValueError) as exc:  # the application went away or garbled its answers
+                    self.peers.forget(bus_name)
+                    walk["cut"] = walk["cut"] or f"error: {exc}"
+                    continue
+                self.facts[key] = walker.facts
+                if walker.cut is None and settled:
+                    self.trees[key] = tree
+                else:
+                    self.trees.pop(key, None)
             else:
                 walk["cached"] += 1
+            served.append(tree)
             offset = len(objects)
             objects.extend(tree.objects)
-            nodes.extend({**node, "ref": node["ref"] + offset} for node in tree.nodes)
+            nodes.extend({**node, "ref": node["ref"] + offset, "pid": app_info["pid"]} for node in tree.nodes)
             walk["visited"] += tree.visited
             walk["deeper"] = walk["deeper"] or tree.deeper
             app_info["nodes"] = len(tree.nodes)
@@ -225,8 +274,16 @@ class Helper:
             del self.trees[gone]
         for gone in set(self.last_views) - seen_apps:
             del self.last_views[gone]
+        for gone in set(self.facts) - seen_apps:
+            del self.facts[gone]
         reading = self.next_reading
         self.next_reading += 1
+        # The caller still has the nodes of its last reading: when every tree served then is served again, unchanged,
+        # they are not sent again (about 190 KB of JSON for the Python docs page).
+        last_reading, last_served = self.served
+        same = known_reading == last_reading and len(served) == len(last_served)
+        same = same and all(now is then for now, then in zip(served, last_served, strict=True))
+        self.served = (reading, served)
         self.readings[reading] = objects
         while len(self.readings) > READINGS_KEPT:
             self.readings.popitem(last=False)
@@ -234,125 +291,41 @@ class Helper:
         return {
             "reading": reading,
             "apps": apps,
-            "nodes": nodes[:max_nodes],
+            "nodes": None if same else nodes[:max_nodes],
             "visited": walk["visited"],
             "cut": cut,
             "cached_apps": walk["cached"],
         }
 
-    def _walk_app(
-        self,
-        windows: list[Any],
-        boxes: list[list[int] | None],
-        view: tuple[str, ...],
-        settled: bool,
-        limits: tuple[Any, ...],
-        deadline: float,
-        screen: list[int],
-        app: dict[str, Any],
-        walk: dict[str, Any],
-    ) -> AppTree:
-        """Walk one application's windows; the tree is kept for the next read if the walk was not cut and the
-        application's pixels had `settled`."""
-        max_nodes, max_depth, _ = limits
-        objects: list[Any] = []
-        nodes: list[dict[str, Any]] = []
-        own: dict[str, Any] = {"visited": 0, "cut": walk["cut"], "deeper": False}
-        for window in windows:
-            if window is not None:
-                self._walk(window, 1, max_depth, max_nodes, deadline, screen, app, window, objects, nodes, own)
-        walk["cut"] = own["cut"]
-        tree = AppTree(nodes, objects, boxes, view, own["visited"], own["deeper"], limits)
-        key = (app["name"], app["pid"])
-        if own["cut"] is None and settled:
-            self.trees[key] = tree
-        else:
-            self.trees.pop(key, None)
-        return tree
-
-    def _walk(
-        self,
-        node: Any,
-        depth: int,
-        max_depth: int,
-        max_nodes: int,
-        deadline: float,
-        screen: list[int],
-        app: dict[str, Any],
-        window: Any,
-        objects: list[Any],
-        nodes: list[dict[str, Any]],
-        walk: dict[str, Any],
-    ) -> None:
-        if walk["cut"] is not None:
-            return
-        if time.monotonic() > deadline:
-            walk["cut"] = "time"
-            return
-        if len(nodes) >= max_nodes:
-            walk["cut"] = "count"
-            return
-        walk["visited"] += 1
-        try:
-            states = node.get_state_set()
-            if not states.contains(self.atspi.StateType.SHOWING):
-                return  # nothing under a node that is not showing is showing either
-            box = _extents(node, self.atspi)
-            count = node.get_child_count()
-        except Exception:  # defunct: it went away during the walk
-            return
-        if box is not None and not _overlaps(box, screen):
-            return
-        if box is not None and box[2] > 0 and box[3] > 0:
-            described = self._describe(node, states, box, app, window)
-            if described is not None:
-                described["ref"] = len(objects)
-                described["depth"] = depth
-                objects.append(node)
-                nodes.append(described)
-        if depth >= max_depth:
-            walk["deeper"] = walk["deeper"] or count > 0
-            return
-        for index in range(count):
-            child = node.get_child_at_index(index)
-            if child is not None:
-                self._walk(child, depth + 1, max_depth, max_nodes, deadline, screen, app, window, objects, nodes, walk)
-
-    def _describe(
-        self, node: Any, states: Any, box: list[int], app: dict[str, Any], window: Any
-    ) -> dict[str, Any] | None:
-        atspi = self.atspi
-        try:
-            role = node.get_role_name() or ""
-            name = node.get_name() or ""
-            state_names = [self.state_nicks[int(s)] for s in states.get_states()]
-            text = ""
-            if node.get_text_iface() is not None:  # -1: to the end, one round trip instead of counting first
-                text = (atspi.Text.get_text(node, 0, -1) or "")[:TEXT_CHARS].translate(_SKIP_TEXT)
-            value = None
-            value_iface = node.get_value_iface()
-            if value_iface is not None:
-                value = atspi.Value.get_current_value(node)
-            actions = []
-            action_iface = node.get_action_iface()
-            if action_iface is not None:
-                actions = [atspi.Action.get_action_name(node, i) for i in range(atspi.Action.get_n_actions(node))]
-            editable = node.get_editable_text_iface() is not None
-        except Exception:
+    def _application(
+        self, bus_name: str, root: str, max_nodes: int
+    ) -> tuple[dict[str, Any], list[str], list[list[int] | None], list[str]] | None:
+        """An application's name, process, toolkit and top-level windows (paths, boxes, titles): two batches."""
+        connection = self.peers.connection(bus_name)
+        deadline = time.monotonic() + CALL_SECONDS
+        name, toolkit, children = connection.calls(
+            [
+                _property(bus_name, root, ACCESSIBLE, "Name"),
+                _property(bus_name, root, "org.a11y.atspi.Application", "ToolkitName"),
+                wire.Call(root, ACCESSIBLE, "GetChildren", destination=bus_name),
+            ],
+            deadline,
+        )
+        if not isinstance(children, list):
             return None
-        return {
-            "role": role,
-            "name": name,
-            "text": text,
-            "value": value,
-            "states": state_names,
-            "actions": [a for a in actions if a],
-            "editable_text": editable,
-            "box": box,
-            "app": app["name"],
-            "pid": app["pid"],
-            "window": (window.get_name() or "") if window is not None else "",
-        }
+        windows = [path for _, path in children[0][:max_nodes]]
+        answers = connection.calls(
+            [
+                call
+                for path in windows
+                for call in (_extents_call(bus_name, path), _property(bus_name, path, ACCESSIBLE, "Name"))
+            ],
+            deadline,
+        )
+        boxes = [_box(answer) for answer in answers[0::2]]
+        titles = [_text(answer) for answer in answers[1::2]]
+        app_info = {"name": _text(name), "pid": self.peers.pid(bus_name), "toolkit": _text(toolkit), "nodes": 0}
+        return app_info, windows, boxes, titles
 
     def tree(self, max_depth: int, max_width: int, max_nodes: int, seconds: float) -> dict[str, Any]:
         desktop = self.atspi.get_desktop(0)
@@ -366,27 +339,37 @@ class Helper:
         return {"applications": apps, "nodes": walk.count, "cut": walk.cut}
 
     # --- acting -----------------------------------------------------------------------------------
-    def check(self, node: Any) -> dict[str, Any]:
+    def check(self, node: tuple[str, str]) -> dict[str, Any]:
+        bus_name, path = node
         try:
-            states = node.get_state_set()
-            showing = states.contains(self.atspi.StateType.SHOWING)
-            return {
-                "present": not states.contains(self.atspi.StateType.DEFUNCT),
-                "showing": showing,
-                "box": _extents(node, self.atspi),
-            }
-        except Exception:
+            states, box = self.peers.connection(bus_name).calls(
+                [wire.Call(path, ACCESSIBLE, "GetState", destination=bus_name), _extents_call(bus_name, path)],
+                time.monotonic() + CALL_SECONDS,
+            )
+        except (OSError, ValueError):
+            self.peers.forget(bus_name)
             return {"present": False, "showing": False, "box": None}
+        if not isinstance(states, list):
+            return {"present": False, "showing": False, "box": None}
+        bits = _bits(states[0])
+        return {"present": DEFUNCT not in bits, "showing": SHOWING in bits, "box": _box(box)}
 
-    def act(self, node: Any, kind: str, text: str) -> dict[str, Any]:
-        atspi = self.atspi
+    def act(self, node: tuple[str, str], kind: str, text: str) -> dict[str, Any]:
+        bus_name, path = node
+        connection = self.peers.connection(bus_name)
+
+        def call(interface: str, member: str, signature: str = "", *args: Any) -> Any:
+            return connection.call(wire.Call(path, interface, member, signature, args, bus_name), CALL_SECONDS)[0]
+
+        interfaces = set(call(ACCESSIBLE, "GetInterfaces"))
         if kind == "press":
-            if node.get_action_iface() is None:
+            if ACTION not in interfaces:
                 return {"done": False, "why": "the element offers no accessibility action"}
-            names = [atspi.Action.get_action_name(node, i) for i in range(atspi.Action.get_n_actions(node))]
+            count = call(PROPERTIES, "Get", "ss", ACTION, "NActions")
+            names = [call(ACTION, "GetName", "i", index) for index in range(count)]  # GetActions' are localized
             for wanted in PRESS_ACTIONS:
                 if wanted in names:
-                    done = bool(atspi.Action.do_action(node, names.index(wanted)))
+                    done = bool(call(ACTION, "DoAction", "i", names.index(wanted)))
                     return {
                         "done": done,
                         "action": wanted,
@@ -394,19 +377,245 @@ class Helper:
                     }
             return {"done": False, "why": f"its actions ({', '.join(names) or 'none'}) include no press"}
         if kind in ("set_text", "append_text"):
-            if node.get_editable_text_iface() is None or node.get_text_iface() is None:
+            if EDITABLE_TEXT not in interfaces or TEXT not in interfaces:
                 return {"done": False, "why": "the element's text is not editable through accessibility"}
-            before = atspi.Text.get_text(node, 0, atspi.Text.get_character_count(node)) or ""
             if kind == "append_text":
-                text = before + text
-            done = bool(atspi.EditableText.set_text_contents(node, text))
-            if done:  # some toolkits accept and ignore it: read it back
-                length = atspi.Text.get_character_count(node)
-                now = atspi.Text.get_text(node, 0, length) or ""
-                if now != text:
-                    return {"done": False, "why": "the application accepted the text but shows other text"}
+                text = call(TEXT, "GetText", "ii", 0, -1) + text
+            done = bool(call(EDITABLE_TEXT, "SetTextContents", "s", text))
+            if done and call(TEXT, "GetText", "ii", 0, -1) != text:  # some toolkits accept and ignore it: read back
+                return {"done": False, "why": "the application accepted the text but shows other text"}
             return {"done": done, "action": kind, "why": "" if done else "the application refused to set its text"}
         raise ValueError(f"unknown action kind {kind!r}")
+
+
+class Peers:
+    """The connections: to the accessibility bus (the registry, process ids) and to each application, over its own
+    socket when it offers one (at-spi2-atk does: it skips the bus daemon), else through the bus."""
+
+    def __init__(self) -> None:
+        self.bus: Any = None
+        self.apps: dict[str, Any] = {}
+        self.pids: dict[str, int] = {}
+
+    def _bus(self) -> Any:
+        if self.bus is None:
+            self.bus = wire.Connection(wire.accessibility_bus_address(), message_bus=True)
+        return self.bus
+
+    def applications(self) -> list[tuple[str, str]]:
+        """The registered applications' (bus name, root path)."""
+        try:
+            (children,) = self._bus().call(wire.Call(REGISTRY_ROOT, ACCESSIBLE, "GetChildren", destination=REGISTRY))
+        except (OSError, ValueError):
+            self.bus = None  # the bus went away: connect again at the next read
+            raise
+        alive = {name for name, _ in children}
+        for gone in set(self.apps) - alive:
+            self.forget(gone)
+        return [(name, path) for name, path in children]
+
+    def connection(self, bus_name: str) -> Any:
+        if bus_name not in self.apps:
+            try:
+                (address,) = self._bus().call(
+                    wire.Call(APP_ROOT, "org.a11y.atspi.Application", "GetApplicationBusAddress", destination=bus_name),
+                    CALL_SECONDS,
+                )
+                self.apps[bus_name] = wire.Connection(address, message_bus=False) if address else self.bus
+            except (OSError, ValueError, wire.CallError):  # no socket of its own (e.g. GTK 4, Qt): through the bus
+                self.apps[bus_name] = self._bus()
+        return self.apps[bus_name]
+
+    def pid(self, bus_name: str) -> int:
+        if bus_name not in self.pids:
+            (pid,) = self._bus().call(
+                wire.Call(*DBUS_DAEMON, "GetConnectionUnixProcessID", "s", (bus_name,), "org.freedesktop.DBus")
+            )
+            self.pids[bus_name] = int(pid)
+        return self.pids[bus_name]
+
+    def forget(self, bus_name: str) -> None:
+        connection = self.apps.pop(bus_name, None)
+        self.pids.pop(bus_name, None)
+        if connection is not None and connection is not self.bus:
+            connection.close()
+
+
+@dataclass
+class Facts:
+    """What a node's walk read that stays the same until the application sends a change event (a scroll sends none
+    and changes only states and boxes): role, name, interfaces, children and, once it was described, its text,
+    value and action names."""
+
+    role: str
+    name: str
+    interfaces: set[str]
+    children: list[str]
+    details: dict[str, Any] | None = None
+
+
+class Walker:
+    """One application's walk, a tree level at a time: each level's calls are written at once and their answers read
+    as they come (one round trip a level instead of about ten a node). Nodes not showing, or whose box lies outside
+    the screen, are not gone into. Nodes in `known` (the facts of the application's last walk, when no change event
+    came since) are asked only their states and box."""
+
+    def __init__(
+        self,
+        connection: Any,
+        bus_name: str,
+        state_nicks: dict[int, str],
+        role_names: dict[int, str],
+        known: dict[str, Facts],
+    ) -> None:
+        self.connection, self.bus_name = connection, bus_name
+        self.state_nicks, self.role_names = state_nicks, role_names
+        self.known = known
+        self.facts: dict[str, Facts] = {}  # this walk's, for the next
+        self.cut: str | None = None
+
+    def walk(
+        self,
+        windows: list[str],
+        titles: list[str],
+        boxes: list[list[int] | None],
+        view: tuple[object, ...],
+        limits: tuple[Any, ...],
+        deadline: float,
+        screen: list[int],
+        app_name: str,
+        walk: dict[str, Any],
+    ) -> AppTree:
+        max_nodes, max_depth, _ = limits
+        self.cut = walk["cut"]
+        described: dict[str, dict[str, Any]] = {}
+        visited, deeper = 0, False
+        level = [(path, index) for index, path in enumerate(windows)]
+        depth = 1
+        while level and self.cut is None:
+            if time.monotonic() > deadline:
+                self.cut = "time"
+                break
+            visited += len(level)
+            answers = self._calls([call for path, _ in level for call in self._node_calls(path)], deadline)
+            if answers is None:
+                break
+            answers.reverse()  # taken from the end, in the order asked
+            undetailed: list[tuple[str, Facts]] = []
+            following: list[tuple[str, int]] = []
+            for path, window in level:
+                states, box = _states(answers.pop()), _box(answers.pop())
+                facts = self.known.get(path) or self._facts(path, [answers.pop() for _ in range(4)])
+                if states is None or facts is None:
+                    continue  # defunct: it went away during the walk
+                if SHOWING not in states or (box is not None and not _overlaps(box, screen)):
+                    continue  # nothing under a node that is not showing is showing either
+                self.facts[path] = facts
+                if depth >= max_depth:
+                    deeper = deeper or bool(facts.children)
+                else:
+                    following.extend((child, window) for child in facts.children)
+                if box is None or box[2] <= 0 or box[3] <= 0:
+                    continue
+                if facts.details is None:
+                    undetailed.append((path, facts))
+                described[path] = {
+                    "role": facts.role,
+                    "name": facts.name,
+                    "states": [self.state_nicks[bit] for bit in sorted(states) if bit in self.state_nicks],
+                    "editable_text": EDITABLE_TEXT in facts.interfaces,
+                    "box": box,
+                    "app": app_name,
+                    "window": titles[window],
+                    "depth": depth,
+                }
+            if not self._details(undetailed, deadline):
+                break
+            if len(described) >= max_nodes:
+                self.cut = "count"
+            level = following
+            depth += 1
+        walk["cut"] = self.cut
+        objects: list[tuple[str, str]] = []
+        nodes: list[dict[str, Any]] = []
+        for top in windows:
+            for path in _in_tree_order(top, self.facts):
+                details = self.facts[path].details if path in described else None
+                if details is not None:
+                    nodes.append({**described[path], **details, "ref": len(objects)})
+                    objects.append((self.bus_name, path))
+        return AppTree(nodes[:max_nodes], objects[:max_nodes], boxes, view, visited, deeper, limits)
+
+    def _node_calls(self, path: str) -> tuple[Any, ...]:
+        """States and box; and for a node not known, its children, role, name and interfaces."""
+        bus_name = self.bus_name
+        calls = (wire.Call(path, ACCESSIBLE, "GetState", destination=bus_name), _extents_call(bus_name, path))
+        if path in self.known:
+            return calls
+        return (
+            *calls,
+            wire.Call(path, ACCESSIBLE, "GetChildren", destination=bus_name),
+            wire.Call(path, ACCESSIBLE, "GetRole", destination=bus_name),
+            _property(bus_name, path, ACCESSIBLE, "Name"),
+            wire.Call(path, ACCESSIBLE, "GetInterfaces", destination=bus_name),
+        )
+
+    def _facts(self, path: str, answers: list[Any]) -> Facts | None:
+        children, role, name, interfaces = answers
+        if not isinstance(children, list):
+            return None
+        return Facts(
+            role=self.role_names.get(role[0], "unknown") if isinstance(role, list) else "",
+            name=_text(name),
+            interfaces=set(interfaces[0]) if isinstance(interfaces, list) else set(),
+            children=[child for _, child in children[0]],
+        )
+
+    def _details(self, wanted: list[tuple[str, Facts]], deadline: float) -> bool:
+        """Text, value and action names of the nodes that have them, in two batches (an action's name is asked by
+        its number: the batch call GetActions gives localized names, empty in Chromium); False when time ran out."""
+        bus_name = self.bus_name
+        calls: list[Any] = []
+        asked: list[tuple[str, Facts, str]] = []
+        for path, facts in wanted:
+            facts.details = {"text": "", "value": None, "actions": []}
+            if TEXT in facts.interfaces:
+                calls.append(wire.Call(path, TEXT, "GetText", "ii", (0, -1), bus_name))
+                asked.append((path, facts, "text"))
+            if VALUE in facts.interfaces:
+                calls.append(_property(bus_name, path, VALUE, "CurrentValue"))
+                asked.append((path, facts, "value"))
+            if ACTION in facts.interfaces:
+                calls.append(_property(bus_name, path, ACTION, "NActions"))
+                asked.append((path, facts, "count"))
+        answers = self._calls(calls, deadline)
+        if answers is None:
+            return False
+        names: list[tuple[Facts, Any]] = []
+        for (path, facts, what), answer in zip(asked, answers, strict=True):
+            if not isinstance(answer, list) or facts.details is None:
+                continue
+            if what == "text":
+                facts.details["text"] = str(answer[0])[:TEXT_CHARS].translate(_SKIP_TEXT)
+            elif what == "value":
+                facts.details["value"] = answer[0]
+            else:
+                names.extend((facts, wire.Call(path, ACTION, "GetName", "i", (i,), bus_name)) for i in range(answer[0]))
+        answers = self._calls([call for _, call in names], deadline)
+        if answers is None:
+            return False
+        for (facts, _), answer in zip(names, answers, strict=True):
+            if isinstance(answer, list) and answer[0] and facts.details is not None:
+                facts.details["actions"].append(answer[0])
+        return True
+
+    def _calls(self, calls: list[Any], deadline: float) -> list[Any] | None:
+        """The answers, or None (and the walk cut) when some did not come in time."""
+        answers = self.connection.calls(calls, deadline) if calls else []
+        if any(answer is None for answer in answers):
+            self.cut = "time"
+            return None
+        return answers
 
 
 class RawTree:
@@ -486,6 +695,47 @@ def raw_node(node: Any, atspi: Any) -> dict[str, Any]:
     return described
 
 
+def _property(bus_name: str, path: str, interface: str, name: str) -> Any:
+    return wire.Call(path, PROPERTIES, "Get", "ss", (interface, name), bus_name)
+
+
+def _extents_call(bus_name: str, path: str) -> Any:
+    return wire.Call(path, "org.a11y.atspi.Component", "GetExtents", "u", (SCREEN_COORDINATES,), bus_name)
+
+
+def _box(answer: Any) -> list[int] | None:
+    """A GetExtents answer as [x, y, width, height]; None when the node has no box (no Component interface)."""
+    return list(answer[0]) if isinstance(answer, list) else None
+
+
+def _states(answer: Any) -> set[int] | None:
+    """A GetState answer as the state numbers set; None when the node is gone."""
+    return _bits(answer[0]) if isinstance(answer, list) else None
+
+
+def _text(answer: Any) -> str:
+    return str(answer[0]) if isinstance(answer, list) and answer[0] is not None else ""
+
+
+def _bits(words: list[int]) -> set[int]:
+    """The state numbers set in an AT-SPI state set (two 32-bit words)."""
+    return {word_index * 32 + bit for word_index, word in enumerate(words) for bit in range(32) if word >> bit & 1}
+
+
+def _groups(items: list[Any], size: int) -> Iterator[tuple[Any, ...]]:
+    return zip(*[iter(items)] * size, strict=True)
+
+
+def _in_tree_order(root: str, facts: dict[str, Facts]) -> Iterator[str]:
+    """The walked paths under `root`, parents before children, siblings in order (the order a depth-first walk sees)."""
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        yield path
+        if path in facts:
+            stack.extend(reversed(facts[path].children))
+
+
 def _extents(node: Any, atspi: Any) -> list[int] | None:
     if node.get_component_iface() is None:
         return None
@@ -493,7 +743,7 @@ def _extents(node: Any, atspi: Any) -> list[int] | None:
     return [rect.x, rect.y, rect.width, rect.height]
 
 
-def _view(boxes: list[list[int] | None], tiles: dict[str, Any] | None) -> tuple[str, ...]:
+def _view(boxes: list[list[int] | None], tiles: dict[str, Any] | None) -> tuple[object, ...]:
     """The digests of the screen tiles under these window boxes; without tiles a unique value (never reused)."""
     if not tiles:
         return (str(time.monotonic()),)

@@ -26,19 +26,19 @@ def role_key(role: str) -> str:
 
 
 def kept(node: dict[str, Any], area: Rect) -> Rect | None:
-    """The node's box if a person can act on or read it inside `area`; else None."""
-    states = set(node["states"])
+    """The node's box if a person can act on or read it inside `area`; else None. Plain arithmetic before any model:
+    this runs for every node of every read."""
+    states = node["states"]
     if "showing" not in states or "visible" not in states:
         return None
     x, y, width, height = node["box"]
     if width <= 0 or height <= 0:
         return None
-    box = Rect(left=x, top=y, width=width, height=height)
-    if box.intersect(area) is None:
+    if x >= area.left + area.width or y >= area.top + area.height or x + width <= area.left or y + height <= area.top:
         return None
-    has_text = bool(node["name"].strip() or node["text"].strip())
-    if role_key(node["role"]) in STRUCTURAL_ROLES and not node["text"].strip():
+    text = node["text"].strip()
+    if not text and role_key(node["role"]) in STRUCTURAL_ROLES:
         return None
-    if not has_text and not node["editable_text"]:  # an empty field is still a place to type
+    if not text and not node["name"].strip() and not node["editable_text"]:  # an empty field is a place to type
         return None
-    return box
+    return Rect.model_construct(left=x, top=y, width=width, height=height)  # ints from the walk, width/height > 0

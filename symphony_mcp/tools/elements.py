@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from mcp.server.mcpserver import Image
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from symphony_mcp.desktop.frames import CallerSpace
+from symphony_mcp.desktop.capture import Frame
+from symphony_mcp.desktop.frames import CallerSpace, new_frame_id
 from symphony_mcp.elements.search import find
 from symphony_mcp.elements.text_form import lines
 from symphony_mcp.elements.types import ElementsResult, FoundElements
-from symphony_mcp.imaging.geometry import CoordinateSpace, Region
+from symphony_mcp.imaging.geometry import CoordinateSpace, Rect, Region
 from symphony_mcp.tools.arguments import AreaRegion, FrameId, OptionalDescribed, Space
 from symphony_mcp.tools.common import READ_ONLY
 from symphony_mcp.tools.cores import Cores
@@ -38,10 +40,11 @@ async def _read(
     window: str | None,
     roles: list[str],
     most: int,
+    frame: Frame | None = None,
 ) -> tuple[CallerSpace, ElementsResult]:
     view = await cores.screen.caller_space(space, frame_id)
     area = view.region_to_screen(region) if region is not None else None
-    return view, await cores.elements.read(view, area, window, roles, most)
+    return view, await cores.elements.read(view, area, window, roles, most, frame)
 
 
 @define_tool(READ_ONLY)
@@ -63,10 +66,12 @@ async def elements(
     scroll or drag_and_drop with the same frame_id; ids hold for the frame they were read on. The text
     content lists one element per line. Windows whose toolkit exposes no tree (e.g. Tk) are named in
     windows_without_tree: use find_text there."""
-    view, result = await _read(cores, space, frame_id, region, window, roles, max)
+    # One capture serves the reader's tile digests and the numbered image.
+    screen = await cores.screen.capture(await cores.screen.screen_rect()) if annotate else None
+    view, result = await _read(cores, space, frame_id, region, window, roles, max, screen)
     content: list = []
-    if annotate:  # the numbered image becomes the latest frame: the result is given in its pixels
-        frame = await cores.screen.capture(view.area)
+    if screen is not None:  # the numbered image becomes the latest frame: the result is given in its pixels
+        frame = _part(screen, view.area)
         marked = draw_marks(frame.image, frame.area, [(e.id, e.box) for e in result.elements])
         encoded, info = await cores.screen.make_latest(frame, marked)
         if space == "screenshot" and info.frame_id is not None:
@@ -109,6 +114,15 @@ async def find_element(
 )
 async def accessibility_tree(cores: Cores) -> str:
     return await cores.elements.osworld_tree()
+
+
+def _part(frame: Frame, area: Rect) -> Frame:
+    """The part of a captured frame that covers `area` (inside it), as a frame of its own."""
+    if area == frame.area:
+        return frame
+    left, top = area.left - frame.area.left, area.top - frame.area.top
+    image = frame.image.crop((left, top, left + area.width, top + area.height))
+    return replace(frame, image=image, area=area, id=new_frame_id())
 
 
 def _heading(result: ElementsResult) -> str:
