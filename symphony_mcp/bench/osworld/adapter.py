@@ -10,10 +10,10 @@ Per task: reset throws the environment's sandbox away (every process the last ta
 file it wrote anywhere is gone, as OSWorld reverts its VM) and starts a fresh one (sandbox.py): the host's
 root under a private overlay, the task user's home as the account has it, its own network (an address of
 its own, `vm_ip`, with OSWorld's fixed ports) and its own display, window manager and accessibility bus, all
-inside as the task user, as in OSWorld's VM. The runner's display for the environment is not used. The task's `config` steps run
-inside as the task user on the environment's display; the agent's server (the bundled orchestrator's
-`symphony-mcp serve`) runs inside as the task user too, so the apps it opens, its terminal and the
-Coder's code are that user with HOME=/home/user, as in OSWorld's VM, and the Coder runs without a
+inside as the task user, as in OSWorld's VM (the runner's display for the environment is not used). The
+task's `config` steps run inside as the task user on the environment's display; the agent's server (the
+bundled orchestrator's `symphony-mcp serve`) runs inside as the task user too, so the apps it opens, its
+terminal and the Coder's code are that user with HOME=/home/user, as in OSWorld's VM, and the Coder runs without a
 confinement of its own (the environment is the sandbox). Evaluate runs the postconfig and OSWorld's getters
 inside and its metric functions here. The default selection is the `os` domain. Files a task downloads
 come from a copy of OSWorld's cache (`cache`, or OSWORLD_CACHE; offline.py), never the network.
@@ -171,4 +171,3 @@ def said_fail(outcome: TaskOutcome) -> bool:
     steps = outcome.record.steps
     action = steps[-1].action if steps else None
     return outcome.outcome == "fail" and action is not None and action.name == FAIL
-

@@ -46,12 +46,15 @@ class Desktop:
     _reservation: Path | None = None
     _link: Path | None = None
 
-    def stop(self) -> None:
-        """Kill what runs here and give the display number back (idempotent)."""
+    def stop(self, timeout: float = START_SECONDS) -> None:
+        """Once the environment's PID 1 is killed: wait for the processes' nsenter to reap them and end (killing an
+        nsenter would leave its child a zombie for the host's init to reap, late), then give the number back."""
         for process in self.processes:
-            if process.poll() is None:
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
                 process.kill()
-            process.wait()
+                process.wait()
         self.processes.clear()
         for path in (self._link, self._reservation):
             if path is not None:
@@ -98,6 +101,8 @@ def start_desktop(inside: Inside, env: dict[str, str], init_pid: int) -> Desktop
         desktop.processes.append(manager)
         _wait(lambda: has_window_manager(display), manager, WINDOW_MANAGER)
     except BaseException:
+        for process in desktop.processes:
+            process.kill()
         desktop.stop()
         raise
     return desktop

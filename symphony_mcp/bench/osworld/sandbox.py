@@ -183,9 +183,11 @@ class Sandbox:
         if self.init_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
-        if self.process.poll() is None:
+        try:  # unshare reaps PID 1 and ends; killing it first would leave PID 1 to the host's init to reap
+            self.process.wait(timeout=STOP_SECONDS if self.init_pid else 0)
+        except subprocess.TimeoutExpired:
             self.process.kill()  # unshare --kill-child takes PID 1 (and so the namespace) with it
-        self.process.wait()
+            self.process.wait()
         for child in self.children:
             child.wait()  # their nsenter ends once the namespace is gone
         self.children.clear()
