@@ -22,6 +22,8 @@ packages=(
 if [[ $dev -eq 1 ]]; then
   packages+=(chromium python3-doc libreoffice-help-en-us)  # a real browser over real documentation pages; the docs index tests
   packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (symphony-mcp osworld-user)
+  packages+=(iproute2 nftables socat)  # each OSWorld environment's own network: a veth pair to the host, NAT through
+  # it, and socat relaying a model endpoint on the host's loopback into the environment (bench/osworld/loopback.py)
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts
   packages+=(libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1)  # Qt 6 (PySide6, the OCR benchmark's Qt dialogs) loads its X11 platform plugin only with these
   packages+=(gir1.2-gtk-3.0)  # the elements tests' GTK 3 probe window (testkit/apps/gtk_probe.py)

@@ -32,6 +32,7 @@ import anyio.to_thread
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
 from symphony_mcp.bench.osworld.desktop import SCREEN
 from symphony_mcp.bench.osworld.evaluate import evaluate
+from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.sandbox import Sandbox, sandbox_problem
 from symphony_mcp.bench.osworld.setup import SetupRunner
@@ -111,7 +112,8 @@ class OSWorldAdapter:
 
     def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
         """The task's server inside the environment as the task user, its code unconfined there (the environment
-        is the sandbox), the same code as ours (PYTHONPATH), its trajectory in the sandbox's /tmp."""
+        is the sandbox), the same code as ours (PYTHONPATH), its trajectory in the sandbox's /tmp; the model
+        endpoints its settings name on the host's loopback reachable at the same URLs inside."""
         sandbox = self._sandboxes.get(environment.name)
         if sandbox is None:
             raise OSWorldError(f"{environment.name} has no environment to run a server in: reset it first")
@@ -125,6 +127,8 @@ class OSWorldAdapter:
         }
         if os.environ.get("PYTHONPATH"):
             inside["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        for port in sorted(loopback_ports(server.env)):
+            sandbox.reach_host_port(port)
         return replace(server, env={**server.env, **inside}, prefix=tuple(sandbox.command([])))
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.desktop import Desktop, desktop_problem, start_desktop
+from symphony_mcp.bench.osworld.loopback import relay
 from symphony_mcp.bench.osworld.network import EnvironmentNetwork, connect, network_problem
 from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
@@ -88,6 +89,7 @@ class Sandbox:
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)  # launched in the background
     network: EnvironmentNetwork | None = None
     desktop: Desktop | None = None
+    relays: dict[int, list[subprocess.Popen[bytes]]] = field(default_factory=dict)  # host loopback ports carried in
 
     @classmethod
     def start(cls, user: TaskUser) -> Sandbox:
@@ -144,6 +146,12 @@ class Sandbox:
         assert self.network is not None, "the sandbox is not ready"
         return self.network.vm_ip
 
+    def reach_host_port(self, port: int) -> None:
+        """Make the host's 127.0.0.1:`port` (a model endpoint the server inside uses) answer on 127.0.0.1:`port`
+        inside (loopback.py); once per port."""
+        if port not in self.relays:
+            self.relays[port] = relay(self.command, self.env(), self.init_pid, port)
+
     def command(self, argv: Sequence[str], *, cwd: str | None = None, as_root: bool = False) -> list[str]:
         """`argv` run inside the environment, as the task user (or its root, as after sudo), from `cwd` (the
         user's home by default); the caller passes the environment variables (env()) to the process it starts.
@@ -191,6 +199,11 @@ class Sandbox:
         for child in self.children:
             child.wait()  # their nsenter ends once the namespace is gone
         self.children.clear()
+        for processes in self.relays.values():
+            for process in processes:
+                process.kill()  # the host's end does not end with the environment
+                process.wait()
+        self.relays.clear()
         if self.desktop is not None:
             self.desktop.stop()
         if self.network is not None:
