@@ -34,6 +34,7 @@ from symphony_mcp.bench.environments import environment_server, started_environm
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
+from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason, to_bench_task
@@ -758,3 +759,14 @@ async def test_the_display_is_the_environments_own_and_its_server_sees_it(
     assert 300 * shown[0].width / 1920 < x < 1200 * shown[0].width / 1920, x
     assert not red_pixels(shown[1])
     assert all(w.title != "xterm" for w in windows(xdisplay.name))
+
+
+def test_the_servers_model_endpoints_on_the_hosts_loopback_are_the_ports_carried_in() -> None:
+    env = {
+        "SYMPHONY_MODELS__CODER__BASE_URL": "http://127.0.0.1:33203/v1",
+        "SYMPHONY_MODELS__GROUNDER__BASE_URL": "http://localhost/v1",
+        "SYMPHONY_MODELS__ORCHESTRATOR__BASE_URL": "https://api.example.com/v1",  # reached through NAT
+        "SYMPHONY_SEARCH__URL": "http://127.0.0.10:8000/",  # not this host's 127.0.0.1
+        "SYMPHONY_DISPLAY__DISPLAY": ":200",
+    }
+    assert loopback_ports(env) == {33203, 80}
