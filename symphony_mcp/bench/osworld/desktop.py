@@ -109,26 +109,28 @@ def start_desktop(inside: Inside, env: dict[str, str], init_pid: int) -> Desktop
 
 
 def _reserve_display() -> tuple[int, Path]:
-    """A display number free on the host, held by an X lock file naming this process (Xvfb skips a live one)."""
+    """A display number free on the host, held by an X lock file naming this process (Xvfb skips a live one; a
+    killed runner's, whose process is gone, is taken over as Xvfb takes over a stale lock)."""
     X_SOCKETS.mkdir(mode=0o1777, exist_ok=True)
     for number in range(FIRST_DISPLAY, LAST_DISPLAY + 1):
         lock = Path(f"/tmp/.X{number}-lock")
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
-        except FileExistsError:
-            if _holder_ended(lock):  # a killed runner's: take it over, as Xvfb does with a stale lock
-                with contextlib.suppress(FileNotFoundError):
-                    lock.unlink()
-                with contextlib.suppress(FileExistsError):
-                    descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
-                    with os.fdopen(descriptor, "w") as file:
-                        file.write(f"{os.getpid():10d}\n")
-                    return number, lock
-            continue
-        with os.fdopen(descriptor, "w") as file:
-            file.write(f"{os.getpid():10d}\n")
-        return number, lock
+        if _claim(lock) or (_holder_ended(lock) and _claim(lock, stale=True)):
+            return number, lock
     raise DesktopError(f"no free X display number in {FIRST_DISPLAY}..{LAST_DISPLAY}")
+
+
+def _claim(lock: Path, stale: bool = False) -> bool:
+    """Create `lock` naming this process, unless another process made it first."""
+    if stale:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+    try:
+        descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w") as file:
+        file.write(f"{os.getpid():10d}\n")
+    return True
 
 
 def _holder_ended(lock: Path) -> bool:

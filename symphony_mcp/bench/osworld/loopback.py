@@ -39,9 +39,11 @@ def loopback_ports(env: Mapping[str, str]) -> set[int]:
     return ports
 
 
-def relay(inside: Inside, env: dict[str, str], init_pid: int, port: int) -> list[subprocess.Popen[bytes]]:
-    """Carry the host's 127.0.0.1:`port` into the environment whose PID 1 is `init_pid`; the host's socat first
-    (the caller ends it: it does not end with the environment), then the one inside."""
+def relay(
+    inside: Inside, env: dict[str, str], init_pid: int, port: int
+) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+    """Carry the host's 127.0.0.1:`port` into the environment whose PID 1 is `init_pid`: the host's socat (the
+    caller ends it: it does not end with the environment) and the one inside (it ends with the environment)."""
     socket = f"/tmp/.symphony-host-{port}.sock"
     on_host = Path(f"/proc/{init_pid}/root{socket}")
     try:
@@ -60,7 +62,7 @@ def relay(inside: Inside, env: dict[str, str], init_pid: int, port: int) -> list
             process.kill()
             process.wait()
         raise
-    return processes
+    return host, inner
 
 
 def _start(argv: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:

@@ -89,7 +89,7 @@ class Sandbox:
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)  # launched in the background
     network: EnvironmentNetwork | None = None
     desktop: Desktop | None = None
-    relays: dict[int, list[subprocess.Popen[bytes]]] = field(default_factory=dict)  # host loopback ports carried in
+    relays: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # the host's ends, by host loopback port
 
     @classmethod
     def start(cls, user: TaskUser) -> Sandbox:
@@ -150,7 +150,8 @@ class Sandbox:
         """Make the host's 127.0.0.1:`port` (a model endpoint the server inside uses) answer on 127.0.0.1:`port`
         inside (loopback.py); once per port."""
         if port not in self.relays:
-            self.relays[port] = relay(self.command, self.env(), self.init_pid, port)
+            self.relays[port], inside = relay(self.command, self.env(), self.init_pid, port)
+            self.children.append(inside)
 
     def command(self, argv: Sequence[str], *, cwd: str | None = None, as_root: bool = False) -> list[str]:
         """`argv` run inside the environment, as the task user (or its root, as after sudo), from `cwd` (the
@@ -199,10 +200,9 @@ class Sandbox:
         for child in self.children:
             child.wait()  # their nsenter ends once the namespace is gone
         self.children.clear()
-        for processes in self.relays.values():
-            for process in processes:
-                process.kill()  # the host's end does not end with the environment
-                process.wait()
+        for process in self.relays.values():
+            process.kill()  # the host's end does not end with the environment
+            process.wait()
         self.relays.clear()
         if self.desktop is not None:
             self.desktop.stop()
