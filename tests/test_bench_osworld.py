@@ -728,7 +728,8 @@ async def test_the_display_is_the_environments_own_and_its_server_sees_it(
     task_user: str, xdisplay: Any, tmp_path: Path
 ) -> None:
     folder = tmp_path / "tasks"
-    red = {"type": "launch", "parameters": {"command": ["xterm", "-geometry", "60x20+300+200", "-bg", "#ff0000"]}}
+    probe = ["xterm", "-T", "Red Probe", "-geometry", "60x20+300+200", "-bg", "#ff0000", "-e", "sleep", "600"]
+    red = {"type": "launch", "parameters": {"command": probe}}
     os_task(folder, "3a3a3a3a-0000-4000-8000-000000000001", "With a window.", [red], "true", "")
     os_task(folder, "3a3a3a3a-0000-4000-8000-000000000002", "Without one.", [], "true", "")
     adapter = OSWorldAdapter(folder)
@@ -742,7 +743,7 @@ async def test_the_display_is_the_environments_own_and_its_server_sees_it(
         inner = adapter._sandboxes["env-0"].display
         assert inner != xdisplay.name
         # The window is up (its map seen from the host, as a VM's screen is).
-        wait_for(lambda: any(w.title == "xterm" for w in windows(inner)), timeout=20)
+        wait_for(lambda: any(w.title == "Red Probe" for w in windows(inner)), timeout=20)
         shown = []
         for environment in environments:
             server = adapter.server(environment, environment_server(settings, environment.display))
@@ -758,7 +759,7 @@ async def test_the_display_is_the_environments_own_and_its_server_sees_it(
     x, _ = red_centroid(shown[0])
     assert 300 * shown[0].width / 1920 < x < 1200 * shown[0].width / 1920, x
     assert not red_pixels(shown[1])
-    assert all(w.title != "xterm" for w in windows(xdisplay.name))
+    assert all(w.title != "Red Probe" for w in windows(xdisplay.name))
 
 
 def test_the_servers_model_endpoints_on_the_hosts_loopback_are_the_ports_carried_in() -> None:
