@@ -25,7 +25,9 @@ if [[ $dev -eq 1 ]]; then
   # The apps of OSWorld's VM image (bench/osworld: Chromium is presented as google-chrome inside each environment);
   # socat forwards the tasks' DevTools port, ffmpeg is what its media tasks run. About 50 s on a machine of this kind.
   packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)
-  packages+=(gimp vlc thunderbird socat ffmpeg)
+  packages+=(gimp vlc thunderbird ffmpeg)
+  packages+=(iproute2 nftables socat)  # each OSWorld environment's own network: a veth pair to the host, NAT through
+  # it, and socat relaying a model endpoint on the host's loopback into the environment (bench/osworld/loopback.py)
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts
   packages+=(libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1)  # Qt 6 (PySide6, the OCR benchmark's Qt dialogs) loads its X11 platform plugin only with these
   packages+=(gir1.2-gtk-3.0)  # the elements tests' GTK 3 probe window (testkit/apps/gtk_probe.py)

@@ -10,11 +10,15 @@ process is root and it did not exist); without root or desktop-env the tests tha
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import io
 import json
 import os
 import pwd
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -22,12 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
+from PIL import Image
 
-from symphony_mcp.bench.environments import started_environments
+from symphony_mcp.bench.environments import environment_server, started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
+from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason, to_bench_task
@@ -36,13 +43,14 @@ from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.orchestrator.api import TaskOutcome
-from symphony_mcp.orchestrator.connection import SpawnServer
+from symphony_mcp.orchestrator.connection import SpawnServer, connect
 from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
 from testkit.osworld_host import TASKS, host, task_account
 from testkit.osworld_runs import Answer, Planner, run, settings_for
 from testkit.scripted_planner import CODER, PLANNER, act, said
+from testkit.swatch import red_centroid
 from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -206,12 +214,10 @@ def windows(display: str) -> list[WindowInfo]:
         manager.close()
 
 
-def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
-    task_user: str, xdisplay: Any, tmp_path: Path
-) -> None:
+def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(task_user: str, tmp_path: Path) -> None:
     user = find_task_user(task_user, "password")
     assert not isinstance(user, str), user
-    sandbox = Sandbox.start(user, xdisplay.name)
+    sandbox = Sandbox.start(user)
     sandbox.wait_ready()
     namespace = sandbox.namespace
     runner = SetupRunner(sandbox, tmp_path / "cache", (1920, 1080), open_timeout=20)
@@ -250,10 +256,10 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
                 {"type": "activate_window", "parameters": {"window_name": "osworld probe"}},
             ]
         )
-        probe = next(w for w in windows(xdisplay.name) if w.title == "OSWorld Probe")
+        probe = next(w for w in windows(sandbox.display) if w.title == "OSWorld Probe")
         assert probe.active
         runner.run([{"type": "close_window", "parameters": {"window_name": "OSWorld Probe", "strict": True}}])
-        wait_for(lambda: all(w.title != "OSWorld Probe" for w in windows(xdisplay.name)))
+        wait_for(lambda: all(w.title != "OSWorld Probe" for w in windows(sandbox.display)))
         # open: xdg-open as `user` (its own default app for text, a terminal titled with the file), then the
         # window whose title holds the file name is waited for and activated.
         viewer = "[Desktop Entry]\nType=Application\nName=Viewer\nExec=xterm -T %f -e sleep 600\nMimeType=text/plain;\n"
@@ -261,7 +267,7 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(
         sandbox.write_file("/home/user/.config/mimeapps.list", b"[Default Applications]\ntext/plain=viewer.desktop\n")
         sandbox.write_file("/home/user/Desktop/notes.txt", b"notes\n")
         runner.run([{"type": "open", "parameters": {"path": "~/Desktop/notes.txt"}}])
-        assert any(w.title.endswith("notes.txt") and w.active for w in windows(xdisplay.name))
+        assert any(w.title.endswith("notes.txt") and w.active for w in windows(sandbox.display))
         # Steps OSWorld treats as fatal, and unknown ones, stop the setup with the reason.
         with pytest.raises(SetupError, match=r"did not pass within 0\.5 s"):
             runner.run(
@@ -549,13 +555,13 @@ async def test_what_a_task_does_to_the_machine_is_gone_at_the_next_reset(
     assert processes_in(namespace) == []  # nothing of the environment outlives it
 
 
-def test_an_environment_ends_with_a_runner_killed_by_sigkill(task_user: str, xdisplay: Any) -> None:
+def test_an_environment_ends_with_a_runner_killed_by_sigkill(task_user: str) -> None:
     """A runner that dies without cleaning up (SIGKILL, the OOM killer) leaves no environment behind."""
     code = (
         "import sys, time\n"
         "from symphony_mcp.bench.osworld.account import find_task_user\n"
         "from symphony_mcp.bench.osworld.sandbox import Sandbox\n"
-        f"sandbox = Sandbox.start(find_task_user('user', 'password'), {xdisplay.name!r})\n"
+        "sandbox = Sandbox.start(find_task_user('user', 'password'))\n"
         "sandbox.wait_ready()\n"
         "print(sandbox.namespace, flush=True)\n"
         "time.sleep(600)\n"
@@ -597,3 +603,134 @@ async def test_two_environments_side_by_side_each_have_their_own_home(
     # Each sees its own ~/Desktop/mine, and the host's home neither.
     assert [s.value for s in scores] == [1.0, 1.0], [s.detail for s in scores]
     assert not Path("/home/user/Desktop/mine").exists()
+
+
+# Each environment is a machine of its own: its network (an address, OSWorld's fixed ports) and its display.
+
+
+def listening(sandbox: Sandbox, port: int, answer: bytes) -> None:
+    """An HTTP server inside the environment on `port` of every address, as the task user, answering `answer`."""
+    sandbox.write_file("/tmp/www/who", answer)
+    server = [sys.executable, "-m", "http.server", str(port), "--bind", "0.0.0.0", "--directory", "/tmp/www"]
+    process = subprocess.Popen(
+        sandbox.command(server), env=sandbox.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    sandbox.children.append(process)
+
+
+def fetched(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return bytes(answer.read())
+    except OSError:
+        return None
+
+
+def fetched_inside(sandbox: Sandbox, url: str) -> str:
+    code = (
+        "import urllib.request as u\n"
+        f"try: print(u.urlopen({url!r}, timeout=2).read().decode())\n"
+        "except OSError: print('unreachable')"
+    )
+    done = subprocess.run(
+        sandbox.command([sys.executable, "-c", code]), env=sandbox.env(), capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def red_pixels(image: Image.Image) -> int:
+    rgb = np.asarray(image.convert("RGB")).astype(int)
+    return int(((rgb[..., 0] > 200) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60)).sum())
+
+
+def network_namespace_in_use(identity: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "net") == identity:
+                return True
+    return False
+
+
+def test_two_environments_serve_on_the_same_port_each_at_its_own_address(task_user: str) -> None:
+    user = find_task_user(task_user, "password")
+    assert not isinstance(user, str), user
+    sandboxes = [Sandbox.start(user), Sandbox.start(user)]
+    try:
+        for sandbox in sandboxes:
+            sandbox.wait_ready()
+        first, second = sandboxes
+        assert first.network is not None and second.network is not None
+        port = first.network.server_port  # OSWorld's controller port, the same in every environment
+        assert port == second.network.server_port and first.vm_ip != second.vm_ip
+        for sandbox, name in ((first, b"first"), (second, b"second")):
+            listening(sandbox, port, name)
+        # The host reaches each at vm_ip:port, as OSWorld's getters reach a VM; each sees its own on loopback.
+        assert wait_for(lambda: fetched(f"http://{first.vm_ip}:{port}/who")) == b"first"
+        assert wait_for(lambda: fetched(f"http://{second.vm_ip}:{port}/who")) == b"second"
+        assert fetched_inside(first, f"http://127.0.0.1:{port}/who") == "first"
+        assert fetched_inside(second, f"http://127.0.0.1:{port}/who") == "second"
+        # Neither reaches the other's.
+        assert fetched_inside(first, f"http://{second.vm_ip}:{port}/who") == "unreachable"
+        identities = [os.readlink(f"/proc/{s.init_pid}/ns/net") for s in sandboxes]
+        links = [s.network.host_link for s in sandboxes if s.network]
+        displays = [s.display.lstrip(":") for s in sandboxes]
+        namespaces = [s.namespace for s in sandboxes]
+    finally:
+        for sandbox in sandboxes:
+            sandbox.stop()
+    # Everything of both ends with them: processes, network namespaces, the host's ends of the links, the displays.
+    assert all(processes_in(namespace) == [] for namespace in namespaces)
+    assert not any(network_namespace_in_use(identity) for identity in identities)
+    for link in links:
+        assert subprocess.run(["ip", "link", "show", link], capture_output=True).returncode != 0, link
+    for number in displays:
+        assert not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(f"/tmp/.X{number}-lock").exists()
+
+
+async def test_the_display_is_the_environments_own_and_its_server_sees_it(
+    task_user: str, xdisplay: Any, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tasks"
+    probe = ["xterm", "-T", "Red Probe", "-geometry", "60x20+300+200", "-bg", "#ff0000", "-e", "sleep", "600"]
+    red = {"type": "launch", "parameters": {"command": probe}}
+    os_task(folder, "3a3a3a3a-0000-4000-8000-000000000001", "With a window.", [red], "true", "")
+    os_task(folder, "3a3a3a3a-0000-4000-8000-000000000002", "Without one.", [], "true", "")
+    adapter = OSWorldAdapter(folder)
+    windowed, bare = adapter.list_tasks(TaskFilter(everything=True))
+    settings = load_settings(ocr={"warm_up": False})
+    environments = [Environment(f"env-{n}", xdisplay.name, tmp_path / f"env-{n}", SpawnServer()) for n in (0, 1)]
+    try:
+        async with anyio.create_task_group() as group:
+            for environment, task in zip(environments, (windowed, bare), strict=True):
+                group.start_soon(adapter.reset, environment, task)
+        inner = adapter._sandboxes["env-0"].display
+        assert inner != xdisplay.name
+        # The window is up (its map seen from the host, as a VM's screen is).
+        wait_for(lambda: any(w.title == "Red Probe" for w in windows(inner)), timeout=20)
+        shown = []
+        for environment in environments:
+            server = adapter.server(environment, environment_server(settings, environment.display))
+            async with connect(server) as client:
+                result = await client.call_tool("screenshot", {})
+                assert not result.is_error, result.content
+                image_block = result.content[0]
+                assert image_block.type == "image"
+                shown.append(Image.open(io.BytesIO(base64.b64decode(image_block.data))))
+    finally:
+        await adapter.close()
+    # The server inside env-0 shows the red terminal; env-1's screen and the runner's display have none.
+    x, _ = red_centroid(shown[0])
+    assert 300 * shown[0].width / 1920 < x < 1200 * shown[0].width / 1920, x
+    assert not red_pixels(shown[1])
+    assert all(w.title != "Red Probe" for w in windows(xdisplay.name))
+
+
+def test_the_servers_model_endpoints_on_the_hosts_loopback_are_the_ports_carried_in() -> None:
+    env = {
+        "SYMPHONY_MODELS__CODER__BASE_URL": "http://127.0.0.1:33203/v1",
+        "SYMPHONY_MODELS__GROUNDER__BASE_URL": "http://localhost/v1",
+        "SYMPHONY_MODELS__ORCHESTRATOR__BASE_URL": "https://api.example.com/v1",  # reached through NAT
+        "SYMPHONY_SEARCH__URL": "http://127.0.0.10:8000/",  # not this host's 127.0.0.1
+        "SYMPHONY_DISPLAY__DISPLAY": ":200",
+    }
+    assert loopback_ports(env) == {33203, 80}

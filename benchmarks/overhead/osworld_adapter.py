@@ -1,16 +1,18 @@
 """OSWorld offline: the adapter's overhead per `os` task outside the agent (listing, reset, evaluation).
 
-The bundled os tasks (tests/data/osworld, OSWorld's own JSONs) that run on this machine, on a real Xvfb at
-1920x1080 (OSWorld's screen) with openbox, as the task account `user` (`symphony-mcp osworld-user`; created for
-the run and removed after when it did not exist; needs root), with two more tasks run from an offline copy of
-OSWorld's download cache made as its harness leaves it (testkit/osworld_cache.py offline_cache: small images
-under OSWorld's names). Per task and round: list_tasks (loading and
-classifying the 31 os tasks; the first call in the process also imports the metric modules), reset
-(a fresh sandbox, then the task's setup steps; the setup's own waits, e.g. the pyautogui one-liners'
-`time.sleep(0.5)`, are part of OSWorld's task and included), and evaluate
-(postconfig, getters, OSWorld's metric) for an agent run that said done. No agent runs: the agent's time is
-the orchestrator benchmarks'; the runner's own bookkeeping is benchmarks/overhead/runner_overhead.py's. Run from the
-repository root, as root:
+The bundled os tasks (tests/data/osworld, OSWorld's own JSONs) that run on this machine, each in a fresh
+environment (its own namespaces, network with an address of its own, and its own Xvfb at 1920x1080, OSWorld's
+screen, with openbox and the accessibility bus, inside as the task user), as the task account `user`
+(`symphony-mcp osworld-user`; created for the run and removed after when it did not exist; needs root), with two
+more tasks run from an offline copy of OSWorld's download cache made as its harness leaves it
+(testkit/osworld_cache.py offline_cache: small images under OSWorld's names). Per task and round: list_tasks
+(loading and classifying the 31 os tasks; the first call in the process also imports the metric modules), reset
+(the previous environment ended, a fresh one started, then the task's setup steps; the setup's own waits, e.g.
+the pyautogui one-liners' `time.sleep(0.5)`, are part of OSWorld's task and included), and evaluate (postconfig,
+getters, OSWorld's metric) for an agent run that said done. No agent runs: the agent's time is the orchestrator
+benchmarks'; the runner's own bookkeeping is benchmarks/overhead/runner_overhead.py's. Besides, the environment
+alone: start (sandbox, network, desktop ready) and end (every process gone, its network and display reservation
+removed), measured on their own. Run from the repository root, as root:
 
     .venv/bin/python -m benchmarks.overhead.osworld_adapter
 """
@@ -28,11 +30,10 @@ from pathlib import Path
 
 from benchmarks.common import REPO, Stats, interpreter, log, machine_facts, publish_report, table
 from symphony_mcp.bench.osworld import OSWorldAdapter
-from symphony_mcp.bench.osworld.account import find_task_user
+from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
+from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.bench.osworld.tasks import load_tasks
 from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
-from symphony_mcp.config import DisplaySettings
-from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 from symphony_mcp.orchestrator.records import RunRecord
@@ -48,6 +49,23 @@ def said_done(task: BenchTask, folder: Path) -> TaskOutcome:
     return TaskOutcome(task.task_id, "success", False, folder, record, [])
 
 
+def environment_lifecycle(user: TaskUser, count: int) -> tuple[list[float], list[float]]:
+    """Seconds to start a ready environment and to end it, `count` times (after one warm-up)."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for number in range(count + 1):
+        started = time.perf_counter()
+        sandbox = Sandbox.start(user)
+        sandbox.wait_ready()
+        ready = time.perf_counter()
+        sandbox.stop()
+        ended = time.perf_counter()
+        if number:
+            starts.append(ready - started)
+            ends.append(ended - ready)
+    return starts, ends
+
+
 async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[float]]], list[float], int]:
     cache = offline_cache(workdir / "cache", TASKS / "os" / f"{TRASH}.json", TASKS / "os" / f"{PHOTOS}.json")
     adapter = OSWorldAdapter(TASKS, cache=cache)
@@ -58,11 +76,11 @@ async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[
     runnable = [t for t in tasks if t.skip_reason is None]
     user = find_task_user("user", "password")
     assert not isinstance(user, str), user
-    display = start_virtual_display(DisplaySettings(resolution="1920x1080"))
     phases = ("reset", "evaluate")
     samples: dict[str, dict[str, list[float]]] = {t.task_id: {k: [] for k in phases} for t in runnable}
     try:
-        environment = Environment("env-0", display.name, workdir, SpawnServer())
+        # The adapter runs each environment's display inside it: the runner's display is not used.
+        environment = Environment("env-0", "", workdir, SpawnServer())
         await adapter.setup(environment)
         for number in range(rounds + 1):  # round 0 warms up (imports, first window manager connection)
             started = time.perf_counter()
@@ -83,13 +101,15 @@ async def measure(rounds: int, workdir: Path) -> tuple[dict[str, dict[str, list[
         await adapter.teardown(environment)
     finally:
         await adapter.close()
-        display.stop()
+    starts, ends = environment_lifecycle(user, rounds * 2)
+    samples["environment"] = {"start": starts, "end": ends}
     return samples, listing, len(tasks)
 
 
 def report(samples: dict[str, dict[str, list[float]]], listing: list[float], listed: int, command: str) -> str:
     data = {t["id"]: t for t in load_tasks(TASKS)}
     rows = []
+    lifecycle = samples.pop("environment")
     for task_id, phases in samples.items():
         config = data[task_id].get("config", [])
         evaluator = data[task_id]["evaluator"]
@@ -105,6 +125,8 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
         )
     first, rest = listing[0] * 1000, Stats(tuple(v * 1000 for v in listing[1:]))
     rounds = len(next(iter(samples.values()))["reset"])
+    every_reset = Stats(tuple(v * 1000 for phases in samples.values() for v in phases["reset"]))
+    start, end = (Stats(tuple(v * 1000 for v in lifecycle[k])) for k in ("start", "end"))
     lines = [
         "# OSWorld offline: the adapter's overhead per os task outside the agent",
         "",
@@ -113,7 +135,8 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
         f"- Command, run from the repository root, as root: `{command}`",
         f"- Tasks: the {len(samples)} of the {listed} bundled os tasks that run on this machine (tests/data/osworld, "
         "OSWorld's own JSONs), 5ea617a3 and 23393935 with their downloads from an offline copy of OSWorld's cache; "
-        f"{rounds} measured rounds after one warm-up round; Xvfb 1920x1080 with openbox; task account `user` from "
+        f"{rounds} measured rounds after one warm-up round; each environment with its own Xvfb 1920x1080, openbox "
+        "and accessibility bus inside, and its own network namespace; task account `user` from "
         "symphony-mcp osworld-user; evaluate as after an agent run that said done",
         "",
         *table(
@@ -127,13 +150,21 @@ def report(samples: dict[str, dict[str, list[float]]], listing: list[float], lis
             rows,
         ),
         "",
+        f"Reset over every task and round ({len(every_reset.samples)}): median {every_reset.median:.0f} ms, "
+        f"p90 {every_reset.p90:.0f} ms.",
+        "",
+        f"The environment alone ({len(start.samples)} times, after one warm-up): start to ready (namespaces, overlay, "
+        f"veth pair and addresses, Xvfb, session and accessibility buses, openbox announced) median "
+        f"{start.median:.0f} ms (p90 {start.p90:.0f}); end (PID 1 killed, every process reaped, the host's end of "
+        f"the link and the display's reservation removed) median {end.median:.0f} ms (p90 {end.p90:.0f}).",
+        "",
         f"list_tasks (load and classify the {listed} os tasks): first call in the process {first:.0f} ms "
         f"(imports OSWorld's metric modules general + utils + basic_os), then median {rest.median:.1f} ms "
         f"(p90 {rest.p90:.1f}).",
         "",
-        "Reset is a fresh sandbox for the environment (bench/osworld/sandbox.py: the previous one ended, an overlay "
-        "over the root started) plus the task's setup steps run inside as the task user. Most of it is the setup "
-        "itself: "
+        "Reset is a fresh environment (bench/osworld/sandbox.py: the previous one ended, a new one started with its "
+        "network and desktop, the start and end above) plus the task's setup steps run inside as the task user. "
+        "Most of it is the setup itself: "
         'each `python -c "import pyautogui; ... time.sleep(0.5)"` step imports pyautogui in a new interpreter and '
         "sleeps as OSWorld's task says, and `sudo -S` costs a PAM round. Evaluate runs the getter's command as the "
         "task user (a shell) and OSWorld's metric, or nothing but the verdict for infeasible tasks. The runner's "

@@ -173,13 +173,16 @@ def _wait_for_window_manager(display_name: str, timeout: float) -> None:
 
 def has_window_manager(display_name: str) -> bool:
     """Whether an EWMH window manager runs on the display: it announces itself with _NET_SUPPORTING_WM_CHECK on the
-    root window. Raises DisplayUnavailableError when the display cannot be opened."""
+    root window and lists its windows in _NET_CLIENT_LIST (openbox sets the list some tens of ms after the
+    announcement; listing windows in between finds no manager). Raises DisplayUnavailableError when the display
+    cannot be opened."""
     from Xlib import X
 
     conn = open_display("checking for a window manager", display_name)
     try:
-        atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
-        return conn.screen().root.get_full_property(atom, X.AnyPropertyType) is not None
+        root = conn.screen().root
+        names = ("_NET_SUPPORTING_WM_CHECK", "_NET_CLIENT_LIST")
+        return all(root.get_full_property(conn.intern_atom(n), X.AnyPropertyType) is not None for n in names)
     finally:
         conn.close()
 

@@ -9,10 +9,12 @@ in `listing_notes`, not listed.
 Per task: reset throws the environment's sandbox away (every process the last task started ends, every
 file it wrote anywhere is gone, as OSWorld reverts its VM) and starts a fresh one (sandbox.py): the host's
 root under a private overlay, the task user's home as the account has it, plus what OSWorld's image holds that
-tasks take for granted (image.py: `google-chrome`, the apps' first-run state). The task's `config` steps run
-inside as the task user on the environment's display; the agent's server (the bundled orchestrator's
-`symphony-mcp serve`) runs inside as the task user too, so the apps it opens, its terminal and the
-Coder's code are that user with HOME=/home/user, as in OSWorld's VM, and the Coder runs without a
+tasks take for granted (image.py: `google-chrome`, the apps' first-run state), its own network (an address of
+its own, `vm_ip`, with OSWorld's fixed ports) and its own display, window manager and accessibility bus, all
+inside as the task user, as in OSWorld's VM (the runner's display for the environment is not used). The
+task's `config` steps run inside as the task user on the environment's display; the agent's server (the
+bundled orchestrator's `symphony-mcp serve`) runs inside as the task user too, so the apps it opens, its
+terminal and the Coder's code are that user with HOME=/home/user, as in OSWorld's VM, and the Coder runs without a
 confinement of its own (the environment is the sandbox). Evaluate runs the postconfig and OSWorld's getters
 inside and its metric functions here. The default selection is the `os` domain. Files a task downloads
 come from a copy of OSWorld's cache (`cache`, or OSWORLD_CACHE; offline.py), never the network.
@@ -29,14 +31,15 @@ from pathlib import Path
 import anyio.to_thread
 
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
+from symphony_mcp.bench.osworld.desktop import SCREEN
 from symphony_mcp.bench.osworld.evaluate import evaluate
 from symphony_mcp.bench.osworld.image import prepare
+from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.sandbox import Sandbox, sandbox_problem
 from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.osworld.tasks import BENCHMARK, Host, TaskSet, load_task_set, select, to_bench_task
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
-from symphony_mcp.desktop.x11_display import open_display
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.orchestrator.action_space import FAIL
 from symphony_mcp.orchestrator.api import TaskOutcome
@@ -102,7 +105,7 @@ class OSWorldAdapter:
         if task.skip_reason:
             raise OSWorldError(f"task {task.task_id} cannot run here: {task.skip_reason}")
         await self._end(environment.name)
-        sandbox = Sandbox.start(self._user(), environment.display)  # from this thread: see Sandbox.start
+        sandbox = Sandbox.start(self._user())  # from this thread: see Sandbox.start
         self._sandboxes[environment.name] = sandbox
         await anyio.to_thread.run_sync(sandbox.wait_ready)
         runner = self._runner(environment, task, sandbox)
@@ -111,12 +114,14 @@ class OSWorldAdapter:
 
     def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
         """The task's server inside the environment as the task user, its code unconfined there (the environment
-        is the sandbox), the same code as ours (PYTHONPATH), its trajectory in the sandbox's /tmp."""
+        is the sandbox), the same code as ours (PYTHONPATH), its trajectory in the sandbox's /tmp; the model
+        endpoints its settings name on the host's loopback reachable at the same URLs inside."""
         sandbox = self._sandboxes.get(environment.name)
         if sandbox is None:
             raise OSWorldError(f"{environment.name} has no environment to run a server in: reset it first")
         inside = {
             **sandbox.env(),
+            "SYMPHONY_DISPLAY__DISPLAY": sandbox.display,
             "SYMPHONY_MEMORY__TRAJECTORY_DIR": SERVER_TRAJECTORY_DIR,
             "SYMPHONY_CODE__BACKEND": "none",
             "SYMPHONY_CODE__DISPLAY": "true",
@@ -124,6 +129,8 @@ class OSWorldAdapter:
         }
         if os.environ.get("PYTHONPATH"):
             inside["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        for port in sorted(loopback_ports(server.env)):
+            sandbox.reach_host_port(port)
         return replace(server, env={**server.env, **inside}, prefix=tuple(sandbox.command([])))
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
@@ -154,8 +161,7 @@ class OSWorldAdapter:
         cache = environment.workdir / CACHE_FOLDER / task.task_id
         runner = self._runners.get(environment.name)
         if runner is None:
-            size = _screen_size(environment.display)
-            runner = SetupRunner(sandbox, cache, size, self.open_timeout, self.cache)
+            runner = SetupRunner(sandbox, cache, SCREEN, self.open_timeout, self.cache)
             self._runners[environment.name] = runner
         runner.sandbox, runner.cache_dir, runner.task_id = sandbox, cache, task.task_id
         return runner
@@ -172,12 +178,3 @@ def said_fail(outcome: TaskOutcome) -> bool:
     steps = outcome.record.steps
     action = steps[-1].action if steps else None
     return outcome.outcome == "fail" and action is not None and action.name == FAIL
-
-
-def _screen_size(display: str) -> tuple[int, int]:
-    connection = open_display("the OSWorld setup's screen size", display)
-    try:
-        screen = connection.screen()
-        return int(screen.width_in_pixels), int(screen.height_in_pixels)
-    finally:
-        connection.close()

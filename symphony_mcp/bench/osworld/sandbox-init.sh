@@ -1,14 +1,12 @@
 #!/bin/sh
 # The first process of one OSWorld environment (sandbox.py starts it as root under
-# `unshare --mount --propagation private --pid --fork`): it builds the environment's own root and stays as its
+# `unshare --mount --propagation private --uts --pid --net --fork`): it builds the environment's own root and stays as its
 # PID 1. Everything happens in the new mount namespace, so the host sees none of these mounts.
-#   $1  the X display's socket (/tmp/.X11-unix/XN) to bind into the private /tmp, or "" for none
-#   $2... folders of the host's /root or /tmp to show read-only (the interpreter, venv and code the server runs with)
+#   $1... folders of the host's /root or /tmp to show read-only (the interpreter, venv and code the server runs with)
 # The root is an overlay: the host's / read-only below, a tmpfs above, so any write anywhere (sudo included) lands
 # in memory and is gone when PID 1 dies. /proc is the new PID namespace's, /dev a minimal one (no block devices),
 # /sys read-only, /tmp private; the old root is unmounted, so nothing of the host is reachable by path.
 set -eu
-x_socket=$1
 top=/mnt  # hidden by the tmpfs below in this namespace only
 mount -t tmpfs -o mode=0700 symphony-environment "$top"
 mkdir "$top/upper" "$top/work" "$top/root"
@@ -30,15 +28,10 @@ mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
 ln -s pts/ptmx "$root/dev/ptmx"
 mount -t tmpfs -o mode=1777,nosuid,nodev symphony-shm "$root/dev/shm"
 mount -t tmpfs -o mode=1777,nosuid,nodev symphony-tmp "$root/tmp"
-if [ -n "$x_socket" ]; then
-  mkdir -m 1777 "$root/tmp/.X11-unix"
-  touch "$root$x_socket"
-  mount --bind "$x_socket" "$root$x_socket"
-fi
-# root's home is not the task's business (OSWorld's user cannot enter it either): an empty one; then what $2...
+mkdir -m 1777 "$root/tmp/.X11-unix"  # for the environment's own X server (desktop.py), as the task user
+# root's home is not the task's business (OSWorld's user cannot enter it either): an empty one; then what $1...
 # name, e.g. a pyenv interpreter or a checkout under /tmp the server runs from.
 mount -t tmpfs -o mode=0755,nosuid,nodev symphony-root-home "$root/root"
-shift
 for shown in "$@"; do
   mkdir -p "$root$shown"
   mount --bind -o ro "$shown" "$root$shown"

@@ -1,4 +1,4 @@
-"""One OSWorld environment's machine: its own mount and PID namespaces with an overlay over the host's root.
+"""One OSWorld environment's machine: its own mount, PID, host-name and network namespaces, an overlay over the root.
 
 OSWorld gives every environment a VM reverted to a snapshot before each task. Here a task gets a sandbox
 instead, started at reset and thrown away at the next one: SANDBOX_INIT (run as root under `unshare --mount
@@ -13,6 +13,9 @@ everything nosuid, which stops `sudo` (measured), so the mounts are plain mount(
 namespace; util-linux's `nsenter` and `setpriv` run each command inside, as the task user (its uid, groups
 and HOME), with a capability bounding set that `sudo` cannot exceed (no mounting, raw devices, modules,
 clock or host network changes).
+
+The machine's network (network.py: its own address, loopback, NAT through the host) and its desktop (desktop.py:
+Xvfb, window manager and accessibility bus as the task user) are made at start, inside, and end with PID 1.
 
 Everything that touches the environment goes through `command()`: setup steps, the symphony server the
 agent talks to, OSWorld's getters reading files, and files put in place, so a symlink the task made cannot
@@ -34,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from symphony_mcp.bench.osworld.account import TaskUser
+from symphony_mcp.bench.osworld.desktop import Desktop, desktop_problem, start_desktop
+from symphony_mcp.bench.osworld.loopback import relay
+from symphony_mcp.bench.osworld.network import EnvironmentNetwork, connect, network_problem
 from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
 
@@ -50,9 +56,11 @@ DROPPED_CAPABILITIES = (
 )  # fmt: skip
 START_SECONDS = 30.0
 STOP_SECONDS = 30.0
-# Its own mount, PID and host-name namespaces (a task's `hostnamectl` stays inside); the network and IPC are the
-# host's (the X server's shared memory needs the IPC namespace of Xvfb).
-UNSHARE = ("unshare", "--mount", "--propagation", "private", "--uts", "--pid", "--fork", "--kill-child=SIGKILL", "--")
+# Its own mount, PID, host-name (a task's `hostnamectl` stays inside) and network namespaces; IPC is the host's (host
+# X clients share the environment's X server's memory through it).
+UNSHARE = (
+    "unshare", "--mount", "--propagation", "private", "--uts", "--pid", "--net", "--fork", "--kill-child=SIGKILL", "--",
+)  # fmt: skip
 
 
 class SandboxError(SymphonyError):
@@ -66,28 +74,30 @@ def sandbox_problem() -> str | None:
     missing = [p for p in PROGRAMS if shutil.which(p) is None]
     if missing:
         return f"{', '.join(missing)} not found: install them (Debian: apt-get install util-linux mount)"
-    return None
+    return network_problem() or desktop_problem()
 
 
 @dataclass
 class Sandbox:
-    """A running environment: its PID 1 (in our PID namespace) and the task user its commands run as."""
+    """A running environment: its PID 1 (in our PID namespace), the task user its commands run as, its network
+    (vm_ip and OSWorld's ports) and desktop (display)."""
 
     user: TaskUser
-    display: str
     init_pid: int
     process: subprocess.Popen[bytes]
     namespace: str = ""  # its PID namespace, e.g. "pid:[4026532180]"
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)  # launched in the background
+    network: EnvironmentNetwork | None = None
+    desktop: Desktop | None = None
+    relays: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # the host's ends, by host loopback port
 
     @classmethod
-    def start(cls, user: TaskUser, display: str) -> Sandbox:
-        """Start a fresh environment whose private /tmp holds `display`'s X socket (call from the event loop's
-        thread: the unshare process is not tied to a worker thread that may end)."""
+    def start(cls, user: TaskUser) -> Sandbox:
+        """Start a fresh environment (call from the event loop's thread: the unshare process is not tied to a worker
+        thread that may end); wait_ready() makes its network and desktop."""
         problem = sandbox_problem()
         if problem:
             raise SandboxError(problem)
-        socket = f"/tmp/.X11-unix/X{display.lstrip(':').split('.')[0]}"
         process = subprocess.Popen(
             [
                 # A runner killed by SIGKILL takes its environments with it (unshare --fork ignores SIGTERM).
@@ -95,17 +105,17 @@ class Sandbox:
                 *UNSHARE,
                 "/bin/sh",
                 str(SANDBOX_INIT),
-                socket if Path(socket).exists() else "",
                 *_shown_from_host(),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        return cls(user, display, 0, process)
+        return cls(user, 0, process)
 
     def wait_ready(self, timeout: float = START_SECONDS) -> None:
-        """Block until PID 1 is in its new root (a worker thread may wait)."""
+        """Block until PID 1 is in its new root, then give the environment its network and desktop (a worker thread
+        may wait)."""
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if line.strip() != b"ready":
@@ -117,6 +127,31 @@ class Sandbox:
             raise SandboxError(f"the environment's sandbox has no single first process (found {children})")
         self.init_pid = int(children[0])
         self.namespace = os.readlink(f"/proc/{self.init_pid}/ns/pid")
+        try:
+            self.network = connect(self.init_pid)
+            self.desktop = start_desktop(self.command, self.user.env(""), self.init_pid)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def display(self) -> str:
+        """The environment's X display (its number reserved on the host, where it opens as usual)."""
+        assert self.desktop is not None, "the sandbox is not ready"
+        return self.desktop.display
+
+    @property
+    def vm_ip(self) -> str:
+        """The environment's address, where the host reaches what it serves (OSWorld's `vm_ip`)."""
+        assert self.network is not None, "the sandbox is not ready"
+        return self.network.vm_ip
+
+    def reach_host_port(self, port: int) -> None:
+        """Make the host's 127.0.0.1:`port` (a model endpoint the server inside uses) answer on 127.0.0.1:`port`
+        inside (loopback.py); once per port."""
+        if port not in self.relays:
+            self.relays[port], inside = relay(self.command, self.env(), self.init_pid, port)
+            self.children.append(inside)
 
     def command(self, argv: Sequence[str], *, cwd: str | None = None, as_root: bool = False) -> list[str]:
         """`argv` run inside the environment, as the task user (or its root, as after sudo), from `cwd` (the
@@ -126,14 +161,15 @@ class Sandbox:
         user = [] if as_root else [f"--reuid={self.user.uid}", f"--regid={self.user.gid}", "--init-groups"]
         bounding = ",".join(f"-{name}" for name in DROPPED_CAPABILITIES)
         return [
-            "nsenter", f"--target={self.init_pid}", "--mount", "--pid", "--root", "--wd", "--",
+            "nsenter", f"--target={self.init_pid}", "--mount", "--pid", "--uts", "--net", "--root", "--wd", "--",
             "setpriv", *user, f"--bounding-set={bounding}", "--pdeathsig=KILL", "--",
             "env", f"--chdir={cwd or self.user.home}", "--", *argv,
         ]  # fmt: skip
 
     def env(self) -> dict[str, str]:
-        """The task user's login-like environment on the environment's display."""
-        return self.user.env(self.display)
+        """The task user's login-like environment on the environment's display and session bus."""
+        bus = self.desktop.session_bus if self.desktop else None
+        return {**self.user.env(self.display), **({"DBUS_SESSION_BUS_ADDRESS": bus} if bus else {})}
 
     def read_file(self, path: str) -> bytes | None:
         """A file's bytes as the task user reads it inside the environment (None when it cannot)."""
@@ -156,12 +192,22 @@ class Sandbox:
         if self.init_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
-        if self.process.poll() is None:
+        try:  # unshare reaps PID 1 and ends; killing it first would leave PID 1 to the host's init to reap
+            self.process.wait(timeout=STOP_SECONDS if self.init_pid else 0)
+        except subprocess.TimeoutExpired:
             self.process.kill()  # unshare --kill-child takes PID 1 (and so the namespace) with it
-        self.process.wait()
+            self.process.wait()
         for child in self.children:
             child.wait()  # their nsenter ends once the namespace is gone
         self.children.clear()
+        for process in self.relays.values():
+            process.kill()  # the host's end does not end with the environment
+            process.wait()
+        self.relays.clear()
+        if self.desktop is not None:
+            self.desktop.stop()
+        if self.network is not None:
+            self.network.close()
         deadline = time.monotonic() + STOP_SECONDS  # SIGKILL is delivered when each process next runs
         while self.namespace and processes_in(self.namespace) and time.monotonic() < deadline:
             time.sleep(0.05)
