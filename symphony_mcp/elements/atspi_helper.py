@@ -384,13 +384,15 @@ class Helper:
             if node.get_action_iface() is None:
                 return {"done": False, "why": "the element offers no accessibility action"}
             names = [atspi.Action.get_action_name(node, i) for i in range(atspi.Action.get_n_actions(node))]
+            lowered = [name.lower() for name in names]  # Qt says "Press", GTK "click"
             for wanted in PRESS_ACTIONS:
-                if wanted in names:
-                    done = bool(atspi.Action.do_action(node, names.index(wanted)))
+                if wanted in lowered:
+                    index = lowered.index(wanted)
+                    done = bool(atspi.Action.do_action(node, index))
                     return {
                         "done": done,
-                        "action": wanted,
-                        "why": "" if done else f"the application refused its {wanted!r} action",
+                        "action": names[index],
+                        "why": "" if done else f"the application refused its {names[index]!r} action",
                     }
             return {"done": False, "why": f"its actions ({', '.join(names) or 'none'}) include no press"}
         if kind in ("set_text", "append_text"):
