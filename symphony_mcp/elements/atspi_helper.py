@@ -209,6 +209,11 @@ class Helper:
                 or (tree.windows, tree.view, tree.limits) != (boxes, view, limits)
             ):
                 self.changed_apps.discard(key)
+                # libatspi keeps each object's children while it gets change events, and Chromium replaces a page's
+                # document on navigation without one that updates the parent's list: a walk on that cache missed the
+                # new document (measured: MiniWoB's second task page read as no elements). A tree walked again is
+                # read afresh, as on a cold read.
+                app.clear_cache()
                 tree = self._walk_app(windows, boxes, view, settled, limits, deadline, screen, app_info, walk)
             else:
                 walk["cached"] += 1

@@ -39,6 +39,8 @@ def kept(node: dict[str, Any], area: Rect) -> Rect | None:
     has_text = bool(node["name"].strip() or node["text"].strip())
     if role_key(node["role"]) in STRUCTURAL_ROLES and not node["text"].strip():
         return None
-    if not has_text and not node["editable_text"]:  # an empty field is still a place to type
+    if not has_text and not (node["editable_text"] or states & {"editable", "focusable"}):
+        # An empty field is still a place to type (Chromium's fields say so by their state only), an unnamed list
+        # box still a thing to choose in.
         return None
     return box
