@@ -25,6 +25,7 @@ if [[ $dev -eq 1 ]]; then
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts
   packages+=(libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1)  # Qt 6 (PySide6, the OCR benchmark's Qt dialogs) loads its X11 platform plugin only with these
   packages+=(gir1.2-gtk-3.0)  # the elements tests' GTK 3 probe window (testkit/apps/gtk_probe.py)
+  packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)  # LibreOffice 7.4 with its GTK 3 plugin (its accessibility tree): the elements tests' Writer, OSWorld's office tasks; 62 packages, 71 MiB download, ~20-40 s
   packages+=(vim)  # a terminal application (vim.desktop, Terminal=true): the open_app allow-list test's default for text
   command -v npx >/dev/null || packages+=(nodejs npm)
 fi
