@@ -17,7 +17,7 @@ order (a step's target is looked up in that step's own list, as ids hold for one
     enter-password    type into both password fields, then Submit
     focus-text        click the field
     login-user        type the username and the password into their fields, then Login
-    navigate-tree     click the name asked for (MiniWoB's tree shows every level open)
+    navigate-tree     click the name asked for once listed; until then open the next folder
 
 Once the list shows MiniWoB's START cover, the episode is over: done.
 """
@@ -32,6 +32,10 @@ from testkit.model_server import ModelRequest
 from testkit.scripted_planner import act, step_of
 
 LISTING_HEADING = "Elements, numbered as in the screenshot"
+# navigate-tree: a file is a list item with its name; a folder's item holds its opener and a span with its name,
+# which the tree lists as a section (the names are capitalised first names). At most 8 files and folders.
+_FOLDER = re.compile(r"[A-Z][a-z]+")
+MAX_FOLDERS = 8
 _LINE = re.compile(
     r'^\[(?P<id>\d+)\] (?P<role>.+?)(?= "| text=| \(| @)(?: "(?P<name>[^"]*)")?(?: text="(?P<text>[^"]*)")?'
 )
@@ -110,7 +114,7 @@ def _script(utterance: str) -> list[Step]:
     if match := re.fullmatch(
         r'Navigate through the file tree\. Find and click on the folder or file named "(.+)"\.', utterance
     ):
-        return [_click(match[1], roles=("list item", "section", "static"))]
+        return [_navigate(match[1], opened) for opened in range(MAX_FOLDERS + 1)]
     return [lambda _listed: f"fail(reason={'no script for: ' + utterance!r})"]
 
 
@@ -159,6 +163,22 @@ def _choose(option: str) -> Step:
     def step(listed: list[Listed]) -> str:
         found = _exactly(listed, option, ("menu item", "list item", "option"))
         return f"click(element={found[0].id})" if found else f"type(text={option!r}, enter=True)"
+
+    return step
+
+
+def _navigate(name: str, opened: int) -> Step:
+    """Click `name` once listed; until then open the next folder (the `opened`-th in reading order). Opening a
+    folder lists its content right after it, so folders are opened depth first and none twice."""
+
+    def step(listed: list[Listed]) -> str:
+        found = _exactly(listed, name, ("list item", "section", "static"))
+        if found:
+            return f"click(element={found[0].id})"
+        folders = [e for e in listed if e.role == "section" and _FOLDER.fullmatch(e.label)]
+        if len(folders) <= opened:
+            return f"fail(reason={f'{name!r} is in none of the folders'!r})"
+        return f"click(element={folders[opened].id})"
 
     return step
 

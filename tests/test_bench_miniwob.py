@@ -188,7 +188,7 @@ def test_a_model_free_client_acting_by_element_id_solves_the_default_subset(
     endpoint = {"base_url": stand_in.url, "model": "stand-in-planner", "backoff_seconds": 0.05, "max_retries": 1}
     settings = load_settings(
         models={"orchestrator": endpoint},
-        orchestrator={"results_dir": str(results), "reflection": False, "max_steps": 6, "dual_grounding": True},
+        orchestrator={"results_dir": str(results), "reflection": False, "max_steps": 10, "dual_grounding": True},
     )
     ids = tuple(f"{name}.seed-{ELEMENTS_SEED}" for name in DEFAULT_SUBSET)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
