@@ -24,7 +24,7 @@ if [[ $dev -eq 1 ]]; then
   packages+=(sudo)  # OSWorld tasks' setup runs `echo password | sudo -S ...` as the task user (symphony-mcp osworld-user)
   # The apps of OSWorld's VM image (bench/osworld: Chromium is presented as google-chrome inside each environment);
   # socat forwards the tasks' DevTools port, ffmpeg is what its media tasks run. About 50 s on a machine of this kind.
-  packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)
+  packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)  # with its GTK 3 plugin: its accessibility tree (the elements tests' Writer) and OSWorld's office tasks
   packages+=(gimp vlc thunderbird ffmpeg)
   packages+=(iproute2 nftables socat)  # each OSWorld environment's own network: a veth pair to the host, NAT through
   # it, and socat relaying a model endpoint on the host's loopback into the environment (bench/osworld/loopback.py)

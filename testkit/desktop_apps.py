@@ -1,11 +1,12 @@
 """Real applications of other toolkits for the tests, each reporting its own state (what it saw, where its widgets
-are) to a JSON file: a GTK 3 window run under Debian's Python."""
+are) to a JSON file: a GTK 3 window run under Debian's Python, a Qt 6 window run under the venv's PySide6."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,8 +41,21 @@ class ProbeApp:
 @contextlib.contextmanager
 def gtk_probe(directory: Path, title: str, env: dict[str, str] | None = None) -> Iterator[ProbeApp]:
     """testkit/apps/gtk_probe.py, shown (its widgets have a size)."""
-    state_file = directory / "gtk_state.json"
-    process = subprocess.Popen([SYSTEM_PYTHON, "-I", str(APPS / "gtk_probe.py"), str(state_file), title], env=env)
+    with _probe([SYSTEM_PYTHON, "-I", str(APPS / "gtk_probe.py")], directory / "gtk_state.json", title, env) as app:
+        yield app
+
+
+@contextlib.contextmanager
+def qt_probe(directory: Path, title: str, env: dict[str, str] | None = None) -> Iterator[ProbeApp]:
+    """testkit/apps/qt_probe.py, shown (its widgets have a size). Qt joins the accessibility bus only with the
+    server's app environment (QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1) in `env`."""
+    with _probe([sys.executable, str(APPS / "qt_probe.py")], directory / "qt_state.json", title, env) as app:
+        yield app
+
+
+@contextlib.contextmanager
+def _probe(command: list[str], state_file: Path, title: str, env: dict[str, str] | None) -> Iterator[ProbeApp]:
+    process = subprocess.Popen([*command, str(state_file), title], env=env)
     app = ProbeApp(state_file, process)
     try:
         app.wait(lambda s: s.get("mapped") and s["widgets"].get("Save file", {}).get("width", 0) > 1)

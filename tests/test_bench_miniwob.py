@@ -28,11 +28,13 @@ from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
 from symphony_mcp.config import DisplaySettings, load_settings
 from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.connection import SpawnServer, serve_command
+from testkit.miniwob_elements import elements_planner
 from testkit.miniwob_smoke import FAILED, SOLVED, smoke_planner
 from testkit.model_server import StandInModel
 from testkit.processes import descendants
 
 MINIWOB = "symphony_mcp.bench.miniwob:MiniWobAdapter"
+ELEMENTS_SEED = int(os.environ.get("SYMPHONY_MINIWOB_SEED", "0"))  # the element-id client's episode seed
 
 
 def test_task_list_default_subset_seeds_and_ids() -> None:
@@ -172,3 +174,35 @@ def processes_named(fragment: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_a_model_free_client_acting_by_element_id_solves_the_default_subset(
+    stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dual grounding through the runner: each step's planner request carries the numbered elements of Chromium's
+    accessibility tree, and the scripted planner (testkit/miniwob_elements.py) answers with element ids only. Every
+    task of the default subset (seed 0, or SYMPHONY_MINIWOB_SEED) scores 1 by the page's own reward."""
+    answers: list[str] = []
+    stand_in.script(default=lambda request: answers.append(elements_planner(request)) or answers[-1])
+    results = tmp_path / "results"
+    endpoint = {"base_url": stand_in.url, "model": "stand-in-planner", "backoff_seconds": 0.05, "max_retries": 1}
+    settings = load_settings(
+        models={"orchestrator": endpoint},
+        orchestrator={"results_dir": str(results), "reflection": False, "max_steps": 10, "dual_grounding": True},
+    )
+    ids = tuple(f"{name}.seed-{ELEMENTS_SEED}" for name in DEFAULT_SUBSET)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    summary, _ = run_bench(
+        BenchRequest(MINIWOB, TaskFilter(task_ids=ids), parallel=2, quiet=True), settings, Console(file=io.StringIO())
+    )
+
+    evaluations = {
+        path.parent.name: json.loads(path.read_text()) for path in (results / "miniwob").glob(f"*/*/{EVALUATION_FILE}")
+    }
+    assert sorted(evaluations) == sorted(ids)
+    unsolved = {task: (r["score"], r["detail"]) for task, r in evaluations.items() if r["score"] != 1.0}
+    assert unsolved == {}, unsolved
+    assert summary.overall.successes == len(DEFAULT_SUBSET)
+    actions = [answer.split("```python\n")[1].split("\n```")[0] for answer in answers]
+    assert all("element=" in a or a.startswith(("done(", "type(text=")) for a in actions), actions  # no coordinates

@@ -306,7 +306,9 @@ async def test_chromium_boxes_follow_a_scroll(client: Client, tmp_path: Path) ->
 
 
 async def test_chromium_lists_the_links_a_scroll_brings_into_view(client: Client, tmp_path: Path) -> None:
-    """After the page scrolled (the scroll tool), the links scrolled into view are listed, with their DOM boxes."""
+    """After the page scrolled (the scroll tool), the links scrolled into view are listed, with their DOM boxes.
+    They were missing while the walk after the scroll read libatspi's cached children of the page, which Chromium's
+    events had not brought up to date; a tree walked again is now read with that cache cleared."""
     async with _reflow_page_open(client, tmp_path) as (page, matching):
         await matching()
         await call_ok(client, "scroll", vertical=-5, x=100, y=500, space="screen")

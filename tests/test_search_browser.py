@@ -50,14 +50,14 @@ async def session(
 
 
 def find(view: PageView, text: str) -> PageElement:
-    found = [e for e in view.elements if text.lower() in e.text.lower()]
-    assert found, f"no element saying {text!r} in {[(e.id, e.kind, e.text) for e in view.elements]}"
+    found = [e for e in view.elements if text.lower() in e.name.lower()]
+    assert found, f"no element saying {text!r} in {[(e.id, e.role, e.name) for e in view.elements]}"
     return found[0]
 
 
 async def accept_cookies(browser: ChromiumBrowser) -> PageView:
     view = await browser.view()
-    if any(e.text == "Accept all" for e in view.elements):
+    if any(e.name == "Accept all" for e in view.elements):
         await browser.click(find(view, "Accept all"))
         view = await browser.view()
     return view
@@ -74,7 +74,7 @@ async def test_elements_are_numbered_boxes_of_the_page_and_clicking_one_follows_
         corners = [(e.box.top, e.box.left) for e in view.elements]
         assert corners == sorted(corners)
         link = find(view, "How to freeze the first row")
-        assert link.kind == "link" and link.href == web_site.url("/help/freeze-first-row.html")
+        assert link.role == "link" and link.href == web_site.url("/help/freeze-first-row.html")
         page = browser.page
         assert page is not None
         dom_box = await page.locator('main a[href="/help/freeze-first-row.html"]').bounding_box()
@@ -148,7 +148,7 @@ async def test_typing_a_query_and_enter_loads_the_results(web_site: WebSite, chr
     async with session(web_site, chromium) as browser:
         await browser.open(web_site.url("/"))
         view = await browser.view()
-        box = next(e for e in view.elements if e.kind == "searchbox")
+        box = next(e for e in view.elements if e.role == "searchbox")
         await browser.type(box, "how to freeze first row", enter=True)
         results = await browser.view()
         assert results.url == web_site.url("/search?q=how+to+freeze+first+row")
@@ -156,8 +156,8 @@ async def test_typing_a_query_and_enter_loads_the_results(web_site: WebSite, chr
         assert top.href == web_site.url("/help/freeze-first-row.html")
         assert "View menu, choose Freeze Cells" in results.text
         # Typing again replaces what the box holds.
-        box = next(e for e in results.elements if e.kind == "searchbox")
-        assert box.text == "Search: how to freeze first row"
+        box = next(e for e in results.elements if e.role == "searchbox")
+        assert box.name == "Search: how to freeze first row"
         await browser.type(box, "insert rows", enter=True)
         assert (await browser.view()).url == web_site.url("/search?q=insert+rows")
 
@@ -166,10 +166,10 @@ async def test_the_cookie_banner_covers_the_page_until_accepted(web_site: WebSit
     async with session(web_site, chromium) as browser:
         await browser.open(web_site.url("/help/freeze-first-row.html"))
         covered = await browser.view()
-        assert [e.text for e in covered.elements] == ["Accept all", "Essential only"]  # the rest is beneath it
+        assert [e.name for e in covered.elements] == ["Accept all", "Essential only"]  # the rest is beneath it
         await browser.click(find(covered, "Accept all"))
         view = await browser.view()
-        assert "Accept all" not in [e.text for e in view.elements]
+        assert "Accept all" not in [e.name for e in view.elements]
         assert find(view, "Before you begin").href == web_site.url("/help/freeze-first-row.html#before")
 
 
@@ -275,7 +275,7 @@ async def test_no_cookies_survive_into_the_next_session(web_site: WebSite, chrom
     async with session(web_site, chromium) as browser:
         assert browser.page is not None and await browser.page.context.cookies() == []
         await browser.open(web_site.url("/help/"))
-        assert [e.text for e in (await browser.view()).elements] == ["Accept all", "Essential only"]
+        assert [e.name for e in (await browser.view()).elements] == ["Accept all", "Essential only"]
 
 
 async def test_a_crashed_page_is_reopened_once_then_the_session_fails(web_site: WebSite) -> None:
@@ -312,11 +312,11 @@ async def test_dialogs_are_dismissed_and_the_page_goes_on(web_site: WebSite, chr
     async with session(web_site, chromium) as browser:
         await browser.open(web_site.url("/help/freeze-first-row.html"))
         view = await accept_cookies(browser)
-        while not any(e.text == "Yes" for e in view.elements):
+        while not any(e.name == "Yes" for e in view.elements):
             await browser.scroll("down", 5)
             view = await browser.view()
         await browser.click(find(view, "Yes"))
-        await browser.click(next(e for e in view.elements if e.text == "No"))
+        await browser.click(next(e for e in view.elements if e.name == "No"))
         after = await browser.view()
         assert "the page opened a dialog ('Thanks for your feedback!'); it was dismissed" in after.notices
         assert "the page opened a dialog ('Tell us what was missing?'); it was dismissed" in after.notices
@@ -332,18 +332,18 @@ async def test_headful_on_the_display(web_site: WebSite, xdisplay: object) -> No
         assert started and not any("--headless" in command for command in started.values())
         await browser.open(web_site.url("/"))
         view = await browser.view()
-        assert view.image.size == (1280, 800) and any(e.kind == "searchbox" for e in view.elements)
+        assert view.image.size == (1280, 800) and any(e.role == "searchbox" for e in view.elements)
 
 
 async def test_typing_into_a_list_chooses_the_option(web_site: WebSite, chromium: ChromiumProcess) -> None:
     async with session(web_site, chromium) as browser:
         await browser.open(web_site.url("/help/"))
         view = await accept_cookies(browser)
-        versions = next(e for e in view.elements if e.kind == "select")
-        assert versions.text == "Version: 7.4 (current)"
+        versions = next(e for e in view.elements if e.role == "select")
+        assert versions.name == "Version: 7.4 (current)"
         await browser.type(versions, "6.x", enter=False)
         view = await browser.view()
         assert "Showing articles for Tabula Sheets 6.x." in view.text
-        assert next(e for e in view.elements if e.kind == "select").text == "Version: 6.x (archived)"
+        assert next(e for e in view.elements if e.role == "select").name == "Version: 6.x (archived)"
         with pytest.raises(InvalidInputError, match=r"no option '8.0'; its options are: \['7.4 \(current\)'"):
             await browser.type(versions, "8.0", enter=False)

@@ -132,7 +132,7 @@ async def run(repeats: int, warmups: int) -> list[PageResult]:
             log("results page")
             results.append(await measure(browser, "Findr results page (test site)", repeats, warmups))
             await browser.open(site.url("/help/freeze-first-row.html"))
-            accept = next(e for e in (await browser.view()).elements if e.text == "Accept all")
+            accept = next(e for e in (await browser.view()).elements if e.name == "Accept all")
             await browser.click(accept)
             await browser.scroll("down", 10)
             log("how-to page")

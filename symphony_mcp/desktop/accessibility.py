@@ -68,9 +68,38 @@ def start_accessibility_bus(display: str, prefix: list[str], timeout: float = 10
 
 
 def app_environment(env: dict[str, str]) -> dict[str, str]:
-    """`env` with the variables that make applications expose their accessibility trees (a user's own settings
-    of them win)."""
-    return {**APP_ENVIRONMENT, **env}
+    """`env` with the variables that make applications expose their accessibility trees and find the display's
+    bus (a user's own settings of them win).
+
+    Qt 6 finds the bus only through the session bus (org.a11y.Bus) or AT_SPI_BUS_ADDRESS, never through the root
+    window property GTK and Chromium read: measured, a Qt window started with no session bus in its environment
+    exposed nothing, and with AT_SPI_BUS_ADDRESS from the root window its whole tree."""
+    address = None if "AT_SPI_BUS_ADDRESS" in env else display_bus_address(env.get("DISPLAY"))
+    return {**APP_ENVIRONMENT, **({"AT_SPI_BUS_ADDRESS": address} if address else {}), **env}
+
+
+def display_bus_address(display: str | None) -> str | None:
+    """The address of the accessibility bus `display` serves (its root window's AT_SPI_BUS), None when it has none
+    or cannot be reached."""
+    if not display:
+        return None
+    from Xlib import X
+    from Xlib import display as xlib_display
+    from Xlib import error as xlib_error
+
+    try:
+        connection = xlib_display.Display(display)
+    except (xlib_error.DisplayError, OSError):
+        return None
+    try:
+        atom = connection.intern_atom("AT_SPI_BUS", only_if_exists=True)
+        found = connection.screen().root.get_full_property(atom, X.AnyPropertyType) if atom else None
+    finally:
+        connection.close()
+    if found is None:
+        return None
+    value = found.value
+    return (value.decode() if isinstance(value, bytes) else str(value)).strip() or None
 
 
 def app_arguments(argv: list[str]) -> list[str]:

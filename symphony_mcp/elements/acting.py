@@ -39,7 +39,7 @@ class ElementActions:
     ) -> ActionRecord:
         resolved = await self.reader.resolve(view, element_id)
         element = resolved.element
-        pressable = [a for a in element.actions if a in PRESSABLE]
+        pressable = [a for a in element.actions if a.lower() in PRESSABLE]  # Qt says "Press", GTK "click"
         if button != "left" or count != 1 or hold_keys:
             why = "a right, middle, repeated or modified click has no accessibility action"
         elif not pressable:

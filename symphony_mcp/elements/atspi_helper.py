@@ -367,13 +367,15 @@ class Helper:
                 return {"done": False, "why": "the element offers no accessibility action"}
             count = call(PROPERTIES, "Get", "ss", ACTION, "NActions")
             names = [call(ACTION, "GetName", "i", index) for index in range(count)]  # GetActions' are localized
+            lowered = [name.lower() for name in names]  # Qt says "Press", GTK "click"
             for wanted in PRESS_ACTIONS:
-                if wanted in names:
-                    done = bool(call(ACTION, "DoAction", "i", names.index(wanted)))
+                if wanted in lowered:
+                    index = lowered.index(wanted)
+                    done = bool(call(ACTION, "DoAction", "i", index))
                     return {
                         "done": done,
-                        "action": wanted,
-                        "why": "" if done else f"the application refused its {wanted!r} action",
+                        "action": names[index],
+                        "why": "" if done else f"the application refused its {names[index]!r} action",
                     }
             return {"done": False, "why": f"its actions ({', '.join(names) or 'none'}) include no press"}
         if kind in ("set_text", "append_text"):

@@ -25,6 +25,9 @@ def role_key(role: str) -> str:
     return " ".join(role.replace("-", " ").replace("_", " ").casefold().split())
 
 
+EMPTY_TARGET_STATES = frozenset({"editable", "focusable"})  # kept without a name or text: a field, a list box
+
+
 def kept(node: dict[str, Any], area: Rect) -> Rect | None:
     """The node's box if a person can act on or read it inside `area`; else None. Plain arithmetic before any model:
     this runs for every node of every read."""
@@ -39,6 +42,12 @@ def kept(node: dict[str, Any], area: Rect) -> Rect | None:
     text = node["text"].strip()
     if not text and role_key(node["role"]) in STRUCTURAL_ROLES:
         return None
-    if not text and not node["name"].strip() and not node["editable_text"]:  # an empty field is a place to type
+    if (
+        not text
+        and not node["name"].strip()
+        and not (node["editable_text"] or not EMPTY_TARGET_STATES.isdisjoint(states))
+    ):
+        # An empty field is still a place to type (Chromium's fields say so by their state only), an unnamed list
+        # box still a thing to choose in.
         return None
     return Rect.model_construct(left=x, top=y, width=width, height=height)  # ints from the walk, width/height > 0

@@ -1,4 +1,5 @@
-"""The element types every source fills (the desktop's accessibility tree; later a page's DOM)."""
+"""The element types every source fills: the desktop's accessibility tree (`Element`) and the searcher's page DOM
+(`search.types.PageElement`) are both a `NumberedElement`."""
 
 from __future__ import annotations
 
@@ -8,17 +9,22 @@ from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.imaging.geometry import Point, Rect
 
 
-class Element(BaseModel):
-    """One thing on screen a person can act on or read."""
+class NumberedElement(BaseModel):
+    """A numbered thing on screen: what it is, what it is called, where it is, whatever source read it."""
 
     id: int = Field(description="this element's number, valid with the frame it was read on (pass it as element)")
     role: str = Field(description="what it is, e.g. 'push button', 'entry', 'link', 'heading'")
     name: str = Field(description="its accessible name (a button's label, a field's label)")
+    box: Rect = Field(description="where it is, in the result's space")
+
+
+class Element(NumberedElement):
+    """One thing on screen a person can act on or read, from the accessibility tree."""
+
     text: str = Field("", description="the text it holds (a field's content, a label's text)")
     value: float | None = Field(None, description="its current value (sliders, spin buttons, progress bars)")
     states: list[str] = Field(default_factory=list, description="e.g. focused, checked, editable, selected")
     actions: list[str] = Field(default_factory=list, description="the accessibility actions it offers")
-    box: Rect = Field(description="where it is, in the result's space")
     center: Point = Field(description="where a click on it lands: the centre of its part inside the frame")
     app: str = Field(description="the application it belongs to")
     window: str = Field(description="the title of its top-level window")

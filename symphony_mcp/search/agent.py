@@ -267,7 +267,7 @@ class SearchLoop:
                 raise UnusableAnswerError(f"there is no element {action.element} on this page; the ids are {ids}")
             return found
         wanted = _words(action.element) or action.element.lower()
-        choices = {e.id: _words(e.text) or f"{e.text} {e.kind}".lower() for e in view.elements}
+        choices = {e.id: _words(e.name) or f"{e.name} {e.role}".lower() for e in view.elements}
         match = process.extractOne(wanted, choices, scorer=fuzz.token_set_ratio, score_cutoff=DESCRIPTION_MATCH)
         if match is None:
             raise UnusableAnswerError(
@@ -281,7 +281,7 @@ class SearchLoop:
         try:
             if action.name == "click" and target is not None:
                 await browser.click(target)
-                return f"clicked [{target.id}] {clip(target.text, 80)}"
+                return f"clicked [{target.id}] {clip(target.name, 80)}"
             if action.name == "type" and target is not None and action.text is not None:
                 await browser.type(target, action.text, action.enter)
                 return f"typed into [{target.id}]" + (" and pressed Enter" if action.enter else "")

@@ -223,8 +223,8 @@ class ChromiumBrowser:
     async def type(self, element: PageElement, text: str, enter: bool) -> None:
         """Type into a field (focused by a click, emptied first); into a list (select), choose the option."""
         x, y = self._centre(element)
-        async with self._input("choice" if element.kind == "select" else "click") as page:
-            if element.kind == "select":
+        async with self._input("choice" if element.role == "select" else "click") as page:
+            if element.role == "select":
                 await self._act(page, lambda: self._choose(page, element, x, y, text))
                 return
             await self._act(page, lambda: page.mouse.click(x, y))

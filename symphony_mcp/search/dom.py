@@ -106,7 +106,7 @@ SNAPSHOT_SCRIPT = """
   const width = window.innerWidth, height = window.innerHeight;
   const squash = (text) => (text || '').replace(/\\s+/g, ' ').trim();
   const visible = (el) => !el.checkVisibility || el.checkVisibility({opacityProperty: true, visibilityProperty: true});
-  const kindOf = (el) => {
+  const roleOf = (el) => {
     const role = el.getAttribute('role');
     if (role) return role;
     const tag = el.tagName.toLowerCase();
@@ -121,7 +121,7 @@ SNAPSHOT_SCRIPT = """
     return el.hasAttribute('onclick') && tag !== 'button' ? 'clickable' : tag;
   };
   const cap = (text) => (text.length > maxElementText ? text.slice(0, maxElementText - 1) + '…' : text);
-  const textOf = (el) => {
+  const nameOf = (el) => {
     if (['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName) && !['button', 'submit', 'reset'].includes(el.type)) {
       // A field: its label, then what it holds ("Search: freeze first row").
       const label = squash(el.getAttribute('aria-label') || el.getAttribute('placeholder') || el.getAttribute('title')
@@ -182,7 +182,7 @@ SNAPSHOT_SCRIPT = """
     if (centres.has(centre)) continue;
     centres.add(centre);
     elements.push({
-      kind: kindOf(el), text: textOf(el), href: el.tagName === 'A' ? el.href : null,
+      role: roleOf(el), name: nameOf(el), href: el.tagName === 'A' ? el.href : null,
       left: Math.floor(box.left), top: Math.floor(box.top),
       width: Math.ceil(box.right) - Math.floor(box.left), height: Math.ceil(box.bottom) - Math.floor(box.top),
     });
@@ -241,8 +241,8 @@ def read_snapshot(raw: dict[str, Any]) -> DomSnapshot:
     elements = [
         PageElement(
             id=index,
-            kind=str(item["kind"]),
-            text=str(item["text"]),
+            role=str(item["role"]),
+            name=str(item["name"]),
             href=item.get("href") or None,
             box=Rect(left=item["left"], top=item["top"], width=item["width"], height=item["height"]),
         )

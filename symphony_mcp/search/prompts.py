@@ -56,7 +56,7 @@ def page_block(view: PageView) -> str:
     lines.append("Elements:")
     for element in view.elements:
         target = f" -> {element.href}" if element.href else ""
-        lines.append(f"[{element.id}] {element.kind} {element.text!r}{target}")
+        lines.append(f"[{element.id}] {element.role} {element.name!r}{target}")
     if not view.elements:
         lines.append("(none visible)")
     lines += ["Visible text:", view.text or "(none)"]

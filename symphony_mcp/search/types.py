@@ -13,8 +13,8 @@ from typing import Literal, Protocol
 from PIL import Image
 from pydantic import BaseModel, Field
 
+from symphony_mcp.elements.types import NumberedElement
 from symphony_mcp.errors import InvalidInputError, SymphonyError
-from symphony_mcp.imaging.geometry import Rect
 
 ScrollDirection = Literal["up", "down"]
 SCROLL_STEP_PX = 100  # one unit of scroll(amount): CSS pixels
@@ -74,14 +74,12 @@ class BrowserError(SymphonyError):
     """The browser cannot go on: it did not start, or the page crashed again after being reopened once."""
 
 
-class PageElement(BaseModel):
-    """An interactive element of the visible page, numbered for this view (its mark on the screenshot)."""
+class PageElement(NumberedElement):
+    """An interactive element of the visible page, numbered for this view (its mark on the screenshot): its role is
+    the tag or ARIA role (link, button, textbox, checkbox, select, ...), its name what it says (text, label,
+    placeholder or value, capped), its box in screenshot pixels (CSS pixels of the viewport)."""
 
-    id: int = Field(ge=1)
-    kind: str = Field(description="link, button, textbox, checkbox, select, ... (tag or ARIA role)")
-    text: str = Field(description="what it says: text, label, placeholder or value (capped)")
     href: str | None = None
-    box: Rect = Field(description="in screenshot pixels (CSS pixels of the viewport)")
 
 
 @dataclass

@@ -26,6 +26,7 @@ from playwright.async_api import Error as PlaywrightError
 from Xlib.display import Display
 from Xlib.error import DisplayError as XError
 
+from symphony_mcp.desktop.accessibility import app_arguments, app_environment
 from symphony_mcp.desktop.virtual_display import WINDOW_MANAGER_FIX, has_window_manager, tied_to_this_process
 from symphony_mcp.errors import SymphonyError
 from symphony_mcp.search.chromium import LAUNCH_ARGS
@@ -118,10 +119,10 @@ class TaskWindow:
         self.profile.mkdir(parents=True, exist_ok=True)
         port_file = self.profile / "DevToolsActivePort"
         port_file.unlink(missing_ok=True)
+        browser = app_arguments([self.executable, *LAUNCH_ARGS])  # its page in the accessibility tree (elements)
         command = [
             *tied_to_this_process(),  # a killed runner leaves no browser behind
-            self.executable,
-            *LAUNCH_ARGS,
+            *browser,
             "--kiosk",
             f"--force-device-scale-factor={self.zoom:g}",
             f"--user-data-dir={self.profile}",
@@ -135,7 +136,9 @@ class TaskWindow:
         self.process = subprocess.Popen(
             command,
             # XDG_CONFIG_HOME: the crash handler's database goes into the profile, not ~/.config/chromium.
-            env={**os.environ, "DISPLAY": self.display, "XDG_CONFIG_HOME": str(self.profile / "config")},
+            env=app_environment(
+                {**os.environ, "DISPLAY": self.display, "XDG_CONFIG_HOME": str(self.profile / "config")}
+            ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
