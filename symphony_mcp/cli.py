@@ -179,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
         "what this machine has and lacks for each capability, with fixes",
         "Check what this machine has and lacks for each capability (display, window manager, OCR data, code "
         "confinement, Chromium, model endpoints, the live view, OSWorld's account): one line each, with the "
-        "exact command or setting that fixes it.",
+        "exact command or setting that fixes it. With a remote desktop backend (SYMPHONY_DESKTOP__BACKEND osworld or "
+        "ssh, from the environment or --config) it checks the remote machine instead of this host's display.",
     )
     doctor.add_argument("--config", type=Path, help="TOML or JSON settings file (the server's)")
     doctor.add_argument("--json", action="store_true", help="the findings as JSON, for machines")

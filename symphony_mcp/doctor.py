@@ -3,6 +3,9 @@
 One check per capability (CHECKS), each a bounded probe; they run in parallel, so the whole takes about as long as
 the slowest. A check fails when the default server (or something the settings turn on) cannot work without it, and
 warns when a capability is weaker or absent but the server still runs; `doctor` exits non-zero on any failure.
+On a remote desktop backend (osworld, ssh) the machine the tools act on is checked instead (REMOTE_CHECK), and the
+checks of this host's display, window manager, accessibility tree, code confinement and live view are skipped,
+each saying why.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from symphony_mcp.code.confine import bwrap_fix, choose, weaker_than_bwrap
 from symphony_mcp.config import MODEL_ROLES, ModelRole, Settings
 from symphony_mcp.desktop.accessibility import ACCESSIBILITY_FIX, BUS_LAUNCHER
 from symphony_mcp.desktop.live_view import VIEW_FIX, missing_parts
+from symphony_mcp.desktop.remote.osworld_controller import OsworldController
+from symphony_mcp.desktop.remote.ssh_machine import AgentStartError, HostKeyRefusedError, SshMachine
 from symphony_mcp.desktop.virtual_display import (
     WINDOW_MANAGER_FIX,
     XVFB_FIX,
@@ -33,8 +38,12 @@ from symphony_mcp.elements.atspi_process import BINDINGS_FIX, AtspiProcess
 from symphony_mcp.errors import PolicyError, SymphonyError
 from symphony_mcp.models.endpoints import ResolvedEndpoint, is_configured, resolve_endpoint, setting_name
 
-Status = Literal["ok", "warn", "fail"]
+Status = Literal["ok", "warn", "fail", "skip"]
 MODEL_PROBE_SECONDS = 3.0  # one GET of /models per endpoint: an endpoint slower than this is as good as down here
+# one request to the remote machine (the controller retries a read 3 times; SSH's connect has its own 15 s bound)
+REMOTE_PROBE_SECONDS = 5.0
+_INPUT_PROGRAMS = ("xdotool", "wmctrl", "xprop")  # the OSWorld backend's input, windows and active window
+_MISSING_PROGRAMS = 'for p in "$@"; do command -v -- "$p" >/dev/null || echo "$p"; done'
 
 
 @dataclass(frozen=True)
@@ -239,6 +248,88 @@ def _osworld_account(settings: Settings) -> Verdict:
     return Verdict("ok", f"the task account 'user' ({found.home}) is ready")
 
 
+def _remote_machine(settings: Settings) -> list[Verdict]:
+    desktop = settings.desktop
+    assert desktop.url is not None  # DesktopSettings refuses a remote backend without it
+    if desktop.backend == "osworld":
+        return _osworld_machine(desktop.url)
+    return _ssh_machine(settings)
+
+
+def _osworld_machine(url: str) -> list[Verdict]:
+    """The controller answers /platform and /screen_size, and the VM has the programs the backend runs there.
+    One after the other: parallel requests wedge OSWorld's controller."""
+    controller = OsworldController(url, REMOTE_PROBE_SECONDS)
+    try:
+        return _osworld_probes(controller)
+    finally:
+        controller.close()
+
+
+def _osworld_probes(controller: OsworldController) -> list[Verdict]:
+    try:
+        platform, (width, height) = controller.platform(), controller.screen_size()
+    except (SymphonyError, ValueError, KeyError) as exc:
+        fix = "start the VM and its controller (OSWorld's desktop_env/server/main.py), or set SYMPHONY_DESKTOP__URL"
+        return [
+            Verdict("fail", f"the controller does not answer /platform and /screen_size: {exc}", fix, "controller"),
+            Verdict("skip", "cannot tell: the controller does not answer", "", "programs"),
+        ]
+    answers = Verdict("ok", f"{controller.url} answers: {platform}, screen {width}x{height}", "", "controller")
+    try:
+        missing = controller.check(["sh", "-c", _MISSING_PROGRAMS, "sh", *_INPUT_PROGRAMS], "looking for programs")
+    except SymphonyError as exc:
+        return [
+            answers,
+            Verdict("fail", f"cannot run a command on the VM: {exc}", "restart the VM's controller", "programs"),
+        ]
+    if missing.split():
+        detail = f"the VM lacks {', '.join(missing.split())}: the backend sends input and lists windows with them"
+        return [
+            answers,
+            Verdict("fail", detail, "on the VM: sudo apt-get install -y xdotool wmctrl x11-utils", "programs"),
+        ]
+    return [answers, Verdict("ok", f"{', '.join(_INPUT_PROGRAMS)} are on the VM", "", "programs")]
+
+
+def _ssh_machine(settings: Settings) -> list[Verdict]:
+    """Log in with the host key checked against known_hosts, then start the agent (the machine's python3 with its
+    input module: python-xlib on X11, pyautogui on macOS), which reports the platform and the screen."""
+    desktop = settings.desktop
+    assert desktop.url is not None
+    machine = SshMachine(
+        desktop.url,
+        desktop.ssh_known_hosts,
+        desktop.ssh_key_file,
+        desktop.ssh_python,
+        desktop.ssh_display,
+        REMOTE_PROBE_SECONDS,
+    )
+    logged_in = Verdict("ok", f"logged in to {machine.target}, its host key matching {desktop.ssh_known_hosts}",
+                        "", "connection")  # fmt: skip
+    not_logged_in = Verdict("skip", "cannot tell: not logged in", "", "agent")
+    try:
+        hello = machine.hello()
+    except HostKeyRefusedError as exc:
+        keyscan = f"ssh-keyscan -p {machine.target.port} {machine.target.host}"
+        fix = f"compare `{keyscan}` with the machine's own key, then put its line in {desktop.ssh_known_hosts}"
+        return [Verdict("fail", str(exc), fix, "connection"), not_logged_in]
+    except AgentStartError as exc:
+        fix = (
+            "on the machine: install python3 and python3-xlib (X11; SYMPHONY_DESKTOP__SSH_DISPLAY names its display) "
+            "or pip3 install pyautogui (macOS), or point SYMPHONY_DESKTOP__SSH_PYTHON at a Python that has them"
+        )
+        return [logged_in, Verdict("fail", str(exc), fix, "agent")]
+    except SymphonyError as exc:
+        fix = "start sshd on the machine, check SYMPHONY_DESKTOP__URL and SYMPHONY_DESKTOP__SSH_KEY_FILE"
+        return [Verdict("fail", str(exc), fix, "connection"), not_logged_in]
+    finally:
+        machine.close()
+    width, height = hello.screen
+    runs = f"{desktop.ssh_python} runs the agent: {hello.platform}, screen {width}x{height}"
+    return [logged_in, Verdict("ok", runs, "", "agent")]
+
+
 CHECKS = (
     Check("display", _display),
     Check("window manager", _window_manager),
@@ -252,8 +343,32 @@ CHECKS = (
 )
 
 
-def diagnose(settings: Settings, checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
+REMOTE_CHECK = Check("remote machine", _remote_machine)
+# The checks that judge this host's display and what runs on it: on a remote backend they do not apply, and why.
+LOCAL_ONLY = {
+    "display": "the tools act on the remote machine's screen, not a display of this host",
+    "window manager": "windows are the remote machine's (ssh: not listed)",
+    "accessibility": "the elements tools do not read this host's accessibility tree on a remote backend",
+    "code confinement": "run_code runs on the remote machine, where bubblewrap of this host does not confine it",
+    "live view": "serve --view shows a display of this host, not the remote machine",
+}
+
+
+def checks_for(settings: Settings) -> tuple[Check, ...]:
+    """CHECKS on the local backend; on a remote one, the remote machine's check first and the local-only skipped."""
+    if settings.desktop.backend == "local":
+        return CHECKS
+    return (REMOTE_CHECK, *(_skipped(check) if check.capability in LOCAL_ONLY else check for check in CHECKS))
+
+
+def _skipped(check: Check) -> Check:
+    reason = f"skipped on the {{backend}} backend: {LOCAL_ONLY[check.capability]}"
+    return Check(check.capability, lambda settings: Verdict("skip", reason.format(backend=settings.desktop.backend)))
+
+
+def diagnose(settings: Settings, checks: tuple[Check, ...] | None = None) -> list[Finding]:
     """Every check's findings, in the checks' order; the probes run at once."""
+    checks = checks_for(settings) if checks is None else checks
     with ThreadPoolExecutor(max_workers=len(checks)) as pool:
         results = list(pool.map(lambda check: check.probe(settings), checks))
     findings = []

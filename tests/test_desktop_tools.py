@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,6 +246,7 @@ async def test_screen_info(client: Client) -> None:
     assert info["space"] == "screenshot" and info["frame_id"]  # the pointer is given in a named frame's pixels
     assert len(info["monitors"]) >= 2 and info["default_monitor"] == 1
     assert info["screenshot_size"] == [1280, 720]
+    assert (info["backend"], info["url"], info["platform"]) == ("local", None, sys.platform)  # this host's display
 
 
 async def test_action_history_records_every_action(client: Client, tk_probe: TkProbe) -> None:

@@ -26,9 +26,11 @@ from symphony_mcp.bench.osworld.metrics import load_metric
 from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.doctor import LOCAL_ONLY
 from symphony_mcp.errors import RemoteActionError
 from testkit.desktop_apps import gtk_probe
 from testkit.display import SCREEN
+from testkit.doctor import run_doctor
 from testkit.mcp_calls import call_error, call_ok, run_code
 from testkit.osworld_controller.app import Faults
 from testkit.osworld_controller.process import VM_MARKER, RunningController, running_controller
@@ -305,6 +307,44 @@ async def test_parallel_tool_calls_do_not_wedge_the_vm(tmp_path: Path, xdisplay:
             assert answers[4]["stdout"] == "42\n"
         assert (vm.home / "runs.txt").read_text().splitlines() == ["ran"]  # run once
         wait_for(lambda: httpx.get(vm.url + "/cursor_position", timeout=3).json() == [50, 60])
+
+
+async def test_screen_info_names_the_vm_not_this_hosts_display(vm: RunningController, xdisplay: VirtualDisplay) -> None:
+    env = base_env(SYMPHONY_DESKTOP__BACKEND="osworld", SYMPHONY_DESKTOP__URL=vm.url, DISPLAY=xdisplay.name)
+    async with Client(stdio_params(env=env)) as client:
+        info = await call_ok(client, "screen_info", space="screen")
+    machine = {key: info[key] for key in ("backend", "url", "platform", "display")}
+    assert machine == {"backend": "osworld", "url": vm.url, "platform": "linux", "display": None}  # /platform: Linux
+    assert (info["screen_rect"]["width"], info["screen_rect"]["height"]) == SCREEN
+
+
+def test_doctor_checks_the_vm_and_fails_with_the_fix_once_its_controller_stops(
+    vm: RunningController, tmp_path: Path
+) -> None:
+    env = base_env(
+        SYMPHONY_DESKTOP__BACKEND="osworld", SYMPHONY_DESKTOP__URL=vm.url, OSWORLD_USER_RECORD=str(tmp_path / "none")
+    )
+    status, found = run_doctor(env)
+    assert status == 0, found
+    controller, programs = found["remote machine (controller)"], found["remote machine (programs)"]
+    assert (
+        controller["status"] == "ok"
+        and f"{vm.url} answers: linux, screen {SCREEN[0]}x{SCREEN[1]}" in controller["detail"]
+    )
+    assert programs["status"] == "ok" and "xdotool, wmctrl, xprop" in programs["detail"]
+    assert {name: found[name]["status"] for name in LOCAL_ONLY} == dict.fromkeys(LOCAL_ONLY, "skip")
+    assert "skipped on the osworld backend" in found["display"]["detail"]
+    vm.process.terminate()
+    vm.process.wait(timeout=10)
+    status, found = run_doctor(env)
+    controller = found["remote machine (controller)"]
+    assert (
+        status == 3
+        and controller["status"] == "fail"
+        and f"the controller at {vm.url} cannot be reached" in controller["detail"]
+    )
+    assert controller["fix"].startswith("start the VM and its controller")
+    assert found["remote machine (programs)"]["status"] == "skip"
 
 
 def test_the_osworld_backend_without_a_url_is_refused_saying_which_setting(monkeypatch: pytest.MonkeyPatch) -> None:

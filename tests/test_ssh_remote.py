@@ -25,8 +25,10 @@ from PIL import Image
 from symphony_mcp.desktop.remote.ssh_machine import HostKeyRefusedError, SshMachine
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.desktop.x11_windows import X11WindowManager
+from symphony_mcp.doctor import LOCAL_ONLY
 from symphony_mcp.errors import DisplayUnavailableError
 from testkit.display import SCREEN
+from testkit.doctor import run_doctor
 from testkit.mcp_calls import call_error, call_ok, run_code
 from testkit.server_process import base_env, stdio_params
 from testkit.sshd import RunningSshd, keygen, running_sshd, sshd_unavailable, stop_sessions
@@ -189,6 +191,39 @@ async def test_the_server_refuses_a_machine_with_a_wrong_host_key(
         assert "does not match" in error and "refused" in error
         error = await call_error(client, "run_code", language="bash", code="echo hi")
         assert "does not match" in error
+
+
+async def test_screen_info_names_the_machine_not_this_hosts_display(
+    sshd: RunningSshd, xdisplay: VirtualDisplay
+) -> None:
+    env = serve_env(sshd, xdisplay.name, DISPLAY=":219")  # this host's DISPLAY, no X server: never the machine's
+    async with Client(stdio_params(env=env)) as client:
+        info = await call_ok(client, "screen_info", space="screen")
+    machine = {key: info[key] for key in ("backend", "url", "platform", "display")}
+    assert machine == {"backend": "ssh", "url": sshd.url, "platform": "linux", "display": xdisplay.name}
+    assert (info["screen_rect"]["width"], info["screen_rect"]["height"]) == SCREEN
+
+
+def test_doctor_logs_in_starts_the_agent_and_refuses_a_wrong_host_key_with_the_fix(
+    sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path
+) -> None:
+    env = serve_env(sshd, xdisplay.name, OSWORLD_USER_RECORD=str(tmp_path / "none"))
+    status, found = run_doctor(env)
+    assert status == 0, found
+    assert found["remote machine (connection)"]["status"] == "ok"
+    agent = found["remote machine (agent)"]
+    assert agent["status"] == "ok" and f"linux, screen {SCREEN[0]}x{SCREEN[1]}" in agent["detail"]
+    assert {name: found[name]["status"] for name in LOCAL_ONLY} == dict.fromkeys(LOCAL_ONLY, "skip")
+    other = keygen(tmp_path / "other_host_key").split()
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {other[0]} {other[1]}\n")
+    status, found = run_doctor({**env, "SYMPHONY_DESKTOP__SSH_KNOWN_HOSTS": str(wrong)})
+    connection = found["remote machine (connection)"]
+    assert status == 3 and connection["status"] == "fail" and "does not match" in connection["detail"]
+    assert connection["fix"] == (
+        f"compare `ssh-keyscan -p {sshd.port} 127.0.0.1` with the machine's own key, then put its line in {wrong}"
+    )
+    assert found["remote machine (agent)"]["status"] == "skip"
 
 
 def test_an_agent_that_cannot_start_says_why(sshd: RunningSshd) -> None:

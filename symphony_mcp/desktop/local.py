@@ -17,7 +17,7 @@ from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.input_device import InputDevice
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.launcher import launch, plan_launch
-from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import Launched, MachineInfo, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
@@ -56,6 +56,9 @@ class LocalDesktop:
         self._window_manager: Any = None
 
     # --- screen -------------------------------------------------------------------------------
+    def machine(self) -> MachineInfo:
+        return MachineInfo(backend="local", url=None, platform=sys.platform, display=os.environ.get("DISPLAY"))
+
     def monitors(self) -> list[MonitorInfo]:
         return self._capturer.monitors()
 

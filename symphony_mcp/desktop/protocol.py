@@ -10,11 +10,15 @@ from typing import Protocol
 
 from PIL import Image
 
-from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import Launched, MachineInfo, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.imaging.geometry import Point, Rect
 
 
 class Desktop(Protocol):
+    def machine(self) -> MachineInfo:
+        """The machine the tools act on (screen_info reports it): this host's, or the remote one's."""
+        ...
+
     def monitors(self) -> list[MonitorInfo]: ...
     def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
         """The area's pixels; with `size` (no larger than the area), downscaled to it with the box filter of

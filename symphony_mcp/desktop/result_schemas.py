@@ -27,8 +27,10 @@ class ScreenshotInfo(Placed):
 
 
 class ScreenInfo(Placed):
-    platform: str
-    display: str | None
+    backend: str = Field(description="local: this host's display; osworld or ssh: the remote machine at url")
+    url: str | None = Field(description="the remote machine's address; None on the local backend")
+    platform: str = Field(description="the platform of the machine the tools act on (sys.platform's names)")
+    display: str | None = Field(description="that machine's X display, when known")
     monitors: list[MonitorInfo] = Field(description="0 is all monitors together, 1.. the physical ones")
     default_monitor: int
     screen_rect: Rect = Field(description="the whole screen in absolute screen pixels")

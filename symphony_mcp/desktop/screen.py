@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 
 from PIL import Image
 
@@ -82,14 +80,16 @@ class Screen:
         return CallerSpace(space=space, frame_id=named, mapping=mapping, screen=screen)
 
     async def screen_info(self) -> ScreenInfo:
-        monitors, cursor = await self.thread.run(lambda d: (d.monitors(), d.cursor()))
+        machine, monitors, cursor = await self.thread.run(lambda d: (d.machine(), d.monitors(), d.cursor()))
         default = self.display_settings.monitor
         if default >= len(monitors):
             default = 1
         mapping = self._default_mapping(monitors[default].screen_rect)
         return ScreenInfo(
-            platform=sys.platform,
-            display=os.environ.get("DISPLAY"),
+            backend=machine.backend,
+            url=machine.url,
+            platform=machine.platform,
+            display=machine.display,
             monitors=monitors,
             default_monitor=default,
             screen_rect=monitors[0].screen_rect,

@@ -19,6 +19,15 @@ class MonitorInfo(BaseModel):
     primary: bool = False
 
 
+class MachineInfo(BaseModel):
+    """Which machine a desktop is: the backend that reaches it, its address, its platform and its X display."""
+
+    backend: Literal["local", "osworld", "ssh"]
+    url: str | None = Field(description="the remote machine's address; None for this host's display")
+    platform: str = Field(description="the machine's sys.platform name: linux, darwin, win32")
+    display: str | None = Field(description="the machine's X display, when known")
+
+
 class Launched(BaseModel):
     """A program open_app started: its process, its command line, and for a file the application chosen."""
 

@@ -22,7 +22,7 @@ from PIL import Image
 
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
-from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import Launched, MachineInfo, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.x11_input import KEY_NAMES, keysym_name
 from symphony_mcp.errors import InvalidInputError, PolicyError, RemoteActionError, clip
 from symphony_mcp.imaging.downscale import downscale
@@ -78,8 +78,16 @@ class OsworldDesktop:
         self._click_interval = click_interval
         self._programs = programs or ProgramAllowList()
         self._screen: Rect | None = None
+        self._machine: MachineInfo | None = None
 
     # --- screen -------------------------------------------------------------------------------
+    def machine(self) -> MachineInfo:
+        """The VM as its controller describes it; the controller does not name the VM's X display."""
+        if self._machine is None:
+            platform = self._controller.platform()
+            self._machine = MachineInfo(backend="osworld", url=self._controller.url, platform=platform, display=None)
+        return self._machine
+
     def _screen_rect(self) -> Rect:
         if self._screen is None:
             width, height = self._controller.screen_size()

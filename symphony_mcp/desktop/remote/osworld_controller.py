@@ -24,6 +24,7 @@ _RETRY_PAUSE_SECONDS = 0.3
 ACCESSIBILITY_SECONDS = 120  # a Chromium page and a GTK window took 1.85 s upstream; a big Calc sheet far longer
 COMMAND_SECONDS = 120  # the controller's own bound on one /execute
 _ANSWER_MARGIN_SECONDS = 15  # beyond a command's bound, for the controller to answer
+_SYS_PLATFORMS = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class OsworldController:
     def screen_size(self) -> tuple[int, int]:
         answer = self._request("POST", "/screen_size", idempotent=True).json()
         return int(answer["width"]), int(answer["height"])
+
+    def platform(self) -> str:
+        """The machine's OS as Python's sys.platform names it (the controller answers platform.system(): Linux)."""
+        system = self._request("GET", "/platform", idempotent=True).text.strip()
+        return _SYS_PLATFORMS.get(system, system.lower())
 
     def cursor(self) -> tuple[int, int]:
         x, y = self._request("GET", "/cursor_position", idempotent=True).json()

@@ -20,7 +20,7 @@ from PIL import Image
 
 from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.remote.ssh_machine import SshMachine
-from symphony_mcp.desktop.types import Launched, MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.desktop.types import Launched, MachineInfo, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.desktop.x11_input import KEY_NAMES, keysym_name
 from symphony_mcp.errors import InvalidInputError, PolicyError, RemoteActionError, clip
 from symphony_mcp.imaging.downscale import downscale
@@ -62,6 +62,15 @@ class SshDesktop:
         return self._machine.hello().platform == "darwin"
 
     # --- screen -------------------------------------------------------------------------------
+    def machine(self) -> MachineInfo:
+        """The machine as its agent reports it; the X display the agent uses on X11 (a Mac has none)."""
+        return MachineInfo(
+            backend="ssh",
+            url=str(self._machine.target),
+            platform=self._machine.hello().platform,
+            display=None if self._mac else self._display,
+        )
+
     def _screen_rect(self) -> Rect:
         width, height = self._machine.hello().screen
         return Rect(left=0, top=0, width=width, height=height)

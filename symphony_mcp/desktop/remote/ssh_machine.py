@@ -37,6 +37,10 @@ class HostKeyRefusedError(DisplayUnavailableError):
     """The machine's host key is not the one known_hosts holds for it, or known_hosts holds none."""
 
 
+class AgentStartError(DisplayUnavailableError):
+    """Logged in, but the agent did not start: the machine's python3, its input module, or its display is missing."""
+
+
 @dataclass(frozen=True)
 class Target:
     user: str
@@ -183,7 +187,7 @@ class SshMachine:
         try:
             reply, _ = self._exchange({"op": "hello"}, "starting the agent")
         except EOFError as exc:
-            raise DisplayUnavailableError(
+            raise AgentStartError(
                 f"the agent did not start on {self.target} ({self._python}, DISPLAY {self._display} on X11): {exc}"
             ) from None
         self._hello = AgentHello(platform=reply["platform"], screen=tuple(reply["screen"]), pid=reply["pid"])
