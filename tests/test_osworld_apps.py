@@ -85,16 +85,14 @@ async def test_chrome_vlc_and_gimp_tasks_score_1_solved_and_0_left_alone(
     assert "youtube" in scored[CHROME_HISTORY].detail
 
 
-def test_osworlds_own_controller_gets_its_answers_from_the_environment(
-    task_user: str, xdisplay: Any, tmp_path: Path
-) -> None:
+def test_osworlds_own_controller_gets_its_answers_from_the_environment(task_user: str, tmp_path: Path) -> None:
     """OSWorld's PythonController, unchanged, against the in-VM server stand-in: each answer comes from inside the
     environment as the task user; bad requests get the server's error answers and the server goes on."""
     from desktop_env.controllers.python import PythonController
 
     user = find_task_user(task_user, "password")
     assert not isinstance(user, str), user
-    sandbox = Sandbox.start(user, xdisplay.name)
+    sandbox = Sandbox.start(user)
     sandbox.wait_ready()
     offline = tmp_path / "osworld-cache"  # a copy of OSWorld's cache holding one gold file, as its harness leaves it
     (offline / "task-1").mkdir(parents=True)
@@ -119,6 +117,16 @@ def test_osworlds_own_controller_gets_its_answers_from_the_environment(
             assert launched.status_code == 200, launched.text
             wait_for(lambda: controller.get_vm_window_size("OSWorldProbe") is not None, timeout=20)
             assert controller.get_vm_window_size("NoSuchClass") is None
+            # The environment's address, as a VM's: the server answers there (some getters post to it themselves)
+            # and so does what a task serves on OSWorld's fixed ports (Chrome's DevTools, VLC's HTTP interface).
+            assert (env.vm_ip, env.server_port) == (sandbox.vm_ip, 5000)
+            served = requests.post(
+                f"{env.http_server}/setup/launch",
+                json={"command": ["python3", "-m", "http.server", str(env.chromium_port), "--bind", env.vm_ip]},
+                timeout=10,
+            )
+            assert served.status_code == 200, served.text
+            wait_for(lambda: _answers(f"http://{env.vm_ip}:{env.chromium_port}/"), timeout=20)
             # OSWorld's own getters on the same env: a command's stdout and stderr, a file into the cache.
             assert load_getter("vm_command_line")(env, {"command": "whoami", "shell": True}) == "user\n"
             assert load_getter("vm_command_error")(env, {"command": "ls /nowhere", "shell": True})
@@ -141,3 +149,10 @@ def test_osworlds_own_controller_gets_its_answers_from_the_environment(
         assert not Path("/home/user/Desktop/made").exists()  # it happened inside the environment only
     finally:
         sandbox.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False

@@ -26,11 +26,6 @@ from symphony_mcp.bench.osworld.offline import cloud_copy
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.bench.osworld.vm_server import VmServer
 
-# Where OSWorld's getters find the environment: its VM's address. Until each environment has a network of its own,
-# the host's loopback; the ports are OSWorld's, which its task JSONs hard-code (`socat tcp-listen:9222`).
-VM_ADDRESS = "127.0.0.1"
-CHROMIUM_PORT = 9222
-VLC_PORT = 8080
 # The stand-in server answers at once and the same way every time: OSWorld's controller need not wait 5 s between tries.
 RETRY_SECONDS = 0.2
 
@@ -43,8 +38,8 @@ class GetterEnv:
     server_port: int
     cache_dir: str
     controller: Any  # desktop_env.controllers.python.PythonController
-    chromium_port: int = CHROMIUM_PORT
-    vlc_port: int = VLC_PORT
+    chromium_port: int
+    vlc_port: int
     vm_platform: str = "Linux"
     current_use_proxy: bool = False
     http_server: str = field(init=False)
@@ -80,10 +75,26 @@ def getter_env(context: GetterContext) -> Iterator[GetterEnv]:
     from desktop_env.controllers.python import PythonController  # desktop-env is optional (the osworld extra)
 
     context.cache_dir.mkdir(parents=True, exist_ok=True)
-    with VmServer(context.sandbox, context.screen_size, VM_ADDRESS) as server:
-        controller = PythonController(VM_ADDRESS, server.port)
-        controller.retry_interval = RETRY_SECONDS
-        yield GetterEnv(VM_ADDRESS, server.port, str(context.cache_dir), controller)
+    network = context.sandbox.network
+    assert network is not None, "the sandbox is not ready"
+    # The server runs here on the host's end of the environment's link and answers at vm_ip:5000 through a relay
+    # inside, where OSWorld's getters post (some build the URL themselves) and beside Chrome's and VLC's ports.
+    with VmServer(context.sandbox, context.screen_size, network.host_ip) as server:
+        relay = context.sandbox.expose(network.server_port, server.port)
+        try:
+            controller = PythonController(network.vm_ip, network.server_port)
+            controller.retry_interval = RETRY_SECONDS
+            yield GetterEnv(
+                network.vm_ip,
+                network.server_port,
+                str(context.cache_dir),
+                controller,
+                chromium_port=network.chromium_port,
+                vlc_port=network.vlc_port,
+            )
+        finally:
+            relay.kill()
+            relay.wait()
 
 
 def get(env: GetterEnv, context: GetterContext, config: dict[str, Any]) -> Any:

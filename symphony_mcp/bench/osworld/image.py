@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from symphony_mcp.bench.osworld.network import VLC_PORT
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,6 @@ CHROME_BINARY = "/opt/google/chrome/chrome"
 CHROME_COMMAND = "/usr/bin/google-chrome"
 CHROME_PROFILE = ".config/google-chrome"  # in the task user's home
 CHROME_FLAGS = "--no-first-run --no-default-browser-check --password-store=basic"
-VLC_PORT = 8080  # OSWorld's DesktopEnv vlc_port
 VLC_PASSWORD = "password"  # what OSWorld's get_vlc_playing_info sends
 # vlcrc lines as VLC writes them by default -> as OSWorld's image has them.
 VLC_SETTINGS = {

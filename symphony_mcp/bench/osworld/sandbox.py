@@ -38,7 +38,7 @@ from pathlib import Path
 
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.desktop import Desktop, desktop_problem, start_desktop
-from symphony_mcp.bench.osworld.loopback import relay
+from symphony_mcp.bench.osworld.loopback import expose, relay
 from symphony_mcp.bench.osworld.network import EnvironmentNetwork, connect, network_problem
 from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
@@ -152,6 +152,12 @@ class Sandbox:
         if port not in self.relays:
             self.relays[port], inside = relay(self.command, self.env(), self.init_pid, port)
             self.children.append(inside)
+
+    def expose(self, port: int, host_port: int) -> subprocess.Popen[bytes]:
+        """Make vm_ip:`port` lead to the host's host_port on its end of the link (a service the host runs for the
+        environment, e.g. the in-VM server's stand-in); the caller ends the returned relay."""
+        assert self.network is not None, "the sandbox is not ready"
+        return expose(self.command, self.env(), self.init_pid, (self.vm_ip, port), (self.network.host_ip, host_port))
 
     def command(self, argv: Sequence[str], *, cwd: str | None = None, as_root: bool = False) -> list[str]:
         """`argv` run inside the environment, as the task user (or its root, as after sudo), from `cwd` (the
