@@ -96,6 +96,8 @@ class ElementReader:
         """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order.
         `frame`: the whole screen captured just now, when the caller has one (else it is captured here): its tiles
         tell which kept trees still hold."""
+        if self.unavailable is not None:  # before the task group below, which would wrap the refusal
+            raise DisplayUnavailableError(self.unavailable)
         area = view.area if region is None else region.intersect(view.area)
         if area is None:
             raise InvalidInputError(f"region {region and region.describe()} is outside the frame looked at")
