@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -56,22 +55,29 @@ class Reading:
     elements: dict[int, tuple[int, Element]]  # id -> (the helper's ref, the element in screen pixels)
 
 
+class TreeSource(Protocol):
+    """Where the nodes come from: this display's AT-SPI helper, or a remote machine's tree (osworld_source.py).
+    Both answer the helper's requests (atspi_helper.py); `tree` may answer OSWorld's XML itself as `xml`."""
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 class ElementReader:
     def __init__(
         self,
         screen: Screen,
         actions: DesktopActions,
-        process: AtspiProcess | None = None,
+        process: TreeSource | None = None,
         unavailable: str | None = None,
-        remote_tree: Callable[[], str] | None = None,
     ) -> None:
-        """`unavailable`: why this desktop's tree cannot be read (a remote backend); every read then refuses, but
-        for `osworld_tree`, which `remote_tree` answers with the remote machine's own XML when given."""
+        """`process`: the tree source (this display's AT-SPI helper when None); `unavailable`: why this desktop's
+        tree cannot be read (a remote machine without one), every read then refuses."""
         self.screen = screen
         self.unavailable = unavailable
-        self.remote_tree = remote_tree
         self.actions = actions
-        self.process = process or AtspiProcess()
+        self.process: TreeSource = process or AtspiProcess()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
         # The window list and the screen's tile digests it was read with: while every pixel stays the same, no window
         # was opened, closed, moved or retitled (its title bar would show it), and the list is not read again.
@@ -213,8 +219,6 @@ class ElementReader:
 
     async def osworld_tree(self) -> str:
         """The whole tree as OSWorld's controller returns it (XML; osworld_tree.py says what it holds)."""
-        if self.remote_tree is not None:
-            return await anyio.to_thread.run_sync(self.remote_tree)
         answer = await self._request(
             {
                 "op": "tree",
@@ -225,7 +229,7 @@ class ElementReader:
             },
             timeout=osworld_tree.WALK_SECONDS + 10,
         )
-        return osworld_tree.tree_xml(answer)
+        return answer["xml"] if "xml" in answer else osworld_tree.tree_xml(answer)  # a remote source's own XML
 
     def close(self) -> None:
         self.process.close()
