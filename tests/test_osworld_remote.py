@@ -287,9 +287,12 @@ def named(result: dict, name: str) -> dict:
     return found[0]
 
 
-async def test_elements_are_the_vms_own_read_from_its_controllers_tree(remote: Client, tmp_path: Path) -> None:
+async def test_elements_are_the_vms_own_read_from_its_controllers_tree(
+    remote: Client, tmp_path: Path, tk_probe: TkProbe
+) -> None:
     """The server has no display of its own: the elements come from the VM's /accessibility XML, with the boxes GTK
-    gives its widgets on the VM; a box from the result, passed unchanged to click, lands on its button."""
+    gives its widgets on the VM; a box from the result, passed unchanged to click, lands on its button; the VM's
+    Tk window, which has no tree, is named as such."""
     with gtk_probe(tmp_path, "Tree Probe") as gtk:
         tree = await remote.read_resource("screen://accessibility_tree")  # the VM's own XML, as OSWorld reads it
         xml = tree.contents[0].text  # type: ignore[union-attr]
@@ -302,6 +305,8 @@ async def test_elements_are_the_vms_own_read_from_its_controllers_tree(remote: C
             assert (element["role"], element["box"]) == (role, boxes[name]), name
             assert element["window"] == "Tree Probe"
         assert result["cut"] is None and result["total"] == len(result["elements"])
+        unread = {w["title"] for w in result["windows_without_tree"]}
+        assert "Symphony Probe" in unread and "Tree Probe" not in unread
         box = named(result, "Cancel")["box"]
         await call_ok(remote, "click", x=box["left"] + box["width"] // 2, y=box["top"] + box["height"] // 2,
                       space="screen")  # fmt: skip

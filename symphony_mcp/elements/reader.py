@@ -102,6 +102,8 @@ class ElementReader:
         """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order.
         `frame`: the whole screen captured just now, when the caller has one (else it is captured here): its tiles
         tell which kept trees still hold."""
+        if self.unavailable is not None:  # before the task group, which would wrap the error in an ExceptionGroup
+            raise DisplayUnavailableError(self.unavailable)
         area = view.area if region is None else region.intersect(view.area)
         if area is None:
             raise InvalidInputError(f"region {region and region.describe()} is outside the frame looked at")
@@ -239,7 +241,7 @@ def _windows_without_tree(
     windows: list[WindowInfo], apps: list[dict[str, Any]], nodes: list[dict[str, Any]], area: Rect
 ) -> list[UnreadWindow]:
     """Windows in the area that no application's tree accounts for (by process or by window title)."""
-    pids = {app["pid"] for app in apps}
+    pids = {app["pid"] for app in apps if app["pid"] is not None}  # a remote machine's tree names no processes
     titles = {node["window"] for node in nodes}
     return [
         UnreadWindow(title=w.title, app=w.app, pid=w.pid, reason=NO_TREE)
