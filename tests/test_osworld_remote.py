@@ -312,7 +312,9 @@ async def test_elements_are_the_vms_own_read_from_its_controllers_tree(
                       space="screen")  # fmt: skip
         gtk.wait(lambda s: s["clicks"]["Cancel"] == 1)
 
-        shown = await remote.call_tool("elements", {"window": "Tree Probe", "max": 3})
+        shown = await remote.call_tool("elements", {"window": "Tree Probe", "max": 3, "annotate": True})
+        marked = Image.open(io.BytesIO(base64.b64decode(shown.content[0].data)))  # type: ignore[union-attr]
+        assert marked.width * SCREEN[1] == marked.height * SCREEN[0]  # the VM's whole screen, its elements marked
         text = shown.content[-1].text  # type: ignore[union-attr]
         assert len(text.splitlines()) == 4 and "3 of" in text.splitlines()[0], text  # a heading and 3 lines
 

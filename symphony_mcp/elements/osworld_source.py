@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from symphony_mcp.elements import osworld_tree
 from symphony_mcp.elements.osworld_tree import NAMESPACES
 from symphony_mcp.errors import DisplayUnavailableError, clip
 
@@ -95,7 +96,7 @@ class OsworldTreeSource:
             return gone
         read = nodes[ref]
         key = (read["app"], read["window"], read["role"], read["name"])
-        now, _ = _nodes(self.xml(), len(nodes) * 2 + 1)
+        now, _ = _nodes(self.xml(), osworld_tree.MAX_NODES)
         same = [n for n in now if (n["app"], n["window"], n["role"], n["name"]) == key]
         if not same:
             return gone
