@@ -337,6 +337,16 @@ async def test_acting_by_element_id_on_the_vm_goes_through_the_pointer(remote: C
     assert f"element {field['id']}" in error and "call elements again" in error
 
 
+async def test_a_vm_whose_tree_cannot_be_read_gets_the_controllers_reason(
+    tmp_path: Path, xdisplay: VirtualDisplay
+) -> None:
+    with faulty_vm(tmp_path, accessibility_500=True) as vm:
+        async with connected(vm) as client:
+            error = await call_error(client, "elements")
+            assert "GET /accessibility" in error and "HTTP 500" in error and "accessibility bus" in error, error
+            await call_ok(client, "screenshot")  # the server lives on
+
+
 async def test_the_coder_says_why_it_does_not_act_on_the_vm(remote: Client) -> None:
     error = await call_error(remote, "code_agent", task="count the files in ~")
     assert "run_code runs blocks on the remote machine" in error

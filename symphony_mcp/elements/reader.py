@@ -24,7 +24,7 @@ from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
 from symphony_mcp.elements.screen_tiles import tile_digests
 from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
-from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, clip
+from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, SymphonyError, clip
 from symphony_mcp.imaging.geometry import Point, Rect
 
 MAX_NODES = 4000  # the walk's cap on candidate nodes
@@ -102,7 +102,7 @@ class ElementReader:
         """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order.
         `frame`: the whole screen captured just now, when the caller has one (else it is captured here): its tiles
         tell which kept trees still hold."""
-        if self.unavailable is not None:  # before the task group, which would wrap the error in an ExceptionGroup
+        if self.unavailable is not None:  # before the screen is captured for nothing
             raise DisplayUnavailableError(self.unavailable)
         area = view.area if region is None else region.intersect(view.area)
         if area is None:
@@ -122,21 +122,24 @@ class ElementReader:
                 windows = []
             self._windows = (tiles["digests"], windows)
 
-        async with anyio.create_task_group() as group:
-            if windows is None:  # the window list (X queries, 30-80 ms) while the helper reads
-                group.start_soon(list_windows)
-            answer = await self._request(
-                {
-                    "op": "read",
-                    "max_nodes": MAX_NODES,
-                    "max_depth": MAX_DEPTH,
-                    "seconds": WALK_SECONDS,
-                    "screen": [screen.left, screen.top, screen.width, screen.height],
-                    "tiles": tiles,
-                    "known": self._nodes[0] if self._nodes is not None else None,
-                },
-                timeout=WALK_SECONDS + 10,
-            )
+        try:
+            async with anyio.create_task_group() as group:
+                if windows is None:  # the window list (X queries, 30-80 ms) while the helper reads
+                    group.start_soon(list_windows)
+                answer = await self._request(
+                    {
+                        "op": "read",
+                        "max_nodes": MAX_NODES,
+                        "max_depth": MAX_DEPTH,
+                        "seconds": WALK_SECONDS,
+                        "screen": [screen.left, screen.top, screen.width, screen.height],
+                        "tiles": tiles,
+                        "known": self._nodes[0] if self._nodes is not None else None,
+                    },
+                    timeout=WALK_SECONDS + 10,
+                )
+        except* SymphonyError as failed:  # the source's own error, as it said it (the window listing catches its own)
+            raise failed.exceptions[0] from None
         nodes: list[dict[str, Any]] | None = answer["nodes"]
         if nodes is None:  # the same as the helper's last reading's, which the helper knows we have
             assert self._nodes is not None
