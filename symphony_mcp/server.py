@@ -39,6 +39,7 @@ from symphony_mcp.desktop.remote.ssh_machine import SshMachine
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
+from symphony_mcp.elements.osworld_source import OsworldTreeSource
 from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
@@ -66,9 +67,8 @@ log = logging.getLogger(__name__)
 TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 REMOTE_TREE_REASON = (
-    "they read the accessibility tree of this host's display, and the remote machine's tree is not turned into "
-    "elements yet; use screenshot, find_text or locate there (on an OSWorld VM the resource "
-    "screen://accessibility_tree serves the VM's own tree, OSWorld's XML)"
+    "they read the accessibility tree of this host's display, and an SSH machine's tree is not read over SSH; "
+    "use screenshot, find_text or locate there (on the osworld backend they read the VM's tree)"
 )
 REMOTE_CODER_REASON = (
     "the Coder reads the machine's facts and changed files on this host; run_code runs blocks on the remote machine"
@@ -161,11 +161,12 @@ def build_server(settings: Settings) -> SymphonyServer:
         unavailable=_remote_refusal(settings, "code_agent", REMOTE_CODER_REASON),
     )
     searcher = TutorialSearcher(desktop_screen, recorder, models, tasks, settings.search)
+    tree_source = _remote_tree_source(settings)
     element_reader = ElementReader(
         desktop_screen,
         desktop_actions,
-        unavailable=_remote_refusal(settings, "the elements tools", REMOTE_TREE_REASON),
-        remote_tree=_remote_tree(settings),
+        process=tree_source,
+        unavailable=None if tree_source else _remote_refusal(settings, "the elements tools", REMOTE_TREE_REASON),
     )
 
     @asynccontextmanager
@@ -258,11 +259,12 @@ def _machine(
     return lambda: LocalDesktop(settings.input, layout, programs), local
 
 
-def _remote_tree(settings: Settings) -> Callable[[], str] | None:
-    """The remote machine's accessibility tree in OSWorld's XML, read by its controller (None on the local backend)."""
+def _remote_tree_source(settings: Settings) -> OsworldTreeSource | None:
+    """The OSWorld VM's accessibility tree, read by its controller (None elsewhere: this display's AT-SPI helper,
+    or no tree on an SSH machine)."""
     if settings.desktop.backend != "osworld" or settings.desktop.url is None:
         return None
-    return controller_for(settings.desktop.url, settings.desktop.timeout_seconds).accessibility_tree
+    return OsworldTreeSource(controller_for(settings.desktop.url, settings.desktop.timeout_seconds).accessibility_tree)
 
 
 def _remote_refusal(settings: Settings, what: str, reason: str) -> str | None:

@@ -281,13 +281,73 @@ async def test_code_runs_on_the_vm_never_on_the_host(remote: Client, vm: Running
     assert slow["killed"] is True and slow["kill_reason"] == "timeout"
 
 
-async def test_elements_and_the_coder_say_why_they_do_not_act_on_the_vm(remote: Client, tmp_path: Path) -> None:
-    with gtk_probe(tmp_path, "Tree Probe"):
+def named(result: dict, name: str) -> dict:
+    found = [e for e in result["elements"] if e["name"] == name]
+    assert len(found) == 1, f"{name!r}: {[(e['role'], e['name']) for e in result['elements']]}"
+    return found[0]
+
+
+async def test_elements_are_the_vms_own_read_from_its_controllers_tree(
+    remote: Client, tmp_path: Path, tk_probe: TkProbe
+) -> None:
+    """The server has no display of its own: the elements come from the VM's /accessibility XML, with the boxes GTK
+    gives its widgets on the VM; a box from the result, passed unchanged to click, lands on its button; the VM's
+    Tk window, which has no tree, is named as such."""
+    with gtk_probe(tmp_path, "Tree Probe") as gtk:
         tree = await remote.read_resource("screen://accessibility_tree")  # the VM's own XML, as OSWorld reads it
-    xml = tree.contents[0].text  # type: ignore[union-attr]
-    assert check_accessibility_tree(xml, [{"xpath": '//frame[@name="Tree Probe"]//push-button[@name="ONE"]'}]) == 1.0
-    error = await call_error(remote, "elements")
-    assert "cannot act on the osworld machine" in error and "find_text" in error
+        xml = tree.contents[0].text  # type: ignore[union-attr]
+        assert check_accessibility_tree(xml, [{"xpath": '//frame[@name="Tree Probe"]//push-button[@name="ONE"]'}])
+        result = await call_ok(remote, "elements", space="screen", window="Tree Probe")
+        boxes = gtk.state()["widgets"]
+        for name, role in (("Save file", "push button"), ("Cancel", "push button"), ("ONE", "push button"),
+                           ("Search box", "text"), ("Section #1", "label")):  # fmt: skip
+            element = named(result, name)
+            assert (element["role"], element["box"]) == (role, boxes[name]), name
+            assert element["window"] == "Tree Probe"
+        assert result["cut"] is None and result["total"] == len(result["elements"])
+        unread = {w["title"] for w in result["windows_without_tree"]}
+        assert "Symphony Probe" in unread and "Tree Probe" not in unread
+        box = named(result, "Cancel")["box"]
+        await call_ok(remote, "click", x=box["left"] + box["width"] // 2, y=box["top"] + box["height"] // 2,
+                      space="screen")  # fmt: skip
+        gtk.wait(lambda s: s["clicks"]["Cancel"] == 1)
+
+        shown = await remote.call_tool("elements", {"window": "Tree Probe", "max": 3, "annotate": True})
+        marked = Image.open(io.BytesIO(base64.b64decode(shown.content[0].data)))  # type: ignore[union-attr]
+        assert marked.width * SCREEN[1] == marked.height * SCREEN[0]  # the VM's whole screen, its elements marked
+        text = shown.content[-1].text  # type: ignore[union-attr]
+        assert len(text.splitlines()) == 4 and "3 of" in text.splitlines()[0], text  # a heading and 3 lines
+
+
+async def test_acting_by_element_id_on_the_vm_goes_through_the_pointer(remote: Client, tmp_path: Path) -> None:
+    with gtk_probe(tmp_path, "Tree Probe") as gtk:
+        found = await call_ok(remote, "find_element", name="ONE", role="push button")
+        one = found["matches"][0]
+        assert one["exact"] and one["element"]["name"] == "ONE"
+        record = await call_ok(remote, "click", element=one["element"]["id"], frame_id=found["frame_id"])
+        assert gtk.wait(lambda s: s["clicks"]["ONE"] == 1)["clicks"] == {"Save file": 0, "Cancel": 0, "ONE": 1}
+        assert record["grounding"][0]["via"].startswith("pointer at its centre: the OSWorld controller offers no")
+        assert record["points"] == [one["element"]["center"]]
+
+        result = await call_ok(remote, "elements", window="Tree Probe")
+        field = named(result, "Search box")
+        await call_ok(remote, "type", text="from the vm", element=field["id"], frame_id=result["frame_id"])
+        gtk.wait(lambda s: s["entry"] == "from the vm")
+    error = await call_error(remote, "click", element=field["id"], frame_id=result["frame_id"])  # the probe quit
+    assert f"element {field['id']}" in error and "call elements again" in error
+
+
+async def test_a_vm_whose_tree_cannot_be_read_gets_the_controllers_reason(
+    tmp_path: Path, xdisplay: VirtualDisplay
+) -> None:
+    with faulty_vm(tmp_path, accessibility_500=True) as vm:
+        async with connected(vm) as client:
+            error = await call_error(client, "elements")
+            assert "GET /accessibility" in error and "HTTP 500" in error and "accessibility bus" in error, error
+            await call_ok(client, "screenshot")  # the server lives on
+
+
+async def test_the_coder_says_why_it_does_not_act_on_the_vm(remote: Client) -> None:
     error = await call_error(remote, "code_agent", task="count the files in ~")
     assert "run_code runs blocks on the remote machine" in error
 

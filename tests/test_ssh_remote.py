@@ -108,9 +108,11 @@ async def test_code_runs_on_the_machine_as_the_ssh_user(remote: Client, sshd: Ru
     assert slow["killed"] is True and slow["kill_reason"] == "timeout" and "never" not in slow["stdout"]
 
 
-async def test_windows_tools_say_why_they_do_not_work_over_ssh(remote: Client) -> None:
+async def test_windows_and_elements_tools_say_why_they_do_not_work_over_ssh(remote: Client) -> None:
     error = await call_error(remote, "list_windows")
     assert "not listed or switched over SSH" in error
+    error = await call_error(remote, "elements")
+    assert "cannot act on the ssh machine" in error and "not read over SSH" in error and "find_text" in error
 
 
 async def test_open_app_starts_programs_on_the_machine_as_its_user(remote: Client, sshd: RunningSshd) -> None:

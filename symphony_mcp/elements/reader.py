@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -25,7 +24,7 @@ from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
 from symphony_mcp.elements.screen_tiles import tile_digests
 from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
-from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, clip
+from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, SymphonyError, clip
 from symphony_mcp.imaging.geometry import Point, Rect
 
 MAX_NODES = 4000  # the walk's cap on candidate nodes
@@ -56,22 +55,29 @@ class Reading:
     elements: dict[int, tuple[int, Element]]  # id -> (the helper's ref, the element in screen pixels)
 
 
+class TreeSource(Protocol):
+    """Where the nodes come from: this display's AT-SPI helper, or a remote machine's tree (osworld_source.py).
+    Both answer the helper's requests (atspi_helper.py); `tree` may answer OSWorld's XML itself as `xml`."""
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 class ElementReader:
     def __init__(
         self,
         screen: Screen,
         actions: DesktopActions,
-        process: AtspiProcess | None = None,
+        process: TreeSource | None = None,
         unavailable: str | None = None,
-        remote_tree: Callable[[], str] | None = None,
     ) -> None:
-        """`unavailable`: why this desktop's tree cannot be read (a remote backend); every read then refuses, but
-        for `osworld_tree`, which `remote_tree` answers with the remote machine's own XML when given."""
+        """`process`: the tree source (this display's AT-SPI helper when None); `unavailable`: why this desktop's
+        tree cannot be read (a remote machine without one), every read then refuses."""
         self.screen = screen
         self.unavailable = unavailable
-        self.remote_tree = remote_tree
         self.actions = actions
-        self.process = process or AtspiProcess()
+        self.process: TreeSource = process or AtspiProcess()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
         # The window list and the screen's tile digests it was read with: while every pixel stays the same, no window
         # was opened, closed, moved or retitled (its title bar would show it), and the list is not read again.
@@ -96,7 +102,7 @@ class ElementReader:
         """The elements inside the caller's area (and `region`, in screen pixels), numbered from 1, in tree order.
         `frame`: the whole screen captured just now, when the caller has one (else it is captured here): its tiles
         tell which kept trees still hold."""
-        if self.unavailable is not None:  # before the task group below, which would wrap the refusal
+        if self.unavailable is not None:  # before the screen is captured for nothing
             raise DisplayUnavailableError(self.unavailable)
         area = view.area if region is None else region.intersect(view.area)
         if area is None:
@@ -116,21 +122,24 @@ class ElementReader:
                 windows = []
             self._windows = (tiles["digests"], windows)
 
-        async with anyio.create_task_group() as group:
-            if windows is None:  # the window list (X queries, 30-80 ms) while the helper reads
-                group.start_soon(list_windows)
-            answer = await self._request(
-                {
-                    "op": "read",
-                    "max_nodes": MAX_NODES,
-                    "max_depth": MAX_DEPTH,
-                    "seconds": WALK_SECONDS,
-                    "screen": [screen.left, screen.top, screen.width, screen.height],
-                    "tiles": tiles,
-                    "known": self._nodes[0] if self._nodes is not None else None,
-                },
-                timeout=WALK_SECONDS + 10,
-            )
+        try:
+            async with anyio.create_task_group() as group:
+                if windows is None:  # the window list (X queries, 30-80 ms) while the helper reads
+                    group.start_soon(list_windows)
+                answer = await self._request(
+                    {
+                        "op": "read",
+                        "max_nodes": MAX_NODES,
+                        "max_depth": MAX_DEPTH,
+                        "seconds": WALK_SECONDS,
+                        "screen": [screen.left, screen.top, screen.width, screen.height],
+                        "tiles": tiles,
+                        "known": self._nodes[0] if self._nodes is not None else None,
+                    },
+                    timeout=WALK_SECONDS + 10,
+                )
+        except* SymphonyError as failed:  # the source's own error, as it said it (the window listing catches its own)
+            raise failed.exceptions[0] from None
         nodes: list[dict[str, Any]] | None = answer["nodes"]
         if nodes is None:  # the same as the helper's last reading's, which the helper knows we have
             assert self._nodes is not None
@@ -215,8 +224,6 @@ class ElementReader:
 
     async def osworld_tree(self) -> str:
         """The whole tree as OSWorld's controller returns it (XML; osworld_tree.py says what it holds)."""
-        if self.remote_tree is not None:
-            return await anyio.to_thread.run_sync(self.remote_tree)
         answer = await self._request(
             {
                 "op": "tree",
@@ -227,7 +234,7 @@ class ElementReader:
             },
             timeout=osworld_tree.WALK_SECONDS + 10,
         )
-        return osworld_tree.tree_xml(answer)
+        return answer["xml"] if "xml" in answer else osworld_tree.tree_xml(answer)  # a remote source's own XML
 
     def close(self) -> None:
         self.process.close()
@@ -237,7 +244,7 @@ def _windows_without_tree(
     windows: list[WindowInfo], apps: list[dict[str, Any]], nodes: list[dict[str, Any]], area: Rect
 ) -> list[UnreadWindow]:
     """Windows in the area that no application's tree accounts for (by process or by window title)."""
-    pids = {app["pid"] for app in apps}
+    pids = {app["pid"] for app in apps if app["pid"] is not None}  # a remote machine's tree names no processes
     titles = {node["window"] for node in nodes}
     return [
         UnreadWindow(title=w.title, app=w.app, pid=w.pid, reason=NO_TREE)

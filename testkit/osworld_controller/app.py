@@ -7,6 +7,8 @@ Upstream's faults are switchable (`Faults`), so a client is tested against what 
   after the run), so a client that retries runs the script again;
 - `wedge_when_parallel`: a request that arrives while another is being answered wedges the server for good, as a
   few parallel requests wedged upstream's until it was restarted;
+- `accessibility_500`: `/accessibility` answers 500 with the error, as upstream does when its walk fails (a VM
+  whose accessibility bus is down);
 - always: `/execute` answers 200 with the command's non-zero returncode when it failed, 500 when the program is
   missing; `/setup/activate_window` and `/setup/close_window` answer 200 whatever wmctrl did.
 Written from the protocol as RESEARCH-NEXT §1 and §8 describe it; no upstream code.
@@ -44,6 +46,7 @@ RUN_PYTHON_SECONDS = 30
 class Faults:
     bash_script_500: bool = False
     wedge_when_parallel: bool = False
+    accessibility_500: bool = False
 
 
 class _Gate:
@@ -208,9 +211,11 @@ def _window_size(app_class: str) -> Response:
     return JSONResponse({"error": "window not found"}, status_code=404)
 
 
-def _accessibility(reader: AtspiProcess) -> Response:
+def _accessibility(reader: AtspiProcess, faults: Faults) -> Response:
     """The tree in OSWorld's XML, walked by symphony-mcp's own AT-SPI reader (elements/osworld_tree.py says how it
     matches upstream's `_create_atspi_node`)."""
+    if faults.accessibility_500:
+        return JSONResponse({"error": "Failed to connect to the accessibility bus"}, status_code=500)
     walk = {
         "op": "tree",
         "max_depth": osworld_tree.MAX_DEPTH,
@@ -294,7 +299,7 @@ def build_app(faults: Faults) -> Starlette:
         ("POST", "/setup/close_window"): lambda body: _window_action(body, "c"),
         ("POST", "/setup/upload"): upload,
         ("POST", "/file"): get_file,
-        ("GET", "/accessibility"): lambda _: _accessibility(reader),
+        ("GET", "/accessibility"): lambda _: _accessibility(reader, faults),
         ("GET", "/cursor_position"): lambda _: _cursor_position(),
         ("POST", "/screen_size"): lambda _: _screen_size(),
         ("GET", "/platform"): lambda _: PlainTextResponse("Linux"),

@@ -47,6 +47,7 @@ def running_controller(home: Path, faults: Faults | None = None) -> Iterator[Run
     flags = [
         *(["--bash-script-500"] if faults.bash_script_500 else []),
         *(["--wedge-when-parallel"] if faults.wedge_when_parallel else []),
+        *(["--accessibility-500"] if faults.accessibility_500 else []),
     ]
     process = subprocess.Popen(
         [sys.executable, "-m", "testkit.osworld_controller", "--port", str(port), *flags], env=env, cwd=home
