@@ -184,7 +184,7 @@ async def test_no_route_of_a_page_reaches_a_private_server(private: PrivateListe
         view = await browser.view()
         refused += view.refused
         with pytest.raises(UrlRefusedError, match="is a loopback address"):  # mouse down, preconnect, click
-            await browser.click(next(e for e in view.elements if e.text == "private link"))
+            await browser.click(next(e for e in view.elements if e.name == "private link"))
         # The name is pinned to its first (public) answer: the navigation goes there, unreachable offline.
         await browser.open(f"http://{REBINDING_NAME}:{private.tcp_port}/rb2")
         rebound = await browser.view()
