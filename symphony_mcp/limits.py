@@ -40,3 +40,8 @@ MAX_ERROR_MESSAGE = 4_000  # characters of one error message (listings included)
 MAX_QUERY = 1_000  # a search query
 MAX_URL = 4_096  # a URL the searcher opens (browsers take more; search links never need it)
 MAX_TUTORIAL = 20_000  # characters of a tutorial the searcher returns
+
+# What a remote machine (an OSWorld controller, an SSH agent) may answer: a machine the server drives is not trusted
+# to bound its own answers, and one answer is held in memory whole
+MAX_REMOTE_ANSWER = 256 * 1024 * 1024  # bytes of one answer (an 8K PNG screenshot is under 100 MiB)
+MAX_REMOTE_LINE = 4 * 1024 * 1024  # bytes of one JSON line from an SSH agent (its answers carry data after the line)

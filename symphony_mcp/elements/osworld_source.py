@@ -25,6 +25,7 @@ from symphony_mcp.elements import osworld_tree
 from symphony_mcp.elements.osworld_tree import NAMESPACES
 from symphony_mcp.errors import DisplayUnavailableError, clip
 
+MAX_DEPTH = osworld_tree.MAX_DEPTH  # OSWorld's own walk stops there
 READINGS_KEPT = 8  # readings whose nodes `check` can still name (the reader keeps a reading per frame)
 NO_ACTIONS = "the OSWorld controller offers no accessibility actions, only the pointer and keys"
 _STATE = f"{{{NAMESPACES['st']}}}"
@@ -43,7 +44,7 @@ class OsworldTreeSource:
         self._lock = threading.Lock()
         self._readings: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._next_reading = 1
-        self._last: tuple[str, list[dict[str, Any]], bool] | None = None  # the last XML, its nodes, whether cut
+        self._last: tuple[str, list[dict[str, Any]], str | None] | None = None  # the last XML, its nodes, the cut
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One request as the AT-SPI helper answers it (`timeout` is the controller's own, set with its URL)."""
@@ -84,7 +85,7 @@ class OsworldTreeSource:
             "apps": [{"name": name, "pid": None, "nodes": count} for name, count in apps.items()],
             "nodes": None if unchanged else nodes,
             "visited": len(nodes),
-            "cut": "count" if cut else None,
+            "cut": cut,
             "cached_apps": len(apps) if same else 0,
         }
 
@@ -104,34 +105,45 @@ class OsworldTreeSource:
         return {"present": True, "showing": "showing" in nearest["states"], "box": nearest["box"]}
 
 
-def _nodes(text: str, max_nodes: int) -> tuple[list[dict[str, Any]], bool]:
-    """The showing nodes with a box, in tree order, as the helper's `read` has them; and whether `max_nodes` cut."""
+def _nodes(text: str, max_nodes: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The showing nodes with a box, in tree order, as the helper's `read` has them; and why the list was cut
+    (`count`: `max_nodes` reached; `depth`: nodes nested deeper than `MAX_DEPTH` left out), else None.
+    Expat (2.4 and later) refuses entity amplification and ElementTree never fetches external entities, so a
+    hostile tree can cost no more than its own size, which the controller client bounds."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         raise DisplayUnavailableError(f"the controller's accessibility tree is not XML ({exc}): {clip(text)}") from exc
     nodes: list[dict[str, Any]] = []
+    deeper = [False]
     for application in root:
         app = application.get("name", "")
         for window in application:
-            for element in _showing(window):
+            for element in _showing(window, deeper):
                 node = _node(element, app, window.get("name", ""))
                 if node is None:
                     continue
                 if len(nodes) >= max_nodes:
-                    return nodes, True
+                    return nodes, "count"
                 node["ref"] = len(nodes)
                 nodes.append(node)
-    return nodes, False
+    return nodes, "depth" if deeper[0] else None
 
 
-def _showing(element: ET.Element) -> Iterator[ET.Element]:
-    """The element and its descendants in tree order, but for what is under a node that is not showing."""
-    if element.get(f"{_STATE}showing") != "true":
-        return
-    yield element
-    for child in element:
-        yield from _showing(child)
+def _showing(window: ET.Element, deeper: list[bool]) -> Iterator[ET.Element]:
+    """The window's nodes in tree order, but for what is under a node that is not showing; iterative, and no deeper
+    than `MAX_DEPTH` under the window (a hostile machine's XML may nest far beyond Python's recursion limit):
+    `deeper[0]` is set when something was left out for depth."""
+    stack: list[tuple[ET.Element, int]] = [(window, 0)]
+    while stack:
+        element, depth = stack.pop()
+        if element.get(f"{_STATE}showing") != "true":
+            continue
+        yield element
+        if depth >= MAX_DEPTH:
+            deeper[0] = deeper[0] or len(element) > 0
+            continue
+        stack.extend((child, depth + 1) for child in reversed(element))
 
 
 def _node(element: ET.Element, app: str, window: str) -> dict[str, Any] | None:

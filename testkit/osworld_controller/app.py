@@ -9,6 +9,8 @@ Upstream's faults are switchable (`Faults`), so a client is tested against what 
   few parallel requests wedged upstream's until it was restarted;
 - `accessibility_500`: `/accessibility` answers 500 with the error, as upstream does when its walk fails (a VM
   whose accessibility bus is down);
+- `accessibility_file`: `/accessibility` answers that file's text as the tree (a hostile or broken VM's XML);
+- `screenshot_flood`: `/screenshot` answers a PNG header followed by bytes without end (a hostile VM);
 - always: `/execute` answers 200 with the command's non-zero returncode when it failed, 500 when the program is
   missing; `/setup/activate_window` and `/setup/close_window` answer 200 whatever wmctrl did.
 Written from the protocol as RESEARCH-NEXT §1 and §8 describe it; no upstream code.
@@ -24,6 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,7 @@ import mss
 from PIL import Image
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from symphony_mcp.elements import osworld_tree
@@ -47,6 +50,8 @@ class Faults:
     bash_script_500: bool = False
     wedge_when_parallel: bool = False
     accessibility_500: bool = False
+    accessibility_file: str | None = None
+    screenshot_flood: bool = False
 
 
 class _Gate:
@@ -91,7 +96,16 @@ def _execute(body: dict[str, Any]) -> Response:
     )
 
 
-def _screenshot() -> Response:
+def _flood() -> Iterator[bytes]:
+    yield b"\x89PNG\r\n\x1a\n"
+    chunk = bytes(1 << 20)
+    while True:
+        yield chunk
+
+
+def _screenshot(faults: Faults) -> Response:
+    if faults.screenshot_flood:
+        return StreamingResponse(_flood(), media_type="image/png")
     with mss.mss() as grabber:
         shot = grabber.grab(grabber.monitors[1])
     image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
@@ -216,6 +230,8 @@ def _accessibility(reader: AtspiProcess, faults: Faults) -> Response:
     matches upstream's `_create_atspi_node`)."""
     if faults.accessibility_500:
         return JSONResponse({"error": "Failed to connect to the accessibility bus"}, status_code=500)
+    if faults.accessibility_file:
+        return JSONResponse({"AT": Path(faults.accessibility_file).read_text()})
     walk = {
         "op": "tree",
         "max_depth": osworld_tree.MAX_DEPTH,
@@ -288,7 +304,7 @@ def build_app(faults: Faults) -> Starlette:
         return PlainTextResponse(f"{command} launched successfully")
 
     routes = {
-        ("GET", "/screenshot"): lambda _: _screenshot(),
+        ("GET", "/screenshot"): lambda _: _screenshot(faults),
         ("POST", "/execute"): _execute,
         ("POST", "/setup/execute"): _execute,
         ("POST", "/run_python"): _run_python,

@@ -48,6 +48,8 @@ def running_controller(home: Path, faults: Faults | None = None) -> Iterator[Run
         *(["--bash-script-500"] if faults.bash_script_500 else []),
         *(["--wedge-when-parallel"] if faults.wedge_when_parallel else []),
         *(["--accessibility-500"] if faults.accessibility_500 else []),
+        *(["--accessibility-file", faults.accessibility_file] if faults.accessibility_file else []),
+        *(["--screenshot-flood"] if faults.screenshot_flood else []),
     ]
     process = subprocess.Popen(
         [sys.executable, "-m", "testkit.osworld_controller", "--port", str(port), *flags], env=env, cwd=home

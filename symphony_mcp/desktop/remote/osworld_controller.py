@@ -6,6 +6,7 @@
   failure, anything else only when the connection was never made. Scripts go through `/execute`, never
   `/run_bash_script`, which runs the script and then answers 500.
 - `/execute` answers 200 for a command that failed: the exit status and stderr decide, never the HTTP status.
+- An answer is read up to `limits.MAX_REMOTE_ANSWER` bytes and refused beyond: the machine is not trusted to bound it.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from typing import Any
 import httpx
 
 from symphony_mcp.errors import DisplayUnavailableError, RemoteActionError, clip
+from symphony_mcp.limits import MAX_REMOTE_ANSWER
 
 READ_ATTEMPTS = 3
 _RETRY_PAUSE_SECONDS = 0.3
 ACCESSIBILITY_SECONDS = 120  # a Chromium page and a GTK window took 1.85 s upstream; a big Calc sheet far longer
 COMMAND_SECONDS = 120  # the controller's own bound on one /execute
 _ANSWER_MARGIN_SECONDS = 15  # beyond a command's bound, for the controller to answer
+_BODY_HEADERS = {"content-encoding", "content-length"}  # they describe the body as sent; it is decoded here
 _SYS_PLATFORMS = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}
 
 
@@ -110,7 +113,7 @@ class OsworldController:
         with self._lock:
             for attempt in range(1, attempts + 1):
                 try:
-                    response = self._client.request(method, path, timeout=timeout or self._read_timeout, **kw)
+                    response = self._send(method, path, timeout or self._read_timeout, **kw)
                 except httpx.ConnectError as exc:  # never reached the machine: nothing ran, safe to send again
                     failure: Exception = exc
                 except httpx.TransportError as exc:
@@ -132,6 +135,29 @@ class OsworldController:
                 if attempt < attempts:
                     time.sleep(_RETRY_PAUSE_SECONDS * attempt)
             raise DisplayUnavailableError(f"the controller at {self.url} cannot be reached: {failure}")
+
+    def _send(self, method: str, path: str, timeout: float, **kw: Any) -> httpx.Response:
+        """The answer, its body read whole but refused past `MAX_REMOTE_ANSWER` bytes or when it trickles in for
+        longer than twice `timeout` (each read is bounded by `timeout` alone); a refusal is not retried."""
+        request = self._client.build_request(method, path, timeout=timeout, **kw)
+        response = self._client.send(request, stream=True)
+        deadline = time.monotonic() + 2 * timeout
+        refused = f"{method} {path} to {self.url}: the answer was refused,"
+        try:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_REMOTE_ANSWER:
+                raise RemoteActionError(f"{refused} {int(declared):,} bytes, more than {MAX_REMOTE_ANSWER:,}")
+            body = bytearray()
+            for chunk in response.iter_bytes():  # decoded: a compressed answer is bounded by what it unpacks to
+                body += chunk
+                if len(body) > MAX_REMOTE_ANSWER:
+                    raise RemoteActionError(f"{refused} more than {MAX_REMOTE_ANSWER:,} bytes")
+                if time.monotonic() > deadline:
+                    raise RemoteActionError(f"{refused} still coming after {2 * timeout:g} s ({len(body):,} bytes)")
+        finally:
+            response.close()
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=request)
 
 
 _controllers: dict[str, OsworldController] = {}

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import paramiko
 
 from symphony_mcp.errors import DisplayUnavailableError, RemoteActionError, clip
+from symphony_mcp.limits import MAX_REMOTE_ANSWER, MAX_REMOTE_LINE
 
 AGENT_SOURCE = Path(__file__).with_name("ssh_agent.py").read_bytes()
 _AGENT_DIR = ".cache/symphony-mcp"  # under the SSH user's home on the machine
@@ -235,14 +236,15 @@ class SshMachine:
     def _exchange(self, request: dict[str, Any], what: str) -> tuple[dict[str, Any], bytes]:
         assert self._channel is not None and self._reader is not None
         self._channel.sendall(json.dumps(request).encode() + b"\n")
-        line = self._reader.readline()
+        line = self._reader.readline(MAX_REMOTE_LINE + 1)
         if not line:
             raise EOFError(f"the agent ended{self._agent_stderr()}")
-        reply: dict[str, Any] = json.loads(line)
+        reply = _agent_reply(line)
         if not reply.pop("ok"):
             raise RemoteActionError(f"{what} failed on {self.target}: {clip(str(reply.get('error')), 500)}")
-        data = self._reader.read(reply["bytes"]) if reply.get("bytes") else b""
-        if len(data) != reply.get("bytes", 0):
+        size = reply.get("bytes", 0)
+        data = self._reader.read(size) if size else b""
+        if len(data) != size:
             raise EOFError("the agent's answer was cut short")
         return reply, data
 
@@ -311,13 +313,32 @@ class SshMachine:
 
     def download(self, path: str) -> bytes:
         with self._sftp() as sftp, sftp.open(_home_relative(path), "rb") as file:
-            return bytes(file.read())
+            data = bytes(file.read(MAX_REMOTE_ANSWER + 1))
+        if len(data) > MAX_REMOTE_ANSWER:
+            raise RemoteActionError(f"{clip(path)} on {self.target} is larger than {MAX_REMOTE_ANSWER // 2**20} MiB")
+        return data
 
     def _sftp(self) -> paramiko.SFTPClient:
         with self._lock:
             self._ensure()
             assert self._client is not None
             return self._client.open_sftp()
+
+
+def _agent_reply(line: bytes) -> dict[str, Any]:
+    """The agent's JSON line, checked: a machine that answers past the bounds or out of the protocol is refused with
+    an EOFError, so the connection is dropped (what follows on it cannot be trusted) and the action not resent."""
+    if len(line) > MAX_REMOTE_LINE or not line.endswith(b"\n"):
+        raise EOFError(f"the agent's answer line is longer than {MAX_REMOTE_LINE:,} bytes or unterminated")
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        raise EOFError(f"the agent answered a line that is not JSON: {clip(line.decode('utf-8', 'replace'))}") from None
+    size = reply.get("bytes", 0) if isinstance(reply, dict) else None
+    sized = isinstance(size, int) and 0 <= size <= MAX_REMOTE_ANSWER
+    if not isinstance(reply, dict) or "ok" not in reply or not sized:
+        raise EOFError(f"the agent's answer is out of its protocol: {clip(line.decode('utf-8', 'replace'))}")
+    return reply
 
 
 class _Capped:
