@@ -6,6 +6,7 @@ with openbox and three text-filled xterms (XTERMS), the desktop every benchmark 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import os
@@ -15,11 +16,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
@@ -65,6 +66,25 @@ class Stats:
     @property
     def p99(self) -> float:
         return statistics.quantiles(self.samples, n=100, method="inclusive")[-1]
+
+
+Results = TypeVar("Results")
+
+
+def interleaved(cases: Mapping[str, Callable[[], object]], repeats: int, warmups: int) -> dict[str, Stats]:
+    """Every case once per round, rounds repeated, so the cases share whatever load the machine has; the order
+    rotates from round to round, so no case always follows the same one (a screenshot right after a spawned
+    interpreter). Times in ms."""
+    for _ in range(warmups):
+        for operation in cases.values():
+            operation()
+    names = list(cases)
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for round_number in range(repeats):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(timed(cases[name]))
+    return {name: Stats(tuple(values)) for name, values in samples.items()}
 
 
 def log(message: str) -> None:
@@ -160,7 +180,40 @@ def stdio_server_of(display: str, code: Path) -> StdioServerParameters:
     return params.model_copy(update={"env": env})
 
 
-# --- the report ----------------------------------------------------------------------------------
+# --- the run and its report ----------------------------------------------------------------------------------
+def output_parser(description: str | None, default_output: Path) -> argparse.ArgumentParser:
+    """A benchmark's argument parser, with the `--output` every one of them has."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=default_output, help="markdown results file")
+    return parser
+
+
+def publish_desktop_benchmark(
+    measure: Callable[[str], Results], render: Callable[[Results, str, list[str]], str], output: Path
+) -> int:
+    """Measure on a fresh benchmark desktop (`measure` gets its display name), then print and write the report
+    `render(results, command, machine facts)`; the command and the facts are read before anything starts."""
+    command = invocation()
+    facts = machine_facts()
+    with benchmark_desktop() as display:
+        log(f"benchmark display {display}")
+        results = measure(display)
+    publish_report(render(results, command, facts), output)
+    return 0
+
+
+def latency_table(results: Mapping[str, Stats]) -> list[str]:
+    """Per case its median, p90 and fastest call, in ms."""
+    rows = [[name, f"{s.median:.1f}", f"{s.p90:.1f}", f"{min(s.samples):.1f}"] for name, s in results.items()]
+    return table(["case", "median", "p90", "min"], rows)
+
+
+def ratio_targets_table(checks: Sequence[tuple[str, float, float]]) -> list[str]:
+    """Per check (name, ratio of medians, the most it may be) the ratio and whether it is met."""
+    rows = [[name, f"{value:.3f}", f"<= {limit:g}", verdict(value <= limit)] for name, value, limit in checks]
+    return table(["case", "ratio", "target", "verdict"], rows)
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 

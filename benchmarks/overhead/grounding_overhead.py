@@ -43,13 +43,11 @@ from benchmarks.common import (
     REPO,
     RESOLUTION,
     Stats,
-    benchmark_desktop,
     call_tool,
     elapsed_ms,
-    invocation,
     log,
-    machine_facts,
-    publish_report,
+    output_parser,
+    publish_desktop_benchmark,
     stdio_server,
     table,
     timed,
@@ -730,8 +728,7 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser = output_parser(__doc__, DEFAULT_OUTPUT)
     parser.add_argument("--repeats", type=int, default=30, help="measured calls per case")
     parser.add_argument("--warmups", type=int, default=3, help="unmeasured rounds before the measured ones")
     return parser.parse_args(argv)
@@ -739,13 +736,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = invocation()
-    facts = machine_facts()
-    with benchmark_desktop() as display:
-        log(f"benchmark display {display}")
-        results = anyio.run(run_benchmark, args, display)
-    publish_report(render_report(results, args, command, facts), args.output)
-    return 0
+    return publish_desktop_benchmark(
+        lambda display: anyio.run(run_benchmark, args, display),
+        lambda results, command, facts: render_report(results, args, command, facts),
+        args.output,
+    )
 
 
 if __name__ == "__main__":

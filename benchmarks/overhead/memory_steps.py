@@ -35,12 +35,10 @@ from benchmarks.common import (
     REPO,
     RESOLUTION,
     Stats,
-    benchmark_desktop,
     elapsed_ms,
-    invocation,
     log,
-    machine_facts,
-    publish_report,
+    output_parser,
+    publish_desktop_benchmark,
     table,
     verdict,
 )
@@ -239,21 +237,18 @@ def render_report(results: dict[str, Samples], steps: int, command: str, facts: 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser = output_parser(__doc__, DEFAULT_OUTPUT)
     parser.add_argument("--steps", type=int, default=500, help="steps per scenario (a multiple of 100)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = invocation()
-    facts = machine_facts()
-    with benchmark_desktop() as display:
-        log(f"benchmark display {display}")
-        results = anyio.run(run_benchmark, args.steps)
-    publish_report(render_report(results, args.steps, command, facts), args.output)
-    return 0
+    return publish_desktop_benchmark(
+        lambda _display: anyio.run(run_benchmark, args.steps),
+        lambda results, command, facts: render_report(results, args.steps, command, facts),
+        args.output,
+    )
 
 
 if __name__ == "__main__":

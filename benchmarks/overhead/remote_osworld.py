@@ -32,14 +32,11 @@ from benchmarks.common import (
     REPO,
     RESOLUTION,
     Stats,
-    benchmark_desktop,
-    invocation,
-    log,
-    machine_facts,
-    publish_report,
-    table,
-    timed,
-    verdict,
+    interleaved,
+    latency_table,
+    output_parser,
+    publish_desktop_benchmark,
+    ratio_targets_table,
 )
 from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
@@ -49,21 +46,6 @@ from testkit.osworld_controller.process import running_controller
 DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "remote_osworld.md"
 ACTION_RATIO_TARGET = 0.25
 SCREENSHOT_RATIO_TARGET = 1.0
-
-
-def measure(cases: dict[str, Callable[[], object]], repeats: int, warmups: int) -> dict[str, Stats]:
-    """Every case once per round, rounds repeated: the cases share whatever load the machine has. The order rotates
-    from round to round, so no case always follows the same one (a screenshot right after a spawned interpreter)."""
-    for _ in range(warmups):
-        for operation in cases.values():
-            operation()
-    names = list(cases)
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for round_number in range(repeats):
-        shift = round_number % len(names)
-        for name in names[shift:] + names[:shift]:
-            samples[name].append(timed(cases[name]))
-    return {name: Stats(tuple(values)) for name, values in samples.items()}
 
 
 def run(args: argparse.Namespace) -> dict[str, Stats]:
@@ -83,7 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Stats]:
             "screenshot: OSWorld backend, grab (decoded frame)": lambda: backend.grab(screen),
             "/execute true (floor)": lambda: controller.execute(["true"]),
         }
-        results = measure(cases, args.repeats, args.warmups)
+        results = interleaved(cases, args.repeats, args.warmups)
         controller.close()
         return results
 
@@ -101,8 +83,6 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
             SCREENSHOT_RATIO_TARGET,
         ),
     ]
-    rows = [[name, f"{s.median:.1f}", f"{s.p90:.1f}", f"{min(s.samples):.1f}"] for name, s in results.items()]
-    target_rows = [[name, f"{value:.3f}", f"<= {limit:g}", verdict(value <= limit)] for name, value, limit in checks]
     lines = [
         "# OSWorld backend vs OSWorld's PythonController, same controller",
         "",
@@ -116,11 +96,11 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
         "",
         "## Targets (ratio of medians, backend / PythonController)",
         "",
-        *table(["case", "ratio", "target", "verdict"], target_rows),
+        *ratio_targets_table(checks),
         "",
         "## Latency per call",
         "",
-        *table(["case", "median", "p90", "min"], rows),
+        *latency_table(results),
         "",
         "PythonController's click starts a Python interpreter on the machine, imports pyautogui and sleeps "
         "pyautogui's default 0.1 s pause; the backend sends one xdotool command through `/execute`. The screenshot "
@@ -130,8 +110,7 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser = output_parser(__doc__, DEFAULT_OUTPUT)
     parser.add_argument("--repeats", type=int, default=32, help="measured rounds (a multiple of the 8 cases)")
     parser.add_argument("--warmups", type=int, default=2, help="unmeasured rounds first")
     return parser.parse_args(argv)
@@ -139,13 +118,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = invocation()
-    facts = machine_facts()
-    with benchmark_desktop() as display:
-        log(f"benchmark display {display}")
-        results = run(args)
-    publish_report(render(results, args, command, facts), args.output)
-    return 0
+    return publish_desktop_benchmark(
+        lambda _display: run(args), lambda results, command, facts: render(results, args, command, facts), args.output
+    )
 
 
 if __name__ == "__main__":

@@ -26,21 +26,19 @@ import datetime
 import sys
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from benchmarks.common import (
     INPUT_TARGET,
     REPO,
     RESOLUTION,
     Stats,
-    benchmark_desktop,
-    invocation,
+    interleaved,
+    latency_table,
     log,
-    machine_facts,
-    publish_report,
+    output_parser,
+    publish_desktop_benchmark,
+    ratio_targets_table,
     table,
-    timed,
-    verdict,
 )
 from symphony_mcp.desktop.local import LocalDesktop
 from symphony_mcp.desktop.remote.ssh import SshDesktop
@@ -87,18 +85,6 @@ class MacOSArenaStyle:
         return self.machine.download(path)
 
 
-def measure(cases: dict[str, Callable[[], object]], repeats: int, warmups: int) -> dict[str, Stats]:
-    """Every case once per round, rounds repeated: the cases share whatever load the machine has."""
-    for _ in range(warmups):
-        for operation in cases.values():
-            operation()
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, operation in cases.items():
-            samples[name].append(timed(operation))
-    return {name: Stats(tuple(values)) for name, values in samples.items()}
-
-
 def run(args: argparse.Namespace, display: str) -> dict[str, Stats]:
     with running_sshd() as sshd:
         machine = SshMachine(sshd.url, sshd.known_hosts, sshd.key_file, "/usr/bin/python3", display)
@@ -120,7 +106,7 @@ def run(args: argparse.Namespace, display: str) -> dict[str, Stats]:
             "ssh exec true (floor)": lambda: machine.run(["true"], b"", 30, 0),
         }
         try:
-            return measure(cases, args.repeats, args.warmups)
+            return interleaved(cases, args.repeats, args.warmups)
         finally:
             local.close()
             machine.close()
@@ -144,8 +130,6 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
         [what, f"{ratio(f'{what}: SSH backend', f'{what}: local backend'):.1f}x"]
         for what in ("click", "key", "screenshot")
     ]
-    rows = [[name, f"{s.median:.1f}", f"{s.p90:.1f}", f"{min(s.samples):.1f}"] for name, s in results.items()]
-    target_rows = [[name, f"{value:.3f}", f"<= {limit:g}", verdict(value <= limit)] for name, value, limit in checks]
     lines = [
         "# SSH backend vs the local backend and a MacOSArena-style client, same sshd and display",
         "",
@@ -159,7 +143,7 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
         "",
         "## Targets (ratio of medians, SSH backend / MacOSArena-style)",
         "",
-        *table(["case", "ratio", "target", "verdict"], target_rows),
+        *ratio_targets_table(checks),
         "",
         "## SSH backend / local backend (ratio of medians)",
         "",
@@ -167,7 +151,7 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
         "",
         "## Latency per call",
         "",
-        *table(["case", "median", "p90", "min"], rows),
+        *latency_table(results),
         "",
         "The MacOSArena-style action uploads a script over SFTP and starts python3 on a new channel for each "
         "action, as MacOSArena's controller does; its script here imports python-xlib only (MacOSArena's imports "
@@ -180,8 +164,7 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser = output_parser(__doc__, DEFAULT_OUTPUT)
     parser.add_argument("--repeats", type=int, default=20, help="measured rounds")
     parser.add_argument("--warmups", type=int, default=2, help="unmeasured rounds first")
     return parser.parse_args(argv)
@@ -192,13 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     if (why := sshd_unavailable()) is not None:
         log(f"cannot run: {why}")
         return 2
-    command = invocation()
-    facts = machine_facts()
-    with benchmark_desktop() as display:
-        log(f"benchmark display {display}")
-        results = run(args, display)
-    publish_report(render(results, args, command, facts), args.output)
-    return 0
+    return publish_desktop_benchmark(
+        lambda display: run(args, display),
+        lambda results, command, facts: render(results, args, command, facts),
+        args.output,
+    )
 
 
 if __name__ == "__main__":
