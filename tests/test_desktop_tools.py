@@ -14,17 +14,12 @@ from PIL import Image
 
 from testkit.display import SCREEN
 from testkit.mcp_calls import call_error, call_ok
+from testkit.remote_round import to_image
 from testkit.tk_probe import TkProbe
 from testkit.waiting import wait_for
 
 # AnyIO's plugin sets up and tears down async fixtures in one task (MCP clients need that).
 pytestmark = pytest.mark.anyio
-
-
-def to_image(screen_x: float, screen_y: float, info: dict) -> tuple[float, float]:
-    """Where a screen pixel appears in the screenshot described by `info`."""
-    area, scale = info["screen_area"], info["scale"]
-    return (screen_x - area["left"] + 0.5) * scale - 0.5, (screen_y - area["top"] + 0.5) * scale - 0.5
 
 
 async def screenshot(client: Client, **arguments: object) -> tuple[Image.Image, dict]:

@@ -8,10 +8,7 @@ code runs as the SSH user, files move over SFTP, a dropped connection is made ag
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import contextlib
-import io
 import os
 import pwd
 import signal
@@ -20,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from PIL import Image
 
 from symphony_mcp.desktop.remote.ssh_machine import HostKeyRefusedError, SshMachine
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
@@ -30,6 +26,7 @@ from symphony_mcp.errors import DisplayUnavailableError
 from testkit.display import SCREEN
 from testkit.doctor import run_doctor
 from testkit.mcp_calls import call_error, call_ok, run_code
+from testkit.remote_round import click_type_round
 from testkit.server_process import base_env, stdio_params
 from testkit.sshd import RunningSshd, keygen, running_sshd, sshd_unavailable, stop_sessions
 from testkit.tk_probe import TkProbe
@@ -67,33 +64,8 @@ async def remote(sshd: RunningSshd, xdisplay: VirtualDisplay) -> AsyncIterator[C
         yield client
 
 
-def to_image(screen_x: float, screen_y: float, info: dict) -> tuple[float, float]:
-    area, scale = info["screen_area"], info["scale"]
-    return (screen_x - area["left"] + 0.5) * scale - 0.5, (screen_y - area["top"] + 0.5) * scale - 0.5
-
-
 async def test_clicks_land_text_arrives_exactly_and_screenshots_map_back(remote: Client, tk_probe: TkProbe) -> None:
-    result = await remote.call_tool("screenshot", {"max_width": 640, "max_height": 640})
-    info = result.structured_content
-    assert info is not None and (info["screen_width"], info["screen_height"]) == SCREEN  # the machine's size
-    image = Image.open(io.BytesIO(base64.b64decode(result.content[0].data)))  # type: ignore[union-attr]
-    assert image.size == (info["image_width"], info["image_height"]) == (640, 360)
-    x, y = to_image(*tk_probe.centre("button"), info)
-    record = await call_ok(remote, "click", x=x, y=y)  # in the screenshot's pixels, mapped back to the machine's
-    tk_probe.wait(lambda s: s["clicks"] == 1)
-    assert record["frame_id"] == info["frame_id"]
-    await asyncio.sleep(0.5)  # past the double-click interval
-    await call_ok(remote, "click", x=x, y=y, count=2)
-    tk_probe.wait(lambda s: s["double_clicks"] == 1)
-    ex, ey = tk_probe.centre("entry")
-    await call_ok(remote, "click", x=ex, y=ey, space="screen")
-    tk_probe.wait(lambda s: s["focus"].endswith("entry"))
-    await call_ok(remote, "type", text=UNICODE, enter=True)
-    tk_probe.wait(lambda s: s["submitted"] == [UNICODE])  # every character, in order
-    await call_ok(remote, "hotkey", keys=["ctrl", "shift", "k"])
-    tk_probe.wait(lambda s: s["hotkeys"] == ["ctrl+shift+k"])
-    info = await call_ok(remote, "screen_info", space="screen")
-    assert (info["screen_cursor"]["x"], info["screen_cursor"]["y"]) == (ex, ey)  # the machine's pointer
+    await click_type_round(remote, tk_probe, UNICODE)
 
 
 async def test_code_runs_on_the_machine_as_the_ssh_user(remote: Client, sshd: RunningSshd) -> None:
