@@ -21,7 +21,7 @@ from typing import IO, Any
 import anyio
 import mcp_types as types
 from anyio.abc import Process
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
 from mcp.shared.message import SessionMessage
 
 from symphony_mcp.sdk_internals import TransportStreams
@@ -182,3 +182,12 @@ def wait_gone(pids: set[int], timeout: float = 10.0) -> set[int]:
     while (alive := {p for p in pids if pid_alive(p)}) and time.monotonic() < deadline:
         time.sleep(0.05)
     return alive
+
+
+@asynccontextmanager
+async def stdio_client(display: str) -> AsyncIterator[Client]:
+    """The real MCP client over stdio to a server process of its own on `display` (the tests' fontconfig passed on):
+    for tests of what reads the display's applications through the server's own subprocesses (elements' helper)."""
+    env = base_env(DISPLAY=display, FONTCONFIG_FILE=os.environ["FONTCONFIG_FILE"])
+    async with Client(ServerProcess(env=env)) as connected:
+        yield connected

@@ -18,6 +18,7 @@ from testkit.code_home import SECRET, SECRET_VARIABLES, make_home
 from testkit.display import desktop, isolate_environment, wait_for_window_manager
 from testkit.mime import SESSION_VARIABLES, make_mime_home
 from testkit.model_server import StandInModel
+from testkit.server_process import stdio_client as spawned_stdio_client
 from testkit.tk_probe import TkProbe, running_probe
 from testkit.web_site import WebSite, running_site
 from testkit.xterm import line_reader
@@ -68,6 +69,13 @@ async def server(xdisplay: VirtualDisplay) -> AsyncIterator[SymphonyServer]:
 @pytest.fixture
 async def client(server: SymphonyServer) -> AsyncIterator[Client]:
     async with Client(server.mcp) as connected:
+        yield connected
+
+
+@pytest.fixture
+async def stdio_client(xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
+    """A server process of its own on the test display, through the real MCP client over stdio."""
+    async with spawned_stdio_client(xdisplay.name) as connected:
         yield connected
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from symphony_mcp.elements.atspi_wire import Call, CallError, Connection
+from symphony_mcp.elements.atspi_wire import Call, CallError, Connection, Reader
 
 DAEMON = ("/org/freedesktop/DBus", "org.freedesktop.DBus")
 pytestmark = pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="dbus-daemon is not installed")
@@ -46,6 +47,7 @@ def test_replies_of_each_type_come_back_as_python_values(bus: Connection) -> Non
     assert bus.call(daemon_call("NameHasOwner", "s", own)) == [True]  # b
     (credentials,) = bus.call(daemon_call("GetConnectionCredentials", "s", own))  # a{sv}
     assert credentials["UnixUserID"] == os.getuid() and credentials["ProcessID"] == os.getpid()
+    assert os.getgid() in credentials["UnixGroupIDs"]  # au
     introspect = Call(
         DAEMON[0], "org.freedesktop.DBus.Introspectable", "Introspect", destination="org.freedesktop.DBus"
     )
@@ -73,3 +75,43 @@ def test_calls_written_at_once_are_answered_in_the_order_asked(bus: Connection) 
 def test_a_call_past_its_deadline_has_no_answer(bus: Connection) -> None:
     assert bus.calls([daemon_call("ListNames")], time.monotonic() - 1) == [None]
     assert bus.call(daemon_call("NameHasOwner", "s", "org.freedesktop.DBus")) == [True]
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_the_types_a_walk_reads_unmarshal_in_either_byte_order(order: str) -> None:
+    """A window's children (a(so)), a box ((iiii)), a state set (au) and a name (v), marshalled by hand as the spec
+    lays them out (each value at its alignment, structs 8-aligned, array lengths in bytes)."""
+    data = bytearray()
+
+    def pad(size: int) -> None:
+        data.extend(b"\0" * (-len(data) % size))
+
+    def uint(value: int) -> None:
+        pad(4)
+        data.extend(struct.pack(order + "I", value))
+
+    def text(value: str) -> None:
+        uint(len(value.encode()))
+        data.extend(value.encode() + b"\0")
+
+    uint(0)  # a(so): its length, set below
+    length_at = len(data) - 4
+    pad(8)
+    start = len(data)
+    for name, path in ((":1.5", "/org/a11y/atspi/accessible/12"), (":1.6", "/x")):
+        pad(8)
+        text(name)
+        text(path)
+    data[length_at : length_at + 4] = struct.pack(order + "I", len(data) - start)
+    pad(8)
+    data.extend(struct.pack(order + "iiii", 10, -20, 300, 4))
+    uint(8)
+    data.extend(struct.pack(order + "II", 1 << 25, 1 << 4))
+    data.extend(b"\x01s\0")  # a variant: its signature 's', then the string
+    text("Grüße")
+    assert Reader(bytes(data), order).values("a(so)(iiii)auv", 0) == [
+        [(":1.5", "/org/a11y/atspi/accessible/12"), (":1.6", "/x")],
+        (10, -20, 300, 4),
+        [1 << 25, 1 << 4],
+        "Grüße",
+    ]

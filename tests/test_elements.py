@@ -32,7 +32,6 @@ from testkit.chromium import KIOSK_ARGS, chromium_executable
 from testkit.desktop_apps import ProbeApp, gtk_probe
 from testkit.mcp_calls import call_error, call_ok
 from testkit.reporting_page import ReportingPage, reporting_page
-from testkit.server_process import ServerProcess, base_env
 
 pytestmark = pytest.mark.anyio
 TK_PROBE = Path(__file__).parent / "apps" / "tk_probe.py"
@@ -45,21 +44,14 @@ def gtk(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[ProbeApp]:
         yield app
 
 
-@pytest.fixture
-async def client(xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
-    env = base_env(DISPLAY=xdisplay.name, FONTCONFIG_FILE=os.environ["FONTCONFIG_FILE"])
-    async with Client(ServerProcess(env=env)) as connected:
-        yield connected
-
-
 def named(result: dict[str, Any], name: str) -> dict[str, Any]:
     found = [e for e in result["elements"] if e["name"] == name]
     assert len(found) == 1, f"{name!r}: {found}; all: {[(e['role'], e['name']) for e in result['elements']]}"
     return found[0]
 
 
-async def test_gtk_elements_have_gtk_boxes(client: Client, gtk: ProbeApp) -> None:
-    result = await call_ok(client, "elements", space="screen", window="Gtk Probe")
+async def test_gtk_elements_have_gtk_boxes(stdio_client: Client, gtk: ProbeApp) -> None:
+    result = await call_ok(stdio_client, "elements", space="screen", window="Gtk Probe")
     boxes = gtk.state()["widgets"]
     for name, role in (("Save file", "push button"), ("Cancel", "push button"), ("ONE", "push button"),
                        ("Search box", "text"), ("Section #1", "label")):  # fmt: skip
@@ -70,10 +62,10 @@ async def test_gtk_elements_have_gtk_boxes(client: Client, gtk: ProbeApp) -> Non
     assert result["cut"] is None
 
 
-async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
-    result = await call_ok(client, "elements", window="Gtk Probe")  # the latest screenshot's space
+async def test_click_and_type_by_id(stdio_client: Client, gtk: ProbeApp) -> None:
+    result = await call_ok(stdio_client, "elements", window="Gtk Probe")  # the latest screenshot's space
     one = named(result, "ONE")
-    record = await call_ok(client, "click", element=one["id"], frame_id=result["frame_id"])
+    record = await call_ok(stdio_client, "click", element=one["id"], frame_id=result["frame_id"])
     state = gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
     assert state["clicks"] == {"Save file": 0, "Cancel": 0, "ONE": 1}
     assert record["grounding"][0]["via"] == "accessibility action 'click'"
@@ -81,62 +73,66 @@ async def test_click_and_type_by_id(client: Client, gtk: ProbeApp) -> None:
 
     typed = "Grüße, 世界 ✓ — ok"
     field = named(result, "Search box")
-    record = await call_ok(client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"])
+    record = await call_ok(
+        stdio_client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"]
+    )
     assert gtk.wait(lambda s: s["entry"] == typed)["entry"] == typed
     assert record["grounding"][0]["via"] == "accessibility action 'set_text'"
 
 
-async def test_an_unchanged_tree_is_not_walked_again_and_a_change_is_seen(client: Client, gtk: ProbeApp) -> None:
+async def test_an_unchanged_tree_is_not_walked_again_and_a_change_is_seen(stdio_client: Client, gtk: ProbeApp) -> None:
     """GTK creates its accessible objects when first asked, and says so in events: the tree is walked again until
     those have come, then kept while nothing changes; a change (the field's text) is seen on the next read."""
-    first = await call_ok(client, "elements", window="Gtk Probe")
+    first = await call_ok(stdio_client, "elements", window="Gtk Probe")
     for _ in range(50):
-        again = await call_ok(client, "elements", window="Gtk Probe")
+        again = await call_ok(stdio_client, "elements", window="Gtk Probe")
         if again["unchanged_applications"]:
             break
     assert again["unchanged_applications"] >= 1 and again["elements"] == first["elements"]
     field = named(again, "Search box")
-    await call_ok(client, "type", text="changed", element=field["id"], overwrite=True, frame_id=again["frame_id"])
+    await call_ok(stdio_client, "type", text="changed", element=field["id"], overwrite=True, frame_id=again["frame_id"])
     gtk.wait(lambda s: s["entry"] == "changed")
-    after = await call_ok(client, "elements", window="Gtk Probe")
+    after = await call_ok(stdio_client, "elements", window="Gtk Probe")
     assert named(after, "Search box")["text"] == "changed"
 
 
-async def test_right_click_by_id_uses_the_pointer_and_says_why(client: Client, gtk: ProbeApp) -> None:
-    result = await call_ok(client, "elements", window="Gtk Probe")
+async def test_right_click_by_id_uses_the_pointer_and_says_why(stdio_client: Client, gtk: ProbeApp) -> None:
+    result = await call_ok(stdio_client, "elements", window="Gtk Probe")
     cancel = named(result, "Cancel")
-    record = await call_ok(client, "click", element=cancel["id"], count=2, frame_id=result["frame_id"])
+    record = await call_ok(stdio_client, "click", element=cancel["id"], count=2, frame_id=result["frame_id"])
     gtk.wait(lambda s: s["clicks"]["Cancel"] == 2)
     assert record["grounding"][0]["via"].startswith("pointer at its centre: a right, middle, repeated")
 
 
-async def test_find_element_exact_and_approximate(client: Client, gtk: ProbeApp) -> None:
-    found = await call_ok(client, "find_element", name="save file")
+async def test_find_element_exact_and_approximate(stdio_client: Client, gtk: ProbeApp) -> None:
+    found = await call_ok(stdio_client, "find_element", name="save file")
     assert found["matches"][0]["exact"] is True
     assert found["matches"][0]["element"]["name"] == "Save file"
-    close = await call_ok(client, "find_element", name="Save fle")
+    close = await call_ok(stdio_client, "find_element", name="Save fle")
     assert close["matches"][0]["exact"] is False and close["matches"][0]["element"]["name"] == "Save file"
-    record = await call_ok(client, "click", element=found["matches"][0]["element"]["id"], frame_id=found["frame_id"])
+    record = await call_ok(
+        stdio_client, "click", element=found["matches"][0]["element"]["id"], frame_id=found["frame_id"]
+    )
     assert record["ok"]
     gtk.wait(lambda s: s["clicks"]["Save file"] == 1)
-    message = await call_error(client, "find_element", name="Launch rockets")
+    message = await call_error(stdio_client, "find_element", name="Launch rockets")
     assert "Closest elements seen" in message
 
 
-async def test_stale_ids_fail_with_the_documented_message(client: Client, gtk: ProbeApp) -> None:
-    result = await call_ok(client, "elements", window="Gtk Probe")
-    await call_ok(client, "screenshot")  # a newer frame is the latest: ids of the old one need its frame_id
-    message = await call_error(client, "click", element=named(result, "ONE")["id"])
+async def test_stale_ids_fail_with_the_documented_message(stdio_client: Client, gtk: ProbeApp) -> None:
+    result = await call_ok(stdio_client, "elements", window="Gtk Probe")
+    await call_ok(stdio_client, "screenshot")  # a newer frame is the latest: ids of the old one need its frame_id
+    message = await call_error(stdio_client, "click", element=named(result, "ONE")["id"])
     assert "valid only for the frame they were read on" in message and "elements again" in message
     gtk.process.terminate()
     gtk.process.wait(timeout=5)
-    message = await call_error(client, "click", element=named(result, "ONE")["id"], frame_id=result["frame_id"])
+    message = await call_error(stdio_client, "click", element=named(result, "ONE")["id"], frame_id=result["frame_id"])
     assert "no longer there" in message and "call elements again" in message
     assert gtk.state()["clicks"]["ONE"] == 0
 
 
-async def test_marks_are_drawn_where_the_boxes_are(client: Client, gtk: ProbeApp) -> None:
-    result = await client.call_tool("elements", {"window": "Gtk Probe", "annotate": True})
+async def test_marks_are_drawn_where_the_boxes_are(stdio_client: Client, gtk: ProbeApp) -> None:
+    result = await stdio_client.call_tool("elements", {"window": "Gtk Probe", "annotate": True})
     assert not result.is_error, result.content
     structured = result.structured_content
     assert structured is not None
@@ -154,14 +150,16 @@ async def test_marks_are_drawn_where_the_boxes_are(client: Client, gtk: ProbeApp
         assert sum(_near(p, MARK_COLOUR) for p in label) >= len(label) // 2, (name, box, label)
         assert f'[{element["id"]}] push button "{name}"' in listing
     # the ids hold for the marked image, which is now the latest frame
-    await call_ok(client, "click", element=named(structured, "ONE")["id"])
+    await call_ok(stdio_client, "click", element=named(structured, "ONE")["id"])
     gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
 
 
-async def test_tk_window_is_said_to_have_no_tree(client: Client, xdisplay: VirtualDisplay, tmp_path: Path) -> None:
+async def test_tk_window_is_said_to_have_no_tree(
+    stdio_client: Client, xdisplay: VirtualDisplay, tmp_path: Path
+) -> None:
     process = subprocess.Popen([sys.executable, str(TK_PROBE), str(tmp_path / "tk.json"), "Tk Probe", "400x300+50+50"])
     try:
-        result = await _until(client, lambda r: any(w["title"] == "Tk Probe" for w in r["windows_without_tree"]))
+        result = await _until(stdio_client, lambda r: any(w["title"] == "Tk Probe" for w in r["windows_without_tree"]))
         assert not [e for e in result["elements"] if e["window"] == "Tk Probe"]
         assert "Tk Probe" in result["content_heading"]
     finally:
@@ -214,7 +212,7 @@ def _near(pixel: Any, colour: tuple[int, int, int], tolerance: int = 60) -> bool
     return all(abs(int(a) - b) <= tolerance for a, b in zip(pixel, colour, strict=True))
 
 
-async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_path: Path) -> None:
+async def test_chromium_page_elements_have_the_dom_boxes(stdio_client: Client, tmp_path: Path) -> None:
     """A real page in Chromium started by open_app (which turns its accessibility on): the buttons, field, link
     and heading on a coloured band appear with the DOM's own boxes (kiosk, unscaled: CSS pixels are screen pixels),
     labels OCR confuses are named exactly, a click by id presses the right button and typing by id sets the field
@@ -223,18 +221,18 @@ async def test_chromium_page_elements_have_the_dom_boxes(client: Client, tmp_pat
     assert chromium is not None, "Chromium is not installed (scripts/install.sh --dev)"
     with reporting_page() as page:
         command = shlex.join([chromium, *KIOSK_ARGS, f"--user-data-dir={tmp_path / 'profile'}", page.url])
-        opened = await call_ok(client, "open_app", target=command, wait_seconds=10)
+        opened = await call_ok(stdio_client, "open_app", target=command, wait_seconds=10)
         try:
             page.wait(lambda s: s.get("ready"))
             roles = {"Save file": "push button", "ONE": "push button", "0l1I": "push button", "Search box": "entry",
                      "Docs link": "link", "Section #1": "heading"}  # fmt: skip
             # The page reports again when the kiosk window reaches its full size: compare with its latest layout.
-            result = await _until(client, lambda r: _boxes_differing(r, page.state["boxes"], roles) == {})
+            result = await _until(stdio_client, lambda r: _boxes_differing(r, page.state["boxes"], roles) == {})
             ids = {e["name"]: e["id"] for e in result["elements"] if e["name"] in roles}
-            await call_ok(client, "click", element=ids["0l1I"], space="screen")
+            await call_ok(stdio_client, "click", element=ids["0l1I"], space="screen")
             assert page.wait(lambda s: s["clicks"]["0l1I"] == 1)["clicks"] == {"Save file": 0, "ONE": 0, "0l1I": 1}
             typed = "Grüße, 世界 ✓ — ok"
-            await call_ok(client, "type", text=typed, element=ids["Search box"], overwrite=True, space="screen")
+            await call_ok(stdio_client, "type", text=typed, element=ids["Search box"], overwrite=True, space="screen")
             assert page.wait(lambda s: s["field"] == typed)["field"] == typed
         finally:
             os.kill(opened["pid"], signal.SIGTERM)
@@ -274,44 +272,45 @@ async def _reflow_page_open(client: Client, tmp_path: Path) -> AsyncIterator[tup
             os.kill(opened["pid"], signal.SIGTERM)
 
 
-async def test_chromium_boxes_follow_a_reflow(client: Client, tmp_path: Path) -> None:
+async def test_chromium_boxes_follow_a_reflow(stdio_client: Client, tmp_path: Path) -> None:
     """Chromium sends no change event when a page reflows by style alone, yet the elements read afterwards have the
     DOM's boxes: links wrapping onto two lines (their box spans both lines), then the same links after a banner,
     shown above them 3 s after a button was pressed by element id (and a read), pushed them down."""
-    async with _reflow_page_open(client, tmp_path) as (page, matching):
+    async with _reflow_page_open(stdio_client, tmp_path) as (page, matching):
         result = await matching()
         (wrapped,) = [
             e for e in result["elements"] if e["name"] == "Link 3 goes on over two lines" and e["role"] == "link"
         ]
         assert wrapped["box"]["height"] >= 40, wrapped  # two lines of 22 px
         (insert,) = [e for e in result["elements"] if e["name"] == "Insert banner"]
-        await call_ok(client, "click", element=insert["id"], space="screen")
-        await call_ok(client, "elements", space="screen", max=1000)  # the press's own events seen, the tree walked
+        await call_ok(stdio_client, "click", element=insert["id"], space="screen")
+        # the press's own events seen, the tree walked
+        await call_ok(stdio_client, "elements", space="screen", max=1000)
         assert page.state["banners"] == 0, "the banner came before the read after the press: nothing was checked"
         pushed = page.wait(lambda s: s["banners"] == 1)["boxes"]
         assert pushed["Link 1"]["top"] > result_box_top(result, "Link 1")
         await matching()
 
 
-async def test_chromium_boxes_follow_a_scroll(client: Client, tmp_path: Path) -> None:
+async def test_chromium_boxes_follow_a_scroll(stdio_client: Client, tmp_path: Path) -> None:
     """Chromium sends no change event when a page scrolls: a tree kept since before the scroll listed every link at
     its old place. After the scroll tool, each link listed has its new DOM box (1 px either way: a fractional scroll
     offset rounds apart)."""
-    async with _reflow_page_open(client, tmp_path) as (page, matching):
+    async with _reflow_page_open(stdio_client, tmp_path) as (page, matching):
         await matching()
-        await call_ok(client, "scroll", vertical=-5, x=100, y=500, space="screen")
+        await call_ok(stdio_client, "scroll", vertical=-5, x=100, y=500, space="screen")
         page.wait(lambda s: s["scrollY"] > 0)
         result = await matching(tolerance=1, listed_only=True)
         assert sum(e["role"] == "link" for e in result["elements"]) >= 10, result["content_heading"]
 
 
-async def test_chromium_lists_the_links_a_scroll_brings_into_view(client: Client, tmp_path: Path) -> None:
+async def test_chromium_lists_the_links_a_scroll_brings_into_view(stdio_client: Client, tmp_path: Path) -> None:
     """After the page scrolled (the scroll tool), the links scrolled into view are listed, with their DOM boxes.
     They were missing while the walk after the scroll read libatspi's cached children of the page, which Chromium's
     events had not brought up to date; a tree walked again is now read with that cache cleared."""
-    async with _reflow_page_open(client, tmp_path) as (page, matching):
+    async with _reflow_page_open(stdio_client, tmp_path) as (page, matching):
         await matching()
-        await call_ok(client, "scroll", vertical=-5, x=100, y=500, space="screen")
+        await call_ok(stdio_client, "scroll", vertical=-5, x=100, y=500, space="screen")
         page.wait(lambda s: s["scrollY"] > 0)
         await matching(tolerance=1)
 

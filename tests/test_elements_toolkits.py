@@ -8,7 +8,7 @@ import os
 import shlex
 import shutil
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +19,10 @@ from symphony_mcp.desktop.accessibility import app_environment
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.desktop_apps import ProbeApp, qt_probe
 from testkit.mcp_calls import call_ok
-from testkit.server_process import ServerProcess, base_env
 
 pytestmark = pytest.mark.anyio
 QT_ROLES = {"Save file": "push button", "Cancel": "push button", "ONE": "push button", "Search box": "text",
             "Section #1": "label"}  # fmt: skip
-
-
-@pytest.fixture
-async def client(xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
-    env = base_env(DISPLAY=xdisplay.name, FONTCONFIG_FILE=os.environ["FONTCONFIG_FILE"])
-    async with Client(ServerProcess(env=env)) as connected:
-        yield connected
 
 
 @pytest.fixture
@@ -46,9 +38,9 @@ def named(result: dict[str, Any], name: str) -> dict[str, Any]:
     return found[0]
 
 
-async def test_qt_elements_have_qt_boxes(client: Client, qt: ProbeApp) -> None:
+async def test_qt_elements_have_qt_boxes(stdio_client: Client, qt: ProbeApp) -> None:
     """Qt 6 exposes its widgets with their roles, names and Qt's own screen geometry, to the pixel."""
-    result = await call_ok(client, "elements", space="screen", window="Qt Probe")
+    result = await call_ok(stdio_client, "elements", space="screen", window="Qt Probe")
     boxes = qt.state()["widgets"]
     for name, role in QT_ROLES.items():
         element = named(result, name)
@@ -59,10 +51,10 @@ async def test_qt_elements_have_qt_boxes(client: Client, qt: ProbeApp) -> None:
     assert result["cut"] is None
 
 
-async def test_qt_click_and_type_by_id(client: Client, qt: ProbeApp) -> None:
-    result = await call_ok(client, "elements", window="Qt Probe")  # the latest screenshot's space
+async def test_qt_click_and_type_by_id(stdio_client: Client, qt: ProbeApp) -> None:
+    result = await call_ok(stdio_client, "elements", window="Qt Probe")  # the latest screenshot's space
     one = named(result, "ONE")
-    record = await call_ok(client, "click", element=one["id"], frame_id=result["frame_id"])
+    record = await call_ok(stdio_client, "click", element=one["id"], frame_id=result["frame_id"])
     state = qt.wait(lambda s: s["clicks"]["ONE"] == 1)
     assert state["clicks"] == {"Save file": 0, "Cancel": 0, "ONE": 1}
     assert record["points"] == [one["center"]]
@@ -70,19 +62,21 @@ async def test_qt_click_and_type_by_id(client: Client, qt: ProbeApp) -> None:
 
     typed = "Grüße, 世界 ✓ — ok"
     field = named(result, "Search box")
-    record = await call_ok(client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"])
+    record = await call_ok(
+        stdio_client, "type", text=typed, element=field["id"], overwrite=True, frame_id=result["frame_id"]
+    )
     assert qt.wait(lambda s: s["entry"] == typed)["entry"] == typed
     assert record["grounding"][0]["via"] == "accessibility action 'set_text'"
 
 
 async def test_qt_without_the_app_environment_is_said_to_have_no_tree(
-    client: Client, xdisplay: VirtualDisplay, tmp_path: Path
+    stdio_client: Client, xdisplay: VirtualDisplay, tmp_path: Path
 ) -> None:
     """Qt joins the bus only when told to and told where (the root window's address is not read by Qt 6): started
     without the server's app environment, its window is listed as having no tree, not silently empty."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QT_", "AT_SPI", "DBUS_SESSION"))}
     with qt_probe(tmp_path, "Bare Qt", env=env):
-        result = await _until(client, lambda r: any(w["title"] == "Bare Qt" for w in r["windows_without_tree"]))
+        result = await _until(stdio_client, lambda r: any(w["title"] == "Bare Qt" for w in r["windows_without_tree"]))
         assert not [e for e in result["elements"] if e["window"] == "Bare Qt"]
 
 
@@ -96,7 +90,7 @@ async def _until(client: Client, predicate: Any, tries: int = 100) -> dict[str, 
     raise AssertionError(f"condition not met; last: {result}")
 
 
-async def test_libreoffice_writer_menus_toolbar_buttons_and_document_text(client: Client, tmp_path: Path) -> None:
+async def test_libreoffice_writer_menus_toolbar_buttons_and_document_text(stdio_client: Client, tmp_path: Path) -> None:
     """Writer (started by open_app, GTK 3 plugin) exposes its menus, toolbar buttons and the document's paragraphs
     with their text. A toolbar button pressed by id goes through its accessibility action, and Writer's own state
     shows it took effect. (Its toolbar buttons' and paragraphs' boxes are off by their parent window's offset in
@@ -107,12 +101,14 @@ async def test_libreoffice_writer_menus_toolbar_buttons_and_document_text(client
     document.write_text("First paragraph of the probe.\nSecond paragraph: Grüße.\n", encoding="utf-8")
     profile = (tmp_path / "profile").as_uri()
     command = [soffice, f"-env:UserInstallation={profile}", "--norestore", "--nologo", "--writer", str(document)]
-    opened = await call_ok(client, "open_app", target=shlex.join(command), wait_seconds=10)
+    opened = await call_ok(stdio_client, "open_app", target=shlex.join(command), wait_seconds=10)
     try:
         result = await _until(
-            client,
-            lambda r: any(e["role"] == "paragraph" for e in r["elements"])
-            and any(e["name"] == "Formatting Marks" for e in r["elements"]),
+            stdio_client,
+            lambda r: (
+                any(e["role"] == "paragraph" for e in r["elements"])
+                and any(e["name"] == "Formatting Marks" for e in r["elements"])
+            ),
             tries=150,
         )
         paragraphs = [e["text"] for e in result["elements"] if e["role"] == "paragraph"]
@@ -121,8 +117,8 @@ async def test_libreoffice_writer_menus_toolbar_buttons_and_document_text(client
         assert menus >= {"File", "Edit", "View", "Insert", "Format", "Tools", "Help"}, menus
         marks = named(result, "Formatting Marks")
         assert marks["role"] == "toggle button" and "checked" not in marks["states"]
-        record = await call_ok(client, "click", element=marks["id"], space="screen")
+        record = await call_ok(stdio_client, "click", element=marks["id"], space="screen")
         assert record["grounding"][0]["via"].startswith("accessibility action"), record
-        await _until(client, lambda r: "checked" in named(r, "Formatting Marks")["states"])
+        await _until(stdio_client, lambda r: "checked" in named(r, "Formatting Marks")["states"])
     finally:
         os.killpg(opened["pid"], signal.SIGTERM)

@@ -16,6 +16,8 @@ class _Located(Placed):
     corners: list[Point]
     nested: list[ActionRecord]
     screen_box: Rect
+    labels: list[str]  # not looked into: no model can be there
+    loose: object  # looked into: anything can be there
 
 
 @pytest.mark.parametrize(
@@ -38,8 +40,16 @@ def test_express_converts_every_coordinate_but_screen_fields(area: Rect) -> None
         summary="s",
     )
     result = view.express(
-        _Located(box=word, corners=[Point(x=word.left, y=word.top)], nested=[record], screen_box=word)
+        _Located(
+            box=word,
+            corners=[Point(x=word.left, y=word.top)],
+            nested=[record],
+            screen_box=word,
+            labels=["a"],
+            loose=[Point(x=word.left, y=word.top)],
+        )
     )
+    assert result.loose == result.corners and result.labels == ["a"]
     assert (result.space, result.frame_id) == ("screenshot", "f9") and result.screen_box == word
     assert (result.nested[0].space, result.nested[0].frame_id) == ("screenshot", "f9")
     assert result.nested[0].screen_points == record.screen_points

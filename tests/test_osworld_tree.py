@@ -3,9 +3,8 @@ checked with OSWorld's own metric (desktop_env's check_accessibility_tree) and t
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import lxml.etree
@@ -16,7 +15,6 @@ from mcp.types import TextResourceContents
 from symphony_mcp.bench.osworld.metrics import load_metric
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from testkit.desktop_apps import ProbeApp, gtk_probe
-from testkit.server_process import ServerProcess, base_env
 
 pytestmark = pytest.mark.anyio
 URI = "screen://accessibility_tree"
@@ -31,13 +29,6 @@ def gtk(xdisplay: VirtualDisplay, tmp_path: Path) -> Iterator[ProbeApp]:
         yield app
 
 
-@pytest.fixture
-async def client(xdisplay: VirtualDisplay) -> AsyncIterator[Client]:
-    env = base_env(DISPLAY=xdisplay.name, FONTCONFIG_FILE=os.environ["FONTCONFIG_FILE"])
-    async with Client(ServerProcess(env=env)) as connected:
-        yield connected
-
-
 async def tree(client: Client) -> str:
     result = await client.read_resource(URI)
     contents = result.contents[0]
@@ -45,21 +36,21 @@ async def tree(client: Client) -> str:
     return contents.text
 
 
-async def test_gtk_tree_in_osworlds_format_passes_osworlds_own_metric(client: Client, gtk: ProbeApp) -> None:
-    listed = (await client.list_resources()).resources
+async def test_gtk_tree_in_osworlds_format_passes_osworlds_own_metric(stdio_client: Client, gtk: ProbeApp) -> None:
+    listed = (await stdio_client.list_resources()).resources
     assert URI in {str(r.uri) for r in listed}
     typed = "Grüße 世界"
-    field = await client.call_tool("find_element", {"name": "Search box"})
+    field = await stdio_client.call_tool("find_element", {"name": "Search box"})
     assert not field.is_error, field.content
     assert field.structured_content is not None
     match = field.structured_content["matches"][0]["element"]
-    done = await client.call_tool(
+    done = await stdio_client.call_tool(
         "type", {"element": match["id"], "text": typed, "frame_id": field.structured_content["frame_id"]}
     )
     assert not done.is_error, done.content
     gtk.wait(lambda s: s["entry"] == typed)
 
-    xml = await tree(client)
+    xml = await tree(stdio_client)
     rules = [
         {"xpath": '//application[@name="gtk_probe.py"]//frame[@name="Tree Probe"]//push-button[@name="ONE"]'},
         {"xpath": '//push-button[@name="Save file"][@st:showing="true"][@st:enabled="true"]'},

@@ -16,7 +16,9 @@ from symphony_mcp.desktop.records import ActionRecord, Grounding, Target
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.elements.reader import ElementReader, Resolved
 
-PRESSABLE = ("click", "press", "activate", "jump", "toggle")
+# Actions that press a control, in the order tried; toolkits name them differently (Qt says "Press", GTK "click").
+# The one list: the helper is given it with each press (it runs under the system Python and cannot import this).
+PRESS_ACTIONS = ("click", "press", "activate", "jump", "toggle")
 
 
 class ElementActions:
@@ -39,14 +41,14 @@ class ElementActions:
     ) -> ActionRecord:
         resolved = await self.reader.resolve(view, element_id)
         element = resolved.element
-        pressable = [a for a in element.actions if a.lower() in PRESSABLE]  # Qt says "Press", GTK "click"
+        pressable = [a for a in element.actions if a.lower() in PRESS_ACTIONS]
         if button != "left" or count != 1 or hold_keys:
             why = "a right, middle, repeated or modified click has no accessibility action"
         elif not pressable:
             why = f"it offers no press action ({', '.join(element.actions) or 'no actions'})"
         else:
             started = time.time()
-            outcome = await self.reader.act(resolved, "press")
+            outcome = await self.reader.act(resolved, "press", names=PRESS_ACTIONS)
             if outcome["done"]:
                 via = f"accessibility action {outcome['action']!r}"
                 return await self.actions.recorder.record(

@@ -18,7 +18,7 @@ import selectors
 import socket
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -124,7 +124,7 @@ class Connection:
             message = Reader(bytes(buffer[position:end]), order)
             kind = buffer[position + 1]
             position = end
-            fields = dict(message.value("a(yv)", 12))
+            fields = message.header_fields(16 + fields_length)
             index = waiting.pop(fields.get(FIELD_REPLY_SERIAL, -1), None)
             if index is None or kind not in (METHOD_RETURN, ERROR):
                 continue  # a signal, or the late answer to a call whose deadline passed
@@ -206,68 +206,159 @@ class Reader:
     """Unmarshals any D-Bus value: arrays as lists, structs as tuples, dicts as dicts, variants as their value."""
 
     def __init__(self, data: bytes, order: str) -> None:
-        self.data, self.order, self.position = data, order, 0
+        self.data, self.order = data, order
 
     def data_start(self, fields_length: int) -> int:
         start = 16 + fields_length
         return start + -start % 8
 
+    def header_fields(self, end: int) -> dict[int, Any]:
+        """The header's fields (`a(yv)` from byte 12, each a code and a variant) by code."""
+        variant, position, fields = _parser("v", self.order), 16, {}
+        while position < end:
+            position += -position % 8
+            fields[self.data[position]], position = variant(self.data, position + 1)
+        return fields
+
     def values(self, signature: str, position: int) -> list[Any]:
-        self.position = position
-        return [self._read(code) for code in _types(signature)]
+        """The body's values; the body starts 8-aligned, as a struct of them does."""
+        if not signature:
+            return []
+        return list(_parser(f"({signature})", self.order)(self.data, position)[0])
 
-    def value(self, signature: str, position: int) -> Any:
-        self.position = position
-        return self._read(signature)
 
-    def _align(self, size: int) -> None:
-        self.position += -self.position % size
+# A parser reads one complete type at a position and answers the value and the position after it. Each type is
+# compiled once into nested closures (fixed-size runs unpacked by one struct call): a walk reads the same few types
+# tens of thousands of times, and reading them letter by letter was the helper's largest own cost after a scroll.
+Parser = Callable[[bytes, int], tuple[Any, int]]
+_PARSERS: dict[tuple[str, str], Parser] = {}
 
-    def _read(self, code: str) -> Any:
-        first = code[0]
-        if first in FIXED:
-            fmt = self.order + FIXED[first]
-            size = struct.calcsize(fmt)
-            self._align(size)
-            (value,) = struct.unpack_from(fmt, self.data, self.position)
-            self.position += size
-            return bool(value) if first == "b" else value
-        if first == "y":
-            self.position += 1
-            return self.data[self.position - 1]
-        if first in ("s", "o"):
-            length = self._read("u")
-            text = self.data[self.position : self.position + length].decode("utf-8", "replace")
-            self.position += length + 1
-            return text
-        if first == "g":
-            length = self.data[self.position]
-            text = self.data[self.position + 1 : self.position + 1 + length].decode()
-            self.position += length + 2
-            return text
-        if first == "v":
-            return self._read(self._read("g"))
-        if first == "a":
-            length = self._read("u")
-            item = code[1:]
-            self._align(8 if item[0] in "({" else ALIGNMENT.get(item[0], 8))
-            end = self.position + length
-            if item[0] == "{":
-                key, value = _types(item[1:-1])
-                pairs = {}
-                while self.position < end:
-                    self._align(8)
-                    name = self._read(key)  # before the value: `d[k()] = v()` would call v() first
-                    pairs[name] = self._read(value)
-                return pairs
-            items = []
-            while self.position < end:
-                items.append(self._read(item))
-            return items
-        if first == "(":
-            self._align(8)
-            return tuple(self._read(part) for part in _types(code[1:-1]))
-        raise ValueError(f"cannot read D-Bus type {code!r}")
+
+def _parser(code: str, order: str) -> Parser:
+    parser = _PARSERS.get((code, order))
+    if parser is None:
+        parser = _PARSERS[(code, order)] = _compile(code, order)
+    return parser
+
+
+def _compile(code: str, order: str) -> Parser:
+    first = code[0]
+    if first in FIXED:
+        return _fixed(first, order)
+    if first == "y":
+        return lambda data, position: (data[position], position + 1)
+    if first in ("s", "o"):
+        length = struct.Struct(order + "I").unpack_from
+
+        def text(data: bytes, position: int) -> tuple[Any, int]:
+            position += -position % 4
+            (size,) = length(data, position)
+            position += 4
+            return data[position : position + size].decode("utf-8", "replace"), position + size + 1
+
+        return text
+    if first == "g":
+        return _signature
+    if first == "v":
+
+        def variant(data: bytes, position: int) -> tuple[Any, int]:
+            signature, position = _signature(data, position)
+            return _parser(signature, order)(data, position)
+
+        return variant
+    if first == "a":
+        return _array(code[1:], order)
+    if first == "(":
+        return _struct(_types(code[1:-1]), order)
+    raise ValueError(f"cannot read D-Bus type {code!r}")
+
+
+def _signature(data: bytes, position: int) -> tuple[str, int]:
+    size = data[position]
+    return data[position + 1 : position + 1 + size].decode(), position + size + 2
+
+
+def _fixed(code: str, order: str) -> Parser:
+    unpack = struct.Struct(order + FIXED[code]).unpack_from
+    size = struct.calcsize(FIXED[code])
+    boolean = code == "b"
+
+    def fixed(data: bytes, position: int) -> tuple[Any, int]:
+        position += -position % size
+        (value,) = unpack(data, position)
+        return (bool(value) if boolean else value), position + size
+
+    return fixed
+
+
+def _array(item: str, order: str) -> Parser:
+    length = struct.Struct(order + "I").unpack_from
+    alignment = 8 if item[0] in "({" else ALIGNMENT.get(item[0], 8)
+    if item in FIXED and item != "b":  # e.g. a state set (au): one unpack for the whole array
+        code, size = order + FIXED[item], struct.calcsize(FIXED[item])
+
+        def numbers(data: bytes, position: int) -> tuple[Any, int]:
+            position += -position % 4
+            (total,) = length(data, position)
+            position += 4
+            position += -position % alignment
+            return list(struct.unpack_from(f"{order}{total // size}{code[1:]}", data, position)), position + total
+
+        return numbers
+    if item[0] == "{":
+        key_type, value_type = _types(item[1:-1])
+        key, value = _parser(key_type, order), _parser(value_type, order)
+
+        def pairs(data: bytes, position: int) -> tuple[Any, int]:
+            position += -position % 4
+            (total,) = length(data, position)
+            position += 4
+            position += -position % alignment
+            end, found = position + total, {}
+            while position < end:
+                position += -position % 8
+                name, position = key(data, position)
+                found[name], position = value(data, position)
+            return found, position
+
+        return pairs
+    element = _parser(item, order)
+
+    def items(data: bytes, position: int) -> tuple[Any, int]:
+        position += -position % 4
+        (total,) = length(data, position)
+        position += 4
+        position += -position % alignment
+        end, found = position + total, []
+        while position < end:
+            value, position = element(data, position)
+            found.append(value)
+        return found, position
+
+    return items
+
+
+def _struct(parts: list[str], order: str) -> Parser:
+    if all(part in FIXED and part != "b" and ALIGNMENT.get(part) == 4 for part in parts):  # e.g. a box (iiii)
+        unpack = struct.Struct(order + "".join(FIXED[part] for part in parts)).unpack_from
+        size = 4 * len(parts)
+
+        def packed(data: bytes, position: int) -> tuple[Any, int]:
+            position += -position % 8
+            return unpack(data, position), position + size
+
+        return packed
+    readers = [_parser(part, order) for part in parts]
+
+    def fields(data: bytes, position: int) -> tuple[Any, int]:
+        position += -position % 8
+        values = []
+        for read in readers:
+            value, position = read(data, position)
+            values.append(value)
+        return tuple(values), position
+
+    return fields
 
 
 def _types(signature: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -216,10 +217,18 @@ class ElementReader:
             )
         return Resolved(reading.helper_reading, ref, element)
 
-    async def act(self, resolved: Resolved, kind: str, text: str = "") -> dict[str, Any]:
-        """Do an accessibility action ('press', 'set_text', 'append_text') on an element: {'done', 'action', 'why'}."""
+    async def act(self, resolved: Resolved, kind: str, text: str = "", names: Sequence[str] = ()) -> dict[str, Any]:
+        """Do an accessibility action ('press': the first of the action `names` the element has; 'set_text',
+        'append_text': `text`) on an element: {'done', 'action', 'why'}."""
         return await self._request(
-            {"op": "act", "reading": resolved.helper_reading, "ref": resolved.ref, "kind": kind, "text": text}
+            {
+                "op": "act",
+                "reading": resolved.helper_reading,
+                "ref": resolved.ref,
+                "kind": kind,
+                "text": text,
+                "names": list(names),
+            }
         )
 
     async def osworld_tree(self) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from symphony_mcp.desktop.frames import Placed
@@ -30,6 +32,36 @@ class Element(NumberedElement):
     window: str = Field(description="the title of its top-level window")
 
 
+def _listed_by_shape(schema: dict[str, Any]) -> None:
+    """The published schema of a long list of elements: each item an object with the required fields, described
+    field by field in words rather than checked field by field. Why: the MCP Python client checks every result
+    against the output schema with jsonschema, which took 120 ms (quiet machine) to 400 ms (loaded) for 444 fully
+    typed elements and 4 ms for this; the server still validates the result with its own model."""
+    element = Element.model_json_schema()
+    fields = "; ".join(
+        f"{name} ({_kind(field, element.get('$defs', {}))}): {field.get('description', '')}".rstrip(": ")
+        for name, field in element["properties"].items()
+    )
+    schema["items"] = {
+        "type": "object",
+        "required": element["required"],
+        "description": f"{element['description']} Fields: {fields}",
+    }
+
+
+def _kind(field: dict[str, Any], definitions: dict[str, Any]) -> str:
+    """A field's JSON type in words: 'integer', 'number or null', 'array of string', '{x: integer, y: integer}'."""
+    if "$ref" in field:
+        properties = definitions[field["$ref"].rsplit("/", 1)[-1]]["properties"]
+        return "{" + ", ".join(f"{name}: {_kind(part, definitions)}" for name, part in properties.items()) + "}"
+    if "anyOf" in field:
+        return " or ".join(_kind(option, definitions) for option in field["anyOf"])
+    kind = field.get("type", "any")
+    if kind == "array":
+        return f"array of {_kind(field.get('items', {}), definitions)}"
+    return " or ".join(kind) if isinstance(kind, list) else str(kind)
+
+
 class UnreadWindow(BaseModel):
     """A window on screen whose application has no accessibility tree."""
 
@@ -42,7 +74,7 @@ class UnreadWindow(BaseModel):
 class ElementsResult(Placed):
     """The elements of the screen area the caller looks at, numbered."""
 
-    elements: list[Element]
+    elements: list[Element] = Field(json_schema_extra=_listed_by_shape)
     total: int = Field(description="how many elements matched before max cut the list")
     applications: list[str] = Field(description="the applications whose trees were read")
     windows_without_tree: list[UnreadWindow] = Field(
