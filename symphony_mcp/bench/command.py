@@ -15,12 +15,13 @@ from typing import TypeVar
 from rich.console import Console
 
 from symphony_mcp.bench.environments import started_environments
+from symphony_mcp.bench.machines import machine_environments
 from symphony_mcp.bench.progress import progress_view
 from symphony_mcp.bench.registry import AdapterOptions, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
-from symphony_mcp.bench.summary import BenchSummary, scope_of, summarise, write_summary
+from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
 from symphony_mcp.bench.types import Adapter, ExplainsListing, TaskFilter
 from symphony_mcp.config import Settings
 from symphony_mcp.stop_signals import STOP_SIGNALS
@@ -58,7 +59,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
     except BaseException:
         asyncio.run(adapter.close())
         raise
-    environments = [f"env-{i}" for i in range(min(request.parallel, len(plan.pending)))]
+    environments = [f"env-{i}" for i in range(min(_slots(request), len(plan.pending)))]
     with progress_view(console, len(plan.pending), environments, request.quiet) as observer:
         if request.backend == "ray" and plan.pending:
             asyncio.run(adapter.close())  # the actors make their own
@@ -75,7 +76,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
         result.not_run,
         result.seconds,
         len(result.evaluations),
-        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible),
+        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible, _machines(request)),
     )
     return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
 
@@ -93,9 +94,24 @@ def _run_with_local_environments(
 
     if not plan.pending:
         return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
-    count = min(request.parallel, len(plan.pending))
-    with started_environments(count, settings, server_args=request.server_args) as environments:
+    count = min(_slots(request), len(plan.pending))
+    if request.machines:
+        slots = machine_environments(
+            request.machines[:count], settings, server_args=request.server_args, reset=request.machine_reset
+        )
+    else:
+        slots = started_environments(count, settings, server_args=request.server_args)
+    with slots as environments:
         return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def _slots(request: BenchRequest) -> int:
+    """Environments at once: one per machine given, else --parallel."""
+    return len(request.machines) or request.parallel
+
+
+def _machines(request: BenchRequest) -> MachineScope | None:
+    return MachineScope(len(request.machines), request.machine_reset is not None) if request.machines else None
 
 
 def run_until_signalled(make: Callable[[], Awaitable[T]]) -> T:
