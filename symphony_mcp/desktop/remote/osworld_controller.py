@@ -78,9 +78,7 @@ class OsworldController:
     def upload(self, path: str, data: bytes) -> None:
         self._request("POST", "/setup/upload", idempotent=True, data={"file_path": path}, files={"file_data": data})
 
-    def execute(
-        self, argv: list[str] | str, timeout: float = COMMAND_SECONDS, *, shell: bool = False
-    ) -> CommandResult:
+    def execute(self, argv: list[str] | str, timeout: float = COMMAND_SECONDS, *, shell: bool = False) -> CommandResult:
         """Run a program on the machine (a list without shell; a string with `shell`, or split by the controller
         without) and wait for it; a failed run is a result, not an error."""
         response = self._request(
