@@ -35,7 +35,7 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import read_evaluation
 from symphony_mcp.bench.summary import BenchSummary
 from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
-from symphony_mcp.config import Settings
+from symphony_mcp.config import Settings, load_settings
 from symphony_mcp.errors import SettingsError
 from testkit.model_server import StandInModel
 from testkit.osworld_controller.process import RunningController
@@ -223,6 +223,12 @@ def test_machines_and_reset_commands_are_checked() -> None:
         BenchRequest("m:f", TaskFilter(), machine_reset="true")
     with pytest.raises(SettingsError, match="--backend local"):
         BenchRequest("m:f", TaskFilter(), machines=("http://a:5000",), backend="ray")
+    quiet = Console(file=io.StringIO())
+    with pytest.raises(SettingsError, match="osworld-vm runs on remote machines: give their controllers"):
+        run_bench(BenchRequest(adapter_spec("osworld-vm", None), TaskFilter()), load_settings(), quiet)
+    local = BenchRequest(adapter_spec("osworld", None), TaskFilter(), machines=("http://10.0.0.5:5000",))
+    with pytest.raises(SettingsError, match="osworld runs on this host's displays"):
+        run_bench(local, load_settings(), quiet)
 
 
 def test_the_vm_listing_is_the_whole_set_with_what_the_machines_cannot_do(tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, ExplainsListing, TaskFilter
+from symphony_mcp.bench.types import Adapter, DrivesMachines, ExplainsListing, TaskFilter
 from symphony_mcp.config import Settings
+from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
 
 T = TypeVar("T")
@@ -55,6 +56,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
     results = results_root(settings)
     adapter = load_adapter(request.spec, request.options)
     try:
+        _check_machines(adapter, request)
         plan = make_plan(adapter, request.selection, results, request.force)
     except BaseException:
         asyncio.run(adapter.close())
@@ -103,6 +105,14 @@ def _run_with_local_environments(
         slots = started_environments(count, settings, server_args=request.server_args)
     with slots as environments:
         return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def _check_machines(adapter: Adapter, request: BenchRequest) -> None:
+    """Remote machines for an adapter that drives them, displays here for the others."""
+    if request.machines and not isinstance(adapter, DrivesMachines):
+        raise SettingsError(f"{adapter.name} runs on this host's displays: --machines is for e.g. osworld-vm")
+    if isinstance(adapter, DrivesMachines) and not request.machines:
+        raise SettingsError(f"{adapter.name} runs on remote machines: give their controllers with --machines URL,...")
 
 
 def _slots(request: BenchRequest) -> int:

@@ -147,3 +147,12 @@ class ExplainsListing(Protocol):
     def listing_notes(self) -> list[str]:
         """Lines about the last listing: the task list used, and what else was found and why it is not listed."""
         ...
+
+
+@runtime_checkable
+class DrivesMachines(Protocol):
+    """An adapter whose environments are remote machines (`bench --machines`), not displays of this host."""
+
+    def machine_backend(self) -> str:
+        """The desktop backend its server drives a machine with (e.g. osworld)."""
+        ...

@@ -63,6 +63,9 @@ class OSWorldVmAdapter:
         self._task_set: TaskSet | None = None
         self._runners: dict[str, RemoteSetupRunner] = {}
 
+    def machine_backend(self) -> str:
+        return "osworld"
+
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         if self.tasks_dir is None:
             raise OSWorldError(
@@ -103,7 +106,8 @@ class OSWorldVmAdapter:
     def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
         """The agent's server on the OSWorld backend at the environment's machine: its tools and code act there."""
         url = self._url(environment)
-        return replace(server, env={**server.env, "SYMPHONY_DESKTOP__BACKEND": "osworld", "SYMPHONY_DESKTOP__URL": url})
+        backend = {"SYMPHONY_DESKTOP__BACKEND": self.machine_backend(), "SYMPHONY_DESKTOP__URL": url}
+        return replace(server, env={**server.env, **backend})
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
         runner = self._runners[environment.name]
