@@ -69,7 +69,8 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
 
             result = run_ray(request, plan, settings, results, observer)
         else:
-            result = _run_with_local_environments(adapter, request, plan, settings, results, observer)
+            run = _run_on_machines if request.machines else _run_with_local_environments
+            result = run(adapter, request, plan, settings, results, observer)
     runnable = len(plan.pending) + len(plan.earlier)
     summary = summarise(
         plan.benchmark,
@@ -96,14 +97,28 @@ def _run_with_local_environments(
 
     if not plan.pending:
         return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
-    count = min(_slots(request), len(plan.pending))
-    if request.machines:
-        slots = machine_environments(
-            request.machines[:count], settings, server_args=request.server_args, reset=request.machine_reset
-        )
-    else:
-        slots = started_environments(count, settings, server_args=request.server_args)
-    with slots as environments:
+    count = min(request.parallel, len(plan.pending))
+    with started_environments(count, settings, server_args=request.server_args) as environments:
+        return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def _run_on_machines(
+    adapter: Adapter, request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver
+) -> RunResult:
+    """One environment per machine of --machines (no display here); everything async of the adapter in one loop."""
+
+    async def closing(run: Awaitable[RunResult]) -> RunResult:
+        try:
+            return await run
+        finally:
+            await adapter.close()
+
+    if not plan.pending:
+        return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
+    machines = request.machines[: len(plan.pending)]
+    with machine_environments(
+        machines, settings, server_args=request.server_args, reset=request.machine_reset
+    ) as environments:
         return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
 
 
