@@ -9,10 +9,13 @@ a finished task is not run again; a setup step that fails is a setup error, not 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -42,6 +45,7 @@ from testkit.osworld_controller.process import RunningController
 from testkit.osworld_host import TASKS
 from testkit.osworld_machines import stand_in_machines
 from testkit.osworld_runs import Answer, Planner, settings_for
+from testkit.ports import free_port
 from testkit.scripted_planner import act
 from testkit.waiting import wait_for
 
@@ -245,7 +249,74 @@ def test_the_vm_listing_is_the_whole_set_with_what_the_machines_cannot_do(tmp_pa
         "its input file poster_party_night.webp is not in the copy of OSWorld's cache (OSWORLD_CACHE) and network=false"
     )
     (tmp_path / "os").mkdir()
-    tabs = [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.org"]}}]
-    os_task(tmp_path, NOTE, "Read the page.", tabs, "true", "")
+    drive = [{"type": "googledrive", "parameters": {"settings_file": "settings.yml", "operation": ["delete"]}}]
+    os_task(tmp_path, NOTE, "Read the file.", drive, "true", "")
     [listed] = OSWorldVmAdapter(tmp_path).list_tasks(TaskFilter())
-    assert listed.skip_reason == "setup step 'chrome_open_tabs' is not run on remote machines by this adapter"
+    assert listed.skip_reason == "setup step 'googledrive' is not run on remote machines by this adapter"
+
+
+@needs_desktop_env
+@pytest.mark.timeout(300)
+def test_chrome_tab_steps_act_on_the_machines_chrome_over_its_devtools_port(
+    stand_in: StandInModel, tmp_path: Path
+) -> None:
+    """OSWorld's chrome_open_tabs / chrome_close_tabs through the machine's DevTools port (the adapter's
+    chromium_port), after a launch step started Chromium there; scored by what the machine's Chrome lists."""
+    port = free_port()
+    first, second = "data:text/html,first", "data:text/html,second"
+    pid_file = tmp_path / "chromium.pid"
+    chromium = (
+        f"echo $$ > {pid_file}; exec /usr/lib/chromium/chromium --remote-debugging-port={port} "
+        f"--user-data-dir={tmp_path / 'profile'} --no-sandbox --disable-gpu --no-first-run "
+        "--disable-background-networking --disable-component-update --disable-sync about:blank"
+    )
+    listing = (
+        'python3 -c "import json, urllib.request; '
+        f"print([p['url'] for p in json.load(urllib.request.urlopen('http://127.0.0.1:{port}/json')) "
+        "if p['type'] == 'page'])\""
+    )
+    tasks = tmp_path / "tasks"
+    (tasks / "os").mkdir(parents=True)
+    config = [
+        {"type": "launch", "parameters": {"command": ["sh", "-c", chromium]}},
+        {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [first, second]}},
+        {"type": "chrome_close_tabs", "parameters": {"urls_to_close": [first]}},
+    ]
+    os_task(tasks, NOTE, "Look at the open tab.", config, listing, f"{[second]}\n")
+    stand_in.script(default=lambda request: act("done()"))
+    settings = settings_for(stand_in)
+    settings = settings.model_copy(
+        update={"orchestrator": settings.orchestrator.model_copy(update={"results_dir": tmp_path / "results"})}
+    )
+    with stand_in_machines(1, tmp_path / "machines") as machines:
+        request = BenchRequest(
+            adapter_spec("osworld-vm", None),
+            TaskFilter(),
+            (("tasks_dir", str(tasks)), ("chromium_port", port)),
+            quiet=True,
+            machines=(machines[0].url,),
+        )
+        try:
+            _, path = run_bench(request, settings, Console(file=io.StringIO()))
+        finally:
+            if pid_file.exists():
+                stop_pid(int(pid_file.read_text()))
+    evaluation = read_evaluation(path.parent / "os" / NOTE)
+    assert evaluation is not None
+    assert (evaluation.score, evaluation.failure) == (1.0, None), evaluation
+    assert f"exact_match({f'{[second]}' + chr(10)!r}) = 1" in evaluation.detail, evaluation.detail
+
+
+def stop_pid(pid: int) -> None:
+    """End the Chromium the task's launch step started on the machine (by the pid it wrote)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: ended(pid), timeout=15)
+
+
+def ended(pid: int) -> bool:
+    """Gone, or a zombie its parent (the stand-in controller, which never waits for what it launches) has not reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True

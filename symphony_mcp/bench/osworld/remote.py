@@ -97,6 +97,7 @@ class OSWorldVmAdapter:
             open_timeout=self.open_timeout,
             offline=self.cache,
             network=self.network,
+            chrome=f"http://{urlsplit(self._url(environment)).hostname}:{self.chromium_port}",
         )
         self._runners[environment.name] = runner
         shutil.rmtree(runner.cache_dir, ignore_errors=True)  # this task's files from an earlier attempt

@@ -6,7 +6,8 @@ it again; `/run_bash_script` is never used: it runs, then answers 500), the exit
 Steps: `execute`/`command` (placeholders {CLIENT_PASSWORD}, {SCREEN_WIDTH}... filled in; stdout/stderr saved in the
 task's cache when asked; `until` re-runs, bounded), `launch`, `open` (`/setup/open_file`, its wait for the window
 bounded by `open_timeout`, not upstream's 1800 s), `activate_window` / `close_window`, `sleep`,
-`execute_with_verification` (the command, then its checks polled through `/execute`), and `download`: the file from
+`execute_with_verification` (the command, then its checks polled through `/execute`), `chrome_open_tabs` and
+`chrome_close_tabs` (over the machine's Chrome DevTools port, remote_chrome.py), and `download`: the file from
 the copy of OSWorld's cache (offline.py), else fetched here when the network is allowed, then put on the machine with
 `/setup/upload`, as OSWorld's harness does. As in OSWorld, a failing command, launch or window step is logged and the
 setup goes on; an `open` that fails, a file that cannot be had and a failed verification stop it (SetupError).
@@ -26,6 +27,7 @@ import httpx
 
 from symphony_mcp.bench.osworld.commands import Command
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, download_copy
+from symphony_mcp.bench.osworld.remote_chrome import close_tabs, open_tabs
 from symphony_mcp.bench.osworld.setup import POLL_SECONDS, UNTIL_FAILURES, UNTIL_SECONDS, SetupError
 from symphony_mcp.desktop.remote.osworld_controller import CommandResult, OsworldController
 from symphony_mcp.errors import SymphonyError, clip
@@ -42,6 +44,8 @@ REMOTE_STEPS = frozenset(
         "sleep",
         "execute_with_verification",
         "download",
+        "chrome_open_tabs",
+        "chrome_close_tabs",
     }
 )
 DOWNLOAD_SECONDS = 300.0  # OSWorld's harness: a 5-minute timeout per download
@@ -60,7 +64,9 @@ class RemoteSetupRunner:
         open_timeout: float,
         offline: Path | None,
         network: bool,
+        chrome: str,
     ) -> None:
+        self.chrome = chrome  # the machine's Chrome DevTools endpoint, http://host:port (remote_chrome.py)
         self.controller = controller
         self.cache_dir = cache_dir
         self.task_id = task_id
@@ -168,6 +174,12 @@ class RemoteSetupRunner:
             if not url or not path:
                 raise SetupError(f"invalid URL ({url!r}) or path ({path!r})")
             self.controller.upload(path, self._file(url, path).read_bytes())
+
+    def _chrome_open_tabs(self, urls_to_open: list[str]) -> None:
+        open_tabs(self.chrome, urls_to_open)
+
+    def _chrome_close_tabs(self, urls_to_close: list[str]) -> None:
+        close_tabs(self.chrome, urls_to_close)
 
     # Helpers.
 

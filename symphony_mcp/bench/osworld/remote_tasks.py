@@ -2,8 +2,8 @@
 
 The machines are OSWorld's image, so what its apps, GNOME, sudo or systemd need is there: the whole task set is
 listed runnable except a task whose setup step this adapter does not run on a machine (remote_setup.REMOTE_STEPS:
-Google Drive, logins, Chrome's DevTools steps, proxies), whose getter or metric OSWorld lacks or cannot import
-here (metrics run on this host), or, when the user says there is no network (network=false), one whose files are
+Google Drive, logins, proxies, a downloaded browsing history), whose getter or metric OSWorld lacks or cannot
+import here (metrics run on this host), or, when the user says there is no network (network=false), one whose files are
 not in the copy of OSWorld's cache or that needs the live web. With the network, files the copy lacks are
 fetched on this host as OSWorld's harness fetches them (inputs uploaded to the machine, gold files by its getter).
 """
