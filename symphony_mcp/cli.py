@@ -129,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         "a cache with a manifest of sizes and sha256 sums, for OSWORLD_CACHE: resumable, checked, never fetched twice.",
         usage="%(prog)s [list] BENCHMARK [options] | %(prog)s osworld fetch-cache DIR [options]",
     )
-    bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld (or `list` BENCHMARK)")
+    bench.add_argument(
+        "words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld, osworld-vm (or `list` BENCHMARK)"
+    )
     bench.add_argument("--adapter", metavar="MODULE:NAME", help="a custom adapter: a callable returning an Adapter")
     bench.add_argument(
         "--option",
@@ -152,6 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="PREFIX=REPLACEMENT",
         help="fetch-cache: fetch URLs starting with PREFIX from REPLACEMENT instead (a mirror); repeatable",
+    )
+    bench.add_argument(
+        "--machines",
+        type=comma_list,
+        metavar="URL,...",
+        help="remote machines' controller URLs (e.g. osworld-vm: http://VM:5000), one environment each",
+    )
+    bench.add_argument(
+        "--machine-reset",
+        metavar="COMMAND",
+        help="run here before each task to revert a machine; {url} {host} {port} {index} are filled in",
     )
     bench.add_argument("--force", action="store_true", help="run finished tasks again too")
     bench.add_argument(
@@ -410,6 +423,7 @@ def _report(results: Path) -> int:
 
 def _bench(settings: Settings, args: argparse.Namespace) -> int:
     from symphony_mcp.bench.command import list_tasks, run_bench
+    from symphony_mcp.bench.machines import parse_machines
     from symphony_mcp.bench.registry import adapter_spec, parse_option
     from symphony_mcp.bench.report import write_bench_report
     from symphony_mcp.bench.request import BenchRequest
@@ -430,6 +444,8 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
         if listing:
             print("\n".join(list_tasks(spec, selection, options)))
             return ExitCode.OK
+        if args.machines and args.parallel is not None:
+            raise SettingsError("--parallel and --machines: with machines there is one environment per machine")
         request = BenchRequest(
             spec,
             selection,
@@ -440,6 +456,8 @@ def _bench(settings: Settings, args: argparse.Namespace) -> int:
             args.ray_address,
             args.quiet,
             ("--config", str(args.config)) if args.config else (),
+            parse_machines(args.machines or []),
+            args.machine_reset,
         )
         summary, path = run_bench(request, settings, make_console(stderr=True))
     except (SymphonyError, ValueError, OSError) as exc:

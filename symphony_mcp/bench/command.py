@@ -15,14 +15,16 @@ from typing import TypeVar
 from rich.console import Console
 
 from symphony_mcp.bench.environments import started_environments
+from symphony_mcp.bench.machines import machine_environments
 from symphony_mcp.bench.progress import progress_view
 from symphony_mcp.bench.registry import AdapterOptions, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
-from symphony_mcp.bench.summary import BenchSummary, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, ExplainsListing, TaskFilter
+from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
+from symphony_mcp.bench.types import Adapter, DrivesMachines, ExplainsListing, TaskFilter
 from symphony_mcp.config import Settings
+from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
 
 T = TypeVar("T")
@@ -54,11 +56,12 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
     results = results_root(settings)
     adapter = load_adapter(request.spec, request.options)
     try:
+        _check_machines(adapter, request)
         plan = make_plan(adapter, request.selection, results, request.force)
     except BaseException:
         asyncio.run(adapter.close())
         raise
-    environments = [f"env-{i}" for i in range(min(request.parallel, len(plan.pending)))]
+    environments = [f"env-{i}" for i in range(min(_slots(request), len(plan.pending)))]
     with progress_view(console, len(plan.pending), environments, request.quiet) as observer:
         if request.backend == "ray" and plan.pending:
             asyncio.run(adapter.close())  # the actors make their own
@@ -66,7 +69,8 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
 
             result = run_ray(request, plan, settings, results, observer)
         else:
-            result = _run_with_local_environments(adapter, request, plan, settings, results, observer)
+            run = _run_on_machines if request.machines else _run_with_local_environments
+            result = run(adapter, request, plan, settings, results, observer)
     runnable = len(plan.pending) + len(plan.earlier)
     summary = summarise(
         plan.benchmark,
@@ -75,7 +79,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
         result.not_run,
         result.seconds,
         len(result.evaluations),
-        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible),
+        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible, _machines(request)),
     )
     return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
 
@@ -96,6 +100,43 @@ def _run_with_local_environments(
     count = min(request.parallel, len(plan.pending))
     with started_environments(count, settings, server_args=request.server_args) as environments:
         return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def _run_on_machines(
+    adapter: Adapter, request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver
+) -> RunResult:
+    """One environment per machine of --machines (no display here); everything async of the adapter in one loop."""
+
+    async def closing(run: Awaitable[RunResult]) -> RunResult:
+        try:
+            return await run
+        finally:
+            await adapter.close()
+
+    if not plan.pending:
+        return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
+    machines = request.machines[: len(plan.pending)]
+    with machine_environments(
+        machines, settings, server_args=request.server_args, reset=request.machine_reset
+    ) as environments:
+        return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def _check_machines(adapter: Adapter, request: BenchRequest) -> None:
+    """Remote machines for an adapter that drives them, displays here for the others."""
+    if request.machines and not isinstance(adapter, DrivesMachines):
+        raise SettingsError(f"{adapter.name} runs on this host's displays: --machines is for e.g. osworld-vm")
+    if isinstance(adapter, DrivesMachines) and not request.machines:
+        raise SettingsError(f"{adapter.name} runs on remote machines: give their controllers with --machines URL,...")
+
+
+def _slots(request: BenchRequest) -> int:
+    """Environments at once: one per machine given, else --parallel."""
+    return len(request.machines) or request.parallel
+
+
+def _machines(request: BenchRequest) -> MachineScope | None:
+    return MachineScope(len(request.machines), request.machine_reset is not None) if request.machines else None
 
 
 def run_until_signalled(make: Callable[[], Awaitable[T]]) -> T:

@@ -37,6 +37,10 @@ BENCHMARKS: dict[str, Registration] = {
         "symphony_mcp.bench.osworld:OSWorldAdapter",
         "pip install 'symphony-mcp[osworld]' && pip install --no-deps desktop-env==1.0.2",
     ),
+    "osworld-vm": Registration(  # OSWorld's own VMs, given with bench --machines
+        "symphony_mcp.bench.osworld.remote:OSWorldVmAdapter",
+        "pip install 'symphony-mcp[osworld]' && pip install --no-deps desktop-env==1.0.2",
+    ),
 }
 
 

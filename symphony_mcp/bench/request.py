@@ -24,9 +24,15 @@ class BenchRequest:
     ray_address: str | None = None
     quiet: bool = False
     server_args: tuple[str, ...] = ()  # e.g. ("--config", path) for every spawned server
+    machines: tuple[str, ...] = ()  # remote machines' controller URLs: one environment each (machines.py)
+    machine_reset: str | None = None  # the command that reverts a machine before each task
 
     def __post_init__(self) -> None:
         if self.parallel < 1:
             raise SettingsError(f"--parallel must be at least 1 (environments at once), got {self.parallel}")
         if self.ray_address and self.backend != "ray":
             raise SettingsError("--ray-address needs --backend ray")
+        if self.machines and self.backend != "local":
+            raise SettingsError("--machines runs its environments from here: use it with --backend local")
+        if self.machine_reset and not self.machines:
+            raise SettingsError("--machine-reset needs --machines (the machines it resets)")

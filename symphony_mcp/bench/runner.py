@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from symphony_mcp.bench.environments import server_for_task
+from symphony_mcp.bench.machines import reset_machine
 from symphony_mcp.bench.results_layout import domain_dir, read_evaluation, task_dir, write_evaluation
 from symphony_mcp.bench.types import Adapter, BenchTask, Environment, FailureReason, TaskEvaluation, TaskFilter
 from symphony_mcp.config import Settings
@@ -147,6 +148,7 @@ async def run_one(
     )
     clock = time.monotonic()
     try:
+        await asyncio.to_thread(reset_machine, environment)  # a remote machine's revert, when the user gave one
         evaluation.instruction = await adapter.reset(environment, task)
     except Exception as exc:
         _failed(evaluation, "setup_error", exc, task)

@@ -11,6 +11,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -109,8 +110,22 @@ def summarise(
     )
 
 
-def scope_of(title: str, runnable: int, listed: int, infeasible: int) -> str:
+@dataclass(frozen=True)
+class MachineScope:
+    """A run on remote machines (bench --machines): how many, and whether a command reset them before each task."""
+
+    machines: int
+    reset: bool
+
+
+def scope_of(title: str, runnable: int, listed: int, infeasible: int, machines: MachineScope | None = None) -> str:
     """The subset a run's figures cover, said so that nobody takes them for the benchmark's own score."""
+    if machines is not None:
+        reset = "each reset before every task" if machines.reset else "machines NOT reset between tasks"
+        return (
+            f"{title} on {machines.machines} machine{'s' if machines.machines != 1 else ''}: {runnable} of {listed} "
+            f"tasks, {infeasible} infeasible ({reset}; the selected tasks the machines can run)"
+        )
     return (
         f"{title} local: {runnable} of {listed} tasks, {infeasible} infeasible "
         f"(the selected tasks this machine can run; not {title}'s score)"

@@ -8,6 +8,8 @@ An environment is one parallel slot: its own X display (Xvfb) and working folder
 symphony-mcp server on that display for each task (`Environment.server`, as `Adapter.server` says: OSWorld's
 adapter starts it inside the environment's sandbox, as the task user). Adapters act on the display named
 in `Environment.display` (setting DISPLAY for the programs they start), never on the runner's own.
+With `bench --machines URL,...` an environment is a remote machine instead (`Environment.machine`, its
+controller's URL; no display here): the adapter's server drives it through a remote desktop backend.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Environment:
     workdir: Path
     server: SpawnServer  # `symphony-mcp serve` on this display (run_task spawns it per task)
     view_url: str | None = None  # the display's live view in a browser (settings.view), when on
+    machine: str | None = None  # a remote machine's controller URL (bench --machines); then `display` is unused
+    machine_reset: str | None = None  # the user's command that reverts the machine before each task (machines.py)
 
     def env(self) -> dict[str, str]:
         """Environment variables for programs an adapter starts on this environment's display."""
@@ -142,4 +146,13 @@ class ExplainsListing(Protocol):
 
     def listing_notes(self) -> list[str]:
         """Lines about the last listing: the task list used, and what else was found and why it is not listed."""
+        ...
+
+
+@runtime_checkable
+class DrivesMachines(Protocol):
+    """An adapter whose environments are remote machines (`bench --machines`), not displays of this host."""
+
+    def machine_backend(self) -> str:
+        """The desktop backend its server drives a machine with (e.g. osworld)."""
         ...

@@ -30,8 +30,11 @@ class RunningController:
 
 
 @contextlib.contextmanager
-def running_controller(home: Path, faults: Faults | None = None) -> Iterator[RunningController]:
-    """The controller on this process's DISPLAY, on a free loopback port; stopped by its pid afterwards."""
+def running_controller(
+    home: Path, faults: Faults | None = None, display: str | None = None
+) -> Iterator[RunningController]:
+    """The controller on `display` (default: this process's DISPLAY), on a free loopback port; stopped by its pid
+    afterwards."""
     port = free_port()
     home.mkdir(parents=True, exist_ok=True)
     (home / "Desktop").mkdir(exist_ok=True)
@@ -42,6 +45,7 @@ def running_controller(home: Path, faults: Faults | None = None) -> Iterator[Run
         VM_MARKER: marker,
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "PYTHONPATH": str(ROOT),
+        **({"DISPLAY": display} if display else {}),
     }
     faults = faults or Faults()
     flags = [

@@ -11,6 +11,8 @@ The getters run on a stand-in `env` whose in-VM server answers from the environm
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +48,28 @@ def metrics_of(evaluator: dict[str, Any]) -> list[Metric]:
 
 
 def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool) -> Score:
-    runner.run(evaluator.get("postconfig", []))
+    """A task of a local environment: its sandbox's steps and stand-in server (getters.getter_env)."""
+    context = GetterContext(runner.sandbox, runner.cache_dir, runner.screen_size, runner.task_id, runner.offline)
+    return evaluate_on(evaluator, runner.run, lambda: getter_env(context), context, agent_failed)
+
+
+def evaluate_on(
+    evaluator: dict[str, Any],
+    run_steps: Callable[[list[dict[str, Any]]], None],
+    getters: Callable[[], AbstractContextManager[GetterEnv]],
+    context: GetterContext,
+    agent_failed: bool,
+) -> Score:
+    """OSWorld's evaluation on any machine: `run_steps` runs the postconfig there, `getters` opens the env its getters
+    read (a local environment's stand-in server, or a remote machine's own controller: remote.py)."""
+    run_steps(evaluator.get("postconfig", []))
     if evaluator["func"] == INFEASIBLE:
         if agent_failed:
             return Score(value=1.0, detail="infeasible task: the agent said fail, as it should")
         return Score(value=0.0, detail="infeasible task: the agent did not say fail")
     if agent_failed:
         return Score(value=0.0, detail="the agent said fail on a feasible task")
-    context = GetterContext(runner.sandbox, runner.cache_dir, runner.screen_size, runner.task_id, runner.offline)
-    with getter_env(context) as env:
+    with getters() as env:
         return _score(evaluator, env, context)
 
 

@@ -52,11 +52,12 @@ class GetterEnv:
 class GetterContext:
     """What a task's getters run against: its environment, its cache folder, the offline copy of OSWorld's cache."""
 
-    sandbox: Sandbox
+    sandbox: Sandbox | None  # None on a remote machine (its getters reach its own controller: remote.py)
     cache_dir: Path
     screen_size: tuple[int, int]
     task_id: str = ""
     offline: Path | None = None
+    fetch_missing: bool = False  # a gold file that copy lacks is fetched by OSWorld's getter (remote, network on)
 
 
 def available(kind: str) -> bool:
@@ -75,6 +76,7 @@ def getter_env(context: GetterContext) -> Iterator[GetterEnv]:
     from desktop_env.controllers.python import PythonController  # desktop-env is optional (the osworld extra)
 
     context.cache_dir.mkdir(parents=True, exist_ok=True)
+    assert context.sandbox is not None, "a local environment's getters need its sandbox"
     network = context.sandbox.network
     assert network is not None, "the sandbox is not ready"
     # The server runs here on the host's end of the environment's link and answers at vm_ip:5000 through a relay
@@ -109,6 +111,8 @@ def _place_gold_files(context: GetterContext, config: dict[str, Any]) -> None:
     urls, names = (list(config["path"]), list(config["dest"])) if multi else ([config["path"]], [config["dest"]])
     for url, name in zip(urls, names, strict=True):
         source = cloud_copy(context.offline, context.task_id, name, url)
+        if source is None and context.fetch_missing:
+            continue
         if source is None:
             raise FileNotFoundError(f"no offline copy of {url} as {name} (OSWorld's cache)")
         shutil.copyfile(source, context.cache_dir / name)

@@ -81,19 +81,43 @@ class OsworldController:
     def upload(self, path: str, data: bytes) -> None:
         self._request("POST", "/setup/upload", idempotent=True, data={"file_path": path}, files={"file_data": data})
 
-    def execute(self, argv: list[str], timeout: float = COMMAND_SECONDS) -> CommandResult:
-        """Run a program on the machine (no shell) and wait for it; a failed run is a result, not an error."""
+    def execute(self, argv: list[str] | str, timeout: float = COMMAND_SECONDS, *, shell: bool = False) -> CommandResult:
+        """Run a program on the machine (a list without shell; a string with `shell`, or split by the controller
+        without) and wait for it; a failed run is a result, not an error."""
         response = self._request(
             "POST",
             "/execute",
             idempotent=False,
-            json={"command": argv, "shell": False},
+            json={"command": argv, "shell": shell},
             timeout=min(timeout, COMMAND_SECONDS) + _ANSWER_MARGIN_SECONDS,
         )
         answer: dict[str, Any] = response.json()
         if answer.get("status") != "success" or "returncode" not in answer:
-            raise RemoteActionError(f"{self.url} did not run {clip(argv[0])}: {clip(str(answer))}")
+            what = argv if isinstance(argv, str) else argv[0]
+            raise RemoteActionError(f"{self.url} did not run {clip(what)}: {clip(str(answer))}")
         return CommandResult(int(answer["returncode"]), answer.get("output") or "", answer.get("error") or "")
+
+    # --- OSWorld's setup routes (what its SetupController posts), sent once ---------------------------
+    def launch(self, command: list[str] | str, shell: bool = False) -> None:
+        """`/setup/launch`: start a program in the background on the machine (the controller does not wait)."""
+        self._request("POST", "/setup/launch", idempotent=False, json={"command": command, "shell": shell})
+
+    def open_file(self, path: str, timeout: float) -> None:
+        """`/setup/open_file`: open a file (or an application on the machine's PATH) and wait until a window whose
+        title holds its name is there, at most `timeout` seconds (upstream's own bound is 1800 s)."""
+        self._request(
+            "POST",
+            "/setup/open_file",
+            idempotent=False,
+            json={"path": path, "timeout_seconds": timeout},
+            timeout=timeout + _ANSWER_MARGIN_SECONDS,
+        )
+
+    def window_step(self, action: str, window_name: str, strict: bool, by_class: bool) -> None:
+        """`/setup/activate_window` or `/setup/close_window` (`action`: activate, close); upstream answers 200
+        whether a window matched or not."""
+        body = {"window_name": window_name, "strict": strict, "by_class": by_class}
+        self._request("POST", f"/setup/{action}_window", idempotent=False, json=body)
 
     def check(self, argv: list[str], what: str, timeout: float = COMMAND_SECONDS) -> str:
         """Run a program that must succeed: its output, or a RemoteActionError saying what failed and why."""
