@@ -180,8 +180,8 @@ class DesktopSettings(BaseModel):
     )
     url: Annotated[str | None, Flag(SERVE_ONLY, "desktop-url", "URL")] = Field(
         None,
-        description="the remote machine: its controller, e.g. http://192.168.122.10:5000 (OSWorld's and WAA's port 5000), or "
-        "ssh://user@host:port for the ssh backend",
+        description="the remote machine: its controller, e.g. http://192.168.122.10:5000 (OSWorld's and WAA's "
+        "port 5000), or ssh://user@host:port for the ssh backend",
     )
     timeout_seconds: float = Field(
         30, gt=0, le=600, description="longest wait for the controller to answer a read (screenshot, cursor, files)"

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 WHEEL_DELTA = 120  # one notch of a Windows wheel, in its wheel units
 
+# WAA's server leaves pyautogui's fail-safe on: a call with the pointer in a screen corner would raise.
 _HELD = """
 import time, pyautogui
+pyautogui.FAILSAFE = False
 _held = {held!r}
 for _key in _held:
     pyautogui.keyDown(_key, _pause=False)
@@ -82,7 +84,7 @@ def keys(press: Sequence[str]) -> str:
 
 
 def key(name: str, down: bool) -> str:
-    return f"import pyautogui\npyautogui.{'keyDown' if down else 'keyUp'}({name!r}, _pause=False)"
+    return held([], f"pyautogui.{'keyDown' if down else 'keyUp'}({name!r}, _pause=False)")
 
 
 KEY_NAMES = "import pyautogui\nanswer = sorted(pyautogui.KEYBOARD_KEYS)"
