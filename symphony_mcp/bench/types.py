@@ -143,3 +143,12 @@ class ExplainsListing(Protocol):
     def listing_notes(self) -> list[str]:
         """Lines about the last listing: the task list used, and what else was found and why it is not listed."""
         ...
+
+
+@runtime_checkable
+class DescribesScope(Protocol):
+    """An adapter whose runs cover something other than this machine's tasks (remote machines) says what."""
+
+    def scope(self, runnable: int, listed: int, infeasible: int) -> str:
+        """The summary's scope line: what the figures cover, so nobody takes them for the benchmark's score."""
+        ...
