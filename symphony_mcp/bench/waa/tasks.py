@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from symphony_mcp.bench.osworld.metrics import METRICS, MetricUnavailableError, function_modules
+from symphony_mcp.bench.osworld.metrics import METRICS, MetricUnavailableError, function_modules, load_metric
 from symphony_mcp.bench.types import BenchTask, TaskFilter
 from symphony_mcp.bench.waa.getters import GETTERS
 from symphony_mcp.bench.waa.setup import SETUP_STEPS
@@ -70,6 +70,10 @@ def skip_reason(task: dict[str, Any]) -> str | None:
     for func in funcs:
         if func not in known:
             return f"metric {func!r} is WAA's own, not one of OSWorld's metric functions"
+        try:
+            load_metric(func)  # its module alone (bench/osworld/metrics.py): a missing dependency is said here
+        except MetricUnavailableError as exc:
+            return str(exc)
     for getter in _getters(evaluator):
         if getter not in GETTERS:
             return f"getter {getter!r} is not run here (WAA's own getters mostly call its Windows-only routes)"
