@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a cache with a manifest of sizes and sha256 sums, for OSWORLD_CACHE: resumable, checked, never fetched twice.",
         usage="%(prog)s [list] BENCHMARK [options] | %(prog)s osworld fetch-cache DIR [options]",
     )
-    bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld (or `list` BENCHMARK)")
+    bench.add_argument("words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld, waa (or `list` BENCHMARK)")
     bench.add_argument("--adapter", metavar="MODULE:NAME", help="a custom adapter: a callable returning an Adapter")
     bench.add_argument(
         "--option",

@@ -230,3 +230,15 @@ def test_doctor_checks_the_waa_machine_and_fails_with_the_fix_once_it_stops(vm: 
     controller = found["remote machine (controller)"]
     assert status == 3 and controller["status"] == "fail" and "cannot be reached" in controller["detail"]
     assert controller["fix"].startswith("start the VM and WAA's server")
+
+
+def test_the_waa_backend_without_a_url_is_refused_saying_which_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from symphony_mcp.config import Settings
+
+    monkeypatch.setenv("SYMPHONY_DESKTOP__BACKEND", "waa")
+    with pytest.raises(ValidationError, match=r"desktop\.backend 'waa' needs desktop\.url"):
+        Settings()
+    monkeypatch.setenv("SYMPHONY_DESKTOP__URL", "http://20.20.20.21:5000")
+    assert Settings().desktop.backend == "waa"

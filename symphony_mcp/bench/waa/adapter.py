@@ -67,6 +67,8 @@ class WaaAdapter:
                 f"no WAA task folder: set {TASKS_VARIABLE} (or --option tasks_dir=...) to WAA's "
                 "evaluation_examples_windows/examples folder"
             )
+        if not self.tasks_dir.is_dir():
+            raise WaaError(f"no WAA task folder at {self.tasks_dir} (WAA's evaluation_examples_windows/examples)")
         return [to_bench_task(task) for task in select(load_tasks(self.tasks_dir, self.task_list), selection)]
 
     def scope(self, runnable: int, listed: int, infeasible: int) -> str:
