@@ -44,6 +44,7 @@ from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
 from symphony_mcp.elements.osworld_source import OsworldTreeSource
 from symphony_mcp.elements.reader import ElementReader
+from symphony_mcp.elements.waa_tree import WAA_NO_ACTIONS, osworld_shaped
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -276,8 +277,10 @@ def _remote_tree_source(settings: Settings) -> OsworldTreeSource | None:
     desktop = settings.desktop
     if desktop.url is None or desktop.backend not in ("osworld", "waa"):
         return None
-    find = waa_controller_for if desktop.backend == "waa" else controller_for
-    return OsworldTreeSource(find(desktop.url, desktop.timeout_seconds).accessibility_tree)
+    if desktop.backend == "osworld":
+        return OsworldTreeSource(controller_for(desktop.url, desktop.timeout_seconds).accessibility_tree)
+    waa = waa_controller_for(desktop.url, desktop.timeout_seconds)
+    return OsworldTreeSource(lambda: osworld_shaped(waa.accessibility_tree()), WAA_NO_ACTIONS)
 
 
 def _remote_refusal(settings: Settings, what: str, reason: str) -> str | None:

@@ -24,8 +24,11 @@ from PIL import Image
 from symphony_mcp.desktop.remote.waa import WaaDesktop
 from symphony_mcp.desktop.remote.waa_controller import WaaController
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.elements.osworld_source import OsworldTreeSource
+from symphony_mcp.elements.waa_tree import WAA_NO_ACTIONS, osworld_shaped
 from symphony_mcp.errors import InvalidInputError, RemoteActionError
 from symphony_mcp.imaging.geometry import Point
+from testkit.desktop_apps import gtk_probe
 from testkit.display import SCREEN
 from testkit.doctor import run_doctor
 from testkit.mcp_calls import call_error, call_ok, run_code
@@ -242,3 +245,46 @@ def test_the_waa_backend_without_a_url_is_refused_saying_which_setting(monkeypat
         Settings()
     monkeypatch.setenv("SYMPHONY_DESKTOP__URL", "http://20.20.20.21:5000")
     assert Settings().desktop.backend == "waa"
+
+
+# A tree in the shape WAA's server writes with pywinauto's UIA backend (`_create_pywinauto_node`): its namespace
+# URIs, window classes as tags, wrapper types in win:class, st:visible, boxes always. Made here: no Windows to read.
+UIA_TREE = """<desktop xmlns:st="uri:deskat:state.at-spi.gnome.org" xmlns:cp="uri:deskat:component.at-spi.gnome.org"
+ xmlns:win="uri:deskat:uia.windows.microsoft.org">
+ <notepad name="draft.txt - Notepad" st:enabled="true" st:visible="true" st:active="true"
+  cp:screencoord="(100, 80)" cp:size="(800, 600)"
+  win:class="{ui}WindowWrapper{end}">
+  <richeditd2dpt name="Text editor" st:enabled="true" st:visible="true" st:editable="true"
+   cp:screencoord="(108, 140)" cp:size="(784, 500)"
+   win:class="{ui}EditWrapper{end}">hello</richeditd2dpt>
+  <button name="Save" st:enabled="true" st:visible="true"
+   cp:screencoord="(120, 100)" cp:size="(60, 24)"
+   win:class="{ui}ButtonWrapper{end}"/>
+  <button name="Hidden" st:enabled="true" st:visible="false"
+   cp:screencoord="(0, 0)" cp:size="(60, 24)"
+   win:class="{ui}ButtonWrapper{end}"/>
+ </notepad>
+</desktop>""".format(ui="&lt;class 'pywinauto.controls.uia_controls.", end="'&gt;")
+
+
+def test_a_waa_uia_tree_reads_as_elements_of_its_windows() -> None:
+    source = OsworldTreeSource(lambda: osworld_shaped(UIA_TREE), WAA_NO_ACTIONS)
+    nodes = source.request({"op": "read", "max_nodes": 100}, 5)["nodes"]
+    found = {(n["role"], n["name"]): n for n in nodes}
+    assert set(found) == {("frame", "draft.txt - Notepad"), ("text", "Text editor"), ("push button", "Save")}
+    assert found[("push button", "Save")]["box"] == [120, 100, 60, 24]
+    assert found[("text", "Text editor")]["editable_text"] and found[("text", "Text editor")]["text"] == "hello"
+    assert {n["app"] for n in nodes} == {n["window"] for n in nodes} == {"draft.txt - Notepad"}
+    assert source.request({"op": "act", "ref": 0}, 5)["why"] == WAA_NO_ACTIONS
+
+
+async def test_elements_are_the_machines_own_and_act_through_its_pointer(remote: Client, tmp_path: Path) -> None:
+    """On a Linux WAA server `/accessibility` is the AT-SPI walk (the stand-in's: OSWorld's XML)."""
+    with gtk_probe(tmp_path, "Tree Probe") as gtk:
+        in_screen = await call_ok(remote, "find_element", name="ONE", role="push button", space="screen")
+        assert in_screen["matches"][0]["element"]["box"] == gtk.state()["widgets"]["ONE"]
+        found = await call_ok(remote, "find_element", name="ONE", role="push button")
+        one = found["matches"][0]
+        record = await call_ok(remote, "click", element=one["element"]["id"], frame_id=found["frame_id"])
+        gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
+        assert record["grounding"][0]["via"].startswith("pointer at its centre: WAA's server offers no")
