@@ -177,3 +177,26 @@ async def test_an_environment_without_a_machine_takes_no_tasks(tmp_path: Path, s
         pytest.raises(Exception, match="env-0 has no WAA machine: 0 given"),
     ):
         await run_local(adapter, environments, plan, settings, tmp_path / "results")
+
+
+async def test_each_environment_drives_its_own_machine(
+    xdisplay: VirtualDisplay, stand_in: StandInModel, tmp_path: Path
+) -> None:
+    examples = waa_tasks(tmp_path / "waa", tmp_path / "Documents", "http://127.0.0.1:9/gold")
+    with (
+        running_waa_server(tmp_path / "machine-0") as first,
+        running_waa_server(tmp_path / "machine-1") as second,
+        started_environments(2, settings_for(stand_in), tmp_path / "environments") as environments,
+    ):
+        adapter = WaaAdapter(examples, machines=f"{first.url},{second.url}")  # as WAA_MACHINES gives them
+        refuse = next(t for t in adapter.list_tasks(TaskFilter(task_ids=(REFUSE,))))
+        leftovers = [machine.home / "Downloads" / "left.txt" for machine in (first, second)]
+        for leftover in leftovers:
+            leftover.write_text("x", encoding="utf-8")
+        for index, (environment, machine) in enumerate(zip(environments, (first, second), strict=True)):
+            await adapter.setup(environment)
+            served = adapter.server(environment, environment.server).env
+            assert (served["SYMPHONY_DESKTOP__BACKEND"], served["SYMPHONY_DESKTOP__URL"]) == ("waa", machine.url)
+            assert await adapter.reset(environment, refuse) == refuse.instruction
+            assert [leftover.exists() for leftover in leftovers] == [i > index for i in range(2)]  # its own reset
+        await adapter.close()
