@@ -25,7 +25,9 @@ from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
 
 _HOVER_SETTLE_SECONDS = 0.05
-_WINDOWS_TYPE_DELAY = 0.002  # between Unicode key events: apps read them in order; none were lost at 0 upstream
+_ANSWER_SECONDS = 30  # for the server to answer, beyond what the action takes on purpose
+_TYPED_PER_CALL = 400  # characters per request: the server runs one request at a time
+_WINDOWS_TYPE_DELAY = 0.002  # between Unicode key events, for a busy app (not measured: no Windows machine here)
 # A command that ended this way at once did not start: 127 is POSIX shells' "not found", 9009 cmd.exe's.
 _NOT_FOUND = {127: "no such program", 9009: "no such program"}
 
@@ -54,19 +56,19 @@ class WaaDesktop(OsworldDesktop):
     def _windows_machine(self) -> bool:
         return self.machine().platform == "win32"
 
-    def _act(self, hold_keys: Sequence[str], body: str, what: str) -> None:
-        self._waa.run(waa_code.held(hold_keys, body), what)
+    def _act(self, hold_keys: Sequence[str], body: str, what: str, seconds: float = 0.0) -> None:
+        self._waa.run(waa_code.held(hold_keys, body), what, timeout=seconds + _ANSWER_SECONDS)
 
     # --- pointer ------------------------------------------------------------------------------
     def move(self, to: Point, duration: float = 0.0) -> None:
-        self._act([], waa_code.move(to.x, to.y, duration), "moving the pointer")
+        self._act([], waa_code.move(to.x, to.y, duration), "moving the pointer", duration)
 
     def click(self, at: Point, button: MouseButton, count: int, hold_keys: Sequence[str]) -> None:
         self._act(hold_keys, waa_code.click(at.x, at.y, button, count, self._click_interval), f"{button} click")
 
     def drag(self, start: Point, end: Point, button: MouseButton, hold_keys: Sequence[str], duration: float) -> None:
         body = waa_code.drag((start.x, start.y), (end.x, end.y), button, duration)
-        self._act(hold_keys, body, "drag")
+        self._act(hold_keys, body, "drag", duration)
 
     def scroll(self, at: Point, vertical: int, horizontal: int, hold_keys: Sequence[str]) -> None:
         # Apps route wheel events by the last motion they processed (LocalDesktop.scroll says more).
@@ -86,7 +88,9 @@ class WaaDesktop(OsworldDesktop):
             super().type_text(text)  # xdotool through /execute, as on an OSWorld VM
             return
         delay = max(_WINDOWS_TYPE_DELAY, self._type_delay_ms / 1000 - 0.012)
-        self._waa.run(waa_code.type_unicode(text, delay), "typing")
+        for start in range(0, len(text), _TYPED_PER_CALL):
+            chunk = text[start : start + _TYPED_PER_CALL]
+            self._waa.run(waa_code.type_unicode(chunk, delay), "typing", timeout=len(chunk) * delay + _ANSWER_SECONDS)
 
     def press(self, keys: Sequence[str]) -> None:
         self._act(keys, "", f"pressing {'+'.join(keys)}")

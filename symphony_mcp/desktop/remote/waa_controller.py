@@ -45,9 +45,12 @@ class WaaController(OsworldController):
         """Whether the server answers `/probe` (WAA's health check, polled after a reset)."""
         return self._request("GET", "/probe", idempotent=True).status_code == 200
 
-    def run(self, code: str, what: str) -> None:
-        """Run Python in the server process (`/execute_windows`); an exception there is a RemoteActionError."""
-        response = self._request("POST", "/execute_windows", idempotent=False, json={"command": code}, answers=(500,))
+    def run(self, code: str, what: str, timeout: float | None = None) -> None:
+        """Run Python in the server process (`/execute_windows`); an exception there is a RemoteActionError.
+        `timeout`: for code that takes long on purpose (a glide, long text), beyond the read timeout."""
+        response = self._request(
+            "POST", "/execute_windows", idempotent=False, json={"command": code}, answers=(500,), timeout=timeout
+        )
         if response.status_code != 200:
             try:
                 why = str(response.json().get("message", response.text))
