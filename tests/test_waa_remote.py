@@ -21,6 +21,7 @@ import pytest
 from mcp import Client
 from PIL import Image
 
+from symphony_mcp.desktop.remote import waa_code
 from symphony_mcp.desktop.remote.waa import WaaDesktop
 from symphony_mcp.desktop.remote.waa_controller import WaaController
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
@@ -288,3 +289,19 @@ async def test_elements_are_the_machines_own_and_act_through_its_pointer(remote:
         record = await call_ok(remote, "click", element=one["element"]["id"], frame_id=found["frame_id"])
         gtk.wait(lambda s: s["clicks"]["ONE"] == 1)
         assert record["grounding"][0]["via"].startswith("pointer at its centre: WAA's server offers no")
+
+
+def test_the_windows_only_code_is_python_that_compiles() -> None:
+    """What runs only in a Windows server (no Windows here to run it on) is at least valid Python, values inlined."""
+    text = 'héllo → 日本 "q" {x} \U0001f600\n'
+    sources = {
+        "type": waa_code.type_unicode(text, 0.002),
+        "windows": waa_code.WINDOWS,
+        "activate": waa_code.activate_window(0x1E0042),
+        "close": waa_code.close_window(0x1E0042),
+        "start": waa_code.start('start "" "C:\\Users\\Docker\\a b.txt"'),
+        "scroll": waa_code.held(["ctrl"], waa_code.scroll((5, 6), 0.05, -3, 2, "win32")),
+    }
+    for name, source in sources.items():
+        compile(source, f"<waa {name}>", "exec")
+    assert f"_text = {text!r}\n" in sources["type"]  # the text as a literal, never as code
