@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         usage="%(prog)s [list] BENCHMARK [options] | %(prog)s osworld fetch-cache DIR [options]",
     )
     bench.add_argument(
-        "words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld, osworld-vm (or `list` BENCHMARK)"
+        "words", nargs="*", metavar="BENCHMARK", help="miniwob, osworld, osworld-vm, waa (or `list` BENCHMARK)"
     )
     bench.add_argument("--adapter", metavar="MODULE:NAME", help="a custom adapter: a callable returning an Adapter")
     bench.add_argument(

@@ -171,16 +171,17 @@ class DisplaySettings(BaseModel):
 class DesktopSettings(BaseModel):
     """Which machine the tools act on: this one's display, or a remote machine through its controller."""
 
-    backend: Annotated[Literal["local", "osworld", "ssh"], Flag(SERVE_ONLY, "desktop-backend")] = Field(
+    backend: Annotated[Literal["local", "osworld", "waa", "ssh"], Flag(SERVE_ONLY, "desktop-backend")] = Field(
         "local",
         description="local: this machine's display; osworld: an OSWorld VM through its controller (desktop.url); "
+        "waa: a WindowsAgentArena machine through its server (desktop.url, port 5000); "
         "ssh: a macOS (or X11) machine over SSH (desktop.url ssh://user@host:port); every tool and the code tools "
         "act there",
     )
     url: Annotated[str | None, Flag(SERVE_ONLY, "desktop-url", "URL")] = Field(
         None,
-        description="the remote machine: its controller, e.g. http://192.168.122.10:5000 (OSWorld's port 5000), or "
-        "ssh://user@host:port for the ssh backend",
+        description="the remote machine: its controller, e.g. http://192.168.122.10:5000 (OSWorld's and WAA's "
+        "port 5000), or ssh://user@host:port for the ssh backend",
     )
     timeout_seconds: float = Field(
         30, gt=0, le=600, description="longest wait for the controller to answer a read (screenshot, cursor, files)"
@@ -198,7 +199,7 @@ class DesktopSettings(BaseModel):
 
     @model_validator(mode="after")
     def _url_for_remote(self) -> DesktopSettings:
-        if self.backend == "osworld" and not (self.url or "").startswith(("http://", "https://")):
+        if self.backend in ("osworld", "waa") and not (self.url or "").startswith(("http://", "https://")):
             raise ValueError(
                 f"desktop.backend {self.backend!r} needs desktop.url, the controller's http:// URL "
                 "(SYMPHONY_DESKTOP__URL or --desktop-url), e.g. http://192.168.122.10:5000"

@@ -3,7 +3,7 @@
 One check per capability (CHECKS), each a bounded probe; they run in parallel, so the whole takes about as long as
 the slowest. A check fails when the default server (or something the settings turn on) cannot work without it, and
 warns when a capability is weaker or absent but the server still runs; `doctor` exits non-zero on any failure.
-On a remote desktop backend (osworld, ssh) the machine the tools act on is checked instead (REMOTE_CHECK), and the
+On a remote desktop backend (osworld, waa, ssh) the machine the tools act on is checked instead (REMOTE_CHECK), and the
 checks of this host's display, window manager, accessibility tree, code confinement and live view are skipped,
 each saying why.
 """
@@ -28,6 +28,7 @@ from symphony_mcp.desktop.accessibility import ACCESSIBILITY_FIX, BUS_LAUNCHER
 from symphony_mcp.desktop.live_view import VIEW_FIX, missing_parts
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.remote.ssh_machine import AgentStartError, HostKeyRefusedError, SshMachine
+from symphony_mcp.desktop.remote.waa_controller import WaaController
 from symphony_mcp.desktop.virtual_display import (
     WINDOW_MANAGER_FIX,
     XVFB_FIX,
@@ -253,7 +254,36 @@ def _remote_machine(settings: Settings) -> list[Verdict]:
     assert desktop.url is not None  # DesktopSettings refuses a remote backend without it
     if desktop.backend == "osworld":
         return _osworld_machine(desktop.url)
+    if desktop.backend == "waa":
+        return _waa_machine(desktop.url)
     return _ssh_machine(settings)
+
+
+def _waa_machine(url: str) -> list[Verdict]:
+    """The WAA server answers /probe, /platform and /screen_size, and runs Python in its process (pyautogui there
+    is the backend's pointer and keys). One request at a time, as with OSWorld's controller."""
+    controller = WaaController(url, REMOTE_PROBE_SECONDS)
+    try:
+        controller.probe()
+        platform, (width, height) = controller.platform(), controller.screen_size()
+    except (SymphonyError, ValueError, KeyError) as exc:
+        fix = "start the VM and WAA's server (vm/setup/server/main.py on port 5000), or set SYMPHONY_DESKTOP__URL"
+        controller.close()
+        return [
+            Verdict(
+                "fail", f"the WAA server does not answer /probe, /platform and /screen_size: {exc}", fix, "controller"
+            ),
+            Verdict("skip", "cannot tell: the server does not answer", "", "programs"),
+        ]
+    answers = Verdict("ok", f"{controller.url} answers: {platform}, screen {width}x{height}", "", "controller")
+    try:
+        controller.ask("import pyautogui\nanswer = pyautogui.size()", "reading the screen through pyautogui")
+    except SymphonyError as exc:
+        fix = "restart WAA's server; its /execute_windows runs the backend's pointer and keys with pyautogui"
+        return [answers, Verdict("fail", f"the server cannot run the backend's input: {exc}", fix, "programs")]
+    finally:
+        controller.close()
+    return [answers, Verdict("ok", "the server runs pyautogui in its process (/execute_windows)", "", "programs")]
 
 
 def _osworld_machine(url: str) -> list[Verdict]:

@@ -26,6 +26,7 @@ from symphony_mcp.code.confine import bwrap_fix, weaker_than_bwrap
 from symphony_mcp.code.local import CODE_WORKDIR, LocalExecutor
 from symphony_mcp.code.remote import RemoteExecutor
 from symphony_mcp.code.ssh import SshExecutor
+from symphony_mcp.code.waa import WaaExecutor
 from symphony_mcp.config import PolicySettings, ServerSettings, Settings, is_loopback, parse_geometry
 from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.local import LocalDesktop
@@ -36,11 +37,14 @@ from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import controller_for
 from symphony_mcp.desktop.remote.ssh import SshDesktop
 from symphony_mcp.desktop.remote.ssh_machine import SshMachine
+from symphony_mcp.desktop.remote.waa import WaaDesktop
+from symphony_mcp.desktop.remote.waa_controller import waa_controller_for
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
 from symphony_mcp.elements.osworld_source import OsworldTreeSource
 from symphony_mcp.elements.reader import ElementReader
+from symphony_mcp.elements.waa_tree import WAA_NO_ACTIONS, osworld_shaped
 from symphony_mcp.errors import SettingsError, clip, clip_message
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -129,7 +133,7 @@ class SymphonyServer:
     grounder: VisionGrounder
     models: ModelRegistry
     tasks: TaskManager
-    code: LocalExecutor | RemoteExecutor | SshExecutor
+    code: LocalExecutor | RemoteExecutor | WaaExecutor | SshExecutor
     cores: Cores  # what every tool function is given: a tool registered later (register) takes it too
 
     def close(self) -> None:
@@ -229,7 +233,7 @@ def build_server(settings: Settings) -> SymphonyServer:
 
 def _machine(
     settings: Settings, layout: list[Rect], programs: ProgramAllowList
-) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor | SshExecutor]:
+) -> tuple[Callable[[], Desktop], LocalExecutor | RemoteExecutor | WaaExecutor | SshExecutor]:
     """The desktop the tools act on and the executor of the code tools: both on the same machine, always."""
     if settings.desktop.backend == "osworld":
         assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
@@ -238,6 +242,14 @@ def _machine(
         return (
             lambda: OsworldDesktop(controller, pacing.type_interval, pacing.click_interval, programs),
             RemoteExecutor(controller, settings.code),
+        )
+    if settings.desktop.backend == "waa":
+        assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
+        waa = waa_controller_for(settings.desktop.url, settings.desktop.timeout_seconds)
+        pacing = settings.input
+        return (
+            lambda: WaaDesktop(waa, pacing.type_interval, pacing.click_interval, programs),
+            WaaExecutor(waa, settings.code),
         )
     if settings.desktop.backend == "ssh":
         assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
@@ -260,11 +272,15 @@ def _machine(
 
 
 def _remote_tree_source(settings: Settings) -> OsworldTreeSource | None:
-    """The OSWorld VM's accessibility tree, read by its controller (None elsewhere: this display's AT-SPI helper,
-    or no tree on an SSH machine)."""
-    if settings.desktop.backend != "osworld" or settings.desktop.url is None:
+    """The OSWorld VM's accessibility tree, read by its controller, or a WAA machine's UIA tree in the same XML
+    (None elsewhere: this display's AT-SPI helper, or no tree on an SSH machine)."""
+    desktop = settings.desktop
+    if desktop.url is None or desktop.backend not in ("osworld", "waa"):
         return None
-    return OsworldTreeSource(controller_for(settings.desktop.url, settings.desktop.timeout_seconds).accessibility_tree)
+    if desktop.backend == "osworld":
+        return OsworldTreeSource(controller_for(desktop.url, desktop.timeout_seconds).accessibility_tree)
+    waa = waa_controller_for(desktop.url, desktop.timeout_seconds)
+    return OsworldTreeSource(lambda: osworld_shaped(waa.accessibility_tree()), WAA_NO_ACTIONS)
 
 
 def _remote_refusal(settings: Settings, what: str, reason: str) -> str | None:

@@ -22,7 +22,7 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, DrivesMachines, ExplainsListing, TaskFilter
+from symphony_mcp.bench.types import Adapter, DescribesScope, DrivesMachines, ExplainsListing, TaskFilter
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
@@ -72,6 +72,12 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
             run = _run_on_machines if request.machines else _run_with_local_environments
             result = run(adapter, request, plan, settings, results, observer)
     runnable = len(plan.pending) + len(plan.earlier)
+    counts = (runnable, runnable + len(plan.skipped), plan.infeasible)
+    scope = (
+        adapter.scope(*counts)
+        if isinstance(adapter, DescribesScope)
+        else scope_of(plan.title, *counts, _machines(request))
+    )
     summary = summarise(
         plan.benchmark,
         [*plan.earlier, *result.evaluations],
@@ -79,7 +85,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
         result.not_run,
         result.seconds,
         len(result.evaluations),
-        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible, _machines(request)),
+        scope,
     )
     return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
 

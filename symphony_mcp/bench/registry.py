@@ -41,6 +41,10 @@ BENCHMARKS: dict[str, Registration] = {
         "symphony_mcp.bench.osworld.remote:OSWorldVmAdapter",
         "pip install 'symphony-mcp[osworld]' && pip install --no-deps desktop-env==1.0.2",
     ),
+    "waa": Registration(
+        "symphony_mcp.bench.waa.adapter:WaaAdapter",
+        "pip install 'symphony-mcp[osworld]' && pip install --no-deps desktop-env==1.0.2 (WAA scores with its metrics)",
+    ),
 }
 
 

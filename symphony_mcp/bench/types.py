@@ -156,3 +156,12 @@ class DrivesMachines(Protocol):
     def machine_backend(self) -> str:
         """The desktop backend its server drives a machine with (e.g. osworld)."""
         ...
+
+
+@runtime_checkable
+class DescribesScope(Protocol):
+    """An adapter whose runs cover something other than this machine's tasks (remote machines) says what."""
+
+    def scope(self, runnable: int, listed: int, infeasible: int) -> str:
+        """The summary's scope line: what the figures cover, so nobody takes them for the benchmark's score."""
+        ...

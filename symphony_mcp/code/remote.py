@@ -65,8 +65,8 @@ class RemoteExecutor:
         started = time.monotonic()
         result = await asyncio.to_thread(self.controller.execute, argv, timeout_s + 5)
         killed = result.returncode in _KILLED and time.monotonic() - started >= timeout_s
-        stdout, stdout_cut = _capped(result.output, self.settings.output_bytes)
-        stderr, stderr_cut = _capped(result.error, self.settings.output_bytes)
+        stdout, stdout_cut = capped(result.output, self.settings.output_bytes)
+        stderr, stderr_cut = capped(result.error, self.settings.output_bytes)
         return CodeRun(
             language=language,
             exit_code=-9 if killed else result.returncode,
@@ -82,7 +82,7 @@ class RemoteExecutor:
         )
 
 
-def _capped(text: str, cap: int) -> tuple[str, bool]:
+def capped(text: str, cap: int) -> tuple[str, bool]:
     """The text within `cap` bytes (UTF-8), with the notice the local executor gives, and whether it was cut."""
     data = text.encode("utf-8")
     if len(data) <= cap:

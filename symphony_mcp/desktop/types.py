@@ -22,7 +22,7 @@ class MonitorInfo(BaseModel):
 class MachineInfo(BaseModel):
     """Which machine a desktop is: the backend that reaches it, its address, its platform and its X display."""
 
-    backend: Literal["local", "osworld", "ssh"]
+    backend: Literal["local", "osworld", "waa", "ssh"]
     url: str | None = Field(description="the remote machine's address; None for this host's display")
     platform: str = Field(description="the machine's sys.platform name: linux, darwin, win32")
     display: str | None = Field(description="the machine's X display, when known")

@@ -39,8 +39,9 @@ _PAIR = re.compile(r"\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)")
 class OsworldTreeSource:
     """The reader's tree source on an OSWorld VM: `xml` fetches the controller's tree (it blocks: run off the loop)."""
 
-    def __init__(self, xml: Callable[[], str]) -> None:
+    def __init__(self, xml: Callable[[], str], no_actions: str = NO_ACTIONS) -> None:
         self.xml = xml
+        self.no_actions = no_actions  # why acting by element goes through the pointer on this machine
         self._lock = threading.Lock()
         self._readings: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._next_reading = 1
@@ -54,7 +55,7 @@ class OsworldTreeSource:
         if op == "check":
             return self._check(int(message["reading"]), int(message["ref"]))
         if op == "act":
-            return {"done": False, "action": None, "why": NO_ACTIONS}
+            return {"done": False, "action": None, "why": self.no_actions}
         if op == "tree":
             return {"xml": self.xml()}
         raise ValueError(f"unknown request {op!r}")

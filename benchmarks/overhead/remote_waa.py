@@ -1,0 +1,148 @@
+"""The WAA backend against the requests WindowsAgentArena's own client sends, on the same server, in one run.
+
+Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms, and the stand-in WAA server
+(testkit/waa_server) on it over loopback. WAA's client (`desktop_env/controllers/python.py`) cannot be imported
+here (no copy of its source on this machine; it hard-codes port 5000), so its requests are sent as it builds them,
+with `requests.post` and no session, as it does. Rounds interleave the cases, so load hits both alike:
+
+- click: WAA's `execute_python_command("pyautogui.click(x, y)")` (`/execute` of `python -c` with its prefix
+  `import pyautogui; import time; pyautogui.FAILSAFE = False; ...`) vs `WaaDesktop.click` (pyautogui inside the
+  server through one `/execute_windows`);
+- key: `pyautogui.press('shift')` the same two ways;
+- screenshot: WAA's `get_screenshot()` (`GET /screenshot`) vs the backend's bytes of the same route, and its `grab`
+  of the whole screen (the bytes decoded into the frame the tools use);
+- floors: `/execute_windows` of `pass` and `/execute` of `true`.
+
+Targets (issue 24): click and key at <= 1/4 of the client's median, screenshot bytes no slower than the client's.
+Prints a markdown report and writes it to --output. Run from the repository root:
+
+    python -m benchmarks.overhead.remote_waa
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+
+from benchmarks.common import (
+    INPUT_TARGET,
+    REPO,
+    RESOLUTION,
+    Stats,
+    benchmark_desktop,
+    invocation,
+    log,
+    machine_facts,
+    publish_report,
+    table,
+    verdict,
+)
+from benchmarks.overhead.remote_osworld import measure
+from symphony_mcp.desktop.remote.waa import WaaDesktop
+from symphony_mcp.desktop.remote.waa_controller import WaaController
+from symphony_mcp.imaging.geometry import Rect
+from testkit.waa_server.process import running_waa_server
+
+DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "remote_waa.md"
+ACTION_RATIO_TARGET = 0.25
+SCREENSHOT_RATIO_TARGET = 1.0
+WAA_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; {command}"  # its PythonController's
+
+
+def waa_client_command(url: str, command: str) -> object:
+    """WAA's `PythonController.execute_python_command`, request for request."""
+    payload = {"command": ["python", "-c", WAA_PREFIX.format(command=command)], "shell": False}
+    return requests.post(f"{url}/execute", json=payload, timeout=90).json()
+
+
+def run(args: argparse.Namespace) -> dict[str, Stats]:
+    with running_waa_server(Path(tempfile.mkdtemp(prefix="symphony-waa-bench-")) / "vm-home") as vm:
+        controller = WaaController(vm.url, 30)
+        backend = WaaDesktop(controller, type_interval=0.0, click_interval=0.08)
+        screen = Rect(left=0, top=0, width=1920, height=1080)
+        x, y = INPUT_TARGET.x, INPUT_TARGET.y
+        backend.normalize_keys(["shift"])  # the machine's key names, asked once
+        cases: dict[str, Callable[[], object]] = {
+            "click: WAA client": lambda: waa_client_command(vm.url, f"pyautogui.click({x}, {y})"),
+            "click: WAA backend": lambda: backend.click(INPUT_TARGET, "left", 1, []),
+            "key: WAA client": lambda: waa_client_command(vm.url, "pyautogui.press('shift')"),
+            "key: WAA backend": lambda: backend.press(["shift"]),
+            "screenshot: WAA client": lambda: requests.get(f"{vm.url}/screenshot", timeout=90).content,
+            "screenshot: WAA backend, bytes": controller.screenshot,
+            "screenshot: WAA backend, grab (decoded frame)": lambda: backend.grab(screen),
+            "/execute_windows pass (floor)": lambda: controller.run("pass", "nothing"),
+        }
+        results = measure(cases, args.repeats, args.warmups)
+        controller.close()
+        return results
+
+
+def render(results: dict[str, Stats], args: argparse.Namespace, command: str, facts: list[str]) -> str:
+    def ratio(ours: str, theirs: str) -> float:
+        return results[ours].median / results[theirs].median
+
+    checks = [
+        ("click", ratio("click: WAA backend", "click: WAA client"), ACTION_RATIO_TARGET),
+        ("key", ratio("key: WAA backend", "key: WAA client"), ACTION_RATIO_TARGET),
+        (
+            "screenshot (bytes)",
+            ratio("screenshot: WAA backend, bytes", "screenshot: WAA client"),
+            SCREENSHOT_RATIO_TARGET,
+        ),
+    ]
+    rows = [[name, f"{s.median:.1f}", f"{s.p90:.1f}", f"{min(s.samples):.1f}"] for name, s in results.items()]
+    target_rows = [[name, f"{value:.3f}", f"<= {limit:g}", verdict(value <= limit)] for name, value, limit in checks]
+    lines = [
+        "# WAA backend vs WindowsAgentArena's client requests, same server",
+        "",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        *facts,
+        f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and three text-filled xterms; the stand-in WAA server "
+        "(testkit/waa_server) on it over loopback, its `python` this environment's (pyautogui)",
+        "- WAA's client: its requests as its `PythonController` builds them (`requests.post`, no session); the "
+        "client itself is not importable here (no copy of its source; it hard-codes port 5000)",
+        f"- Command: `{command}`",
+        f"- Repetitions: {args.repeats} rounds after {args.warmups} warm-up rounds, the cases interleaved in each "
+        "round, their order rotated from round to round; times in ms",
+        "",
+        "## Targets (ratio of medians, backend / WAA client)",
+        "",
+        *table(["case", "ratio", "target", "verdict"], target_rows),
+        "",
+        "## Latency per call",
+        "",
+        *table(["case", "median", "p90", "min"], rows),
+        "",
+        "WAA's client action starts a Python interpreter on the machine and imports pyautogui, whose default 0.1 s "
+        "pause then runs in that child; the backend runs the pyautogui call inside the server process (imported "
+        "once, its pause 0) through `/execute_windows`. The screenshot route is the same for both.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser.add_argument("--repeats", type=int, default=32, help="measured rounds")
+    parser.add_argument("--warmups", type=int, default=2, help="unmeasured rounds first")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = invocation()
+    facts = machine_facts()
+    with benchmark_desktop() as display:
+        log(f"benchmark display {display}")
+        results = run(args)
+    publish_report(render(results, args, command, facts), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
