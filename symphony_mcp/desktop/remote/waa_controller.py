@@ -83,10 +83,6 @@ class WaaController(OsworldController):
         """A `/setup/...` step of a task (launch, open_file, create_file, close_all, ...): its answer's text."""
         return self._request("POST", f"/setup/{route}", idempotent=False, json=payload, timeout=timeout).text
 
-    def launch(self, command: str) -> None:
-        """Start a command line as WAA's own setup does (its server runs it through a shell; no process id)."""
-        self.setup("launch", {"command": command, "shell": True})
-
 
 _controllers: dict[str, WaaController] = {}
 _controllers_lock = threading.Lock()
