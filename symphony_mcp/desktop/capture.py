@@ -2,8 +2,8 @@
 
 Two things keep a capture of an unchanged 1080p screen cheap (an agent polling the screen, `find_text` asked
 again): Pillow keeps freed image memory for the next frame-sized image instead of returning it to the system, and
-a grab whose pixels equal the previous grab's returns the previous image itself, which the OCR pipeline knows
-without comparing pixels again (benchmarks/results/find_text_repeat.md).
+a full-resolution grab whose pixels equal the previous one's returns the previous image itself, which the OCR
+pipeline knows without comparing pixels again (benchmarks/results/find_text_repeat.md).
 """
 
 from __future__ import annotations
@@ -47,10 +47,9 @@ def select_monitor(monitors: list[MonitorInfo], index: int) -> Rect:
 
 
 class _LastGrab(NamedTuple):
-    """A grab's request, its raw pixels and the image made of them."""
+    """A full-resolution grab's area, its raw pixels and the image made of them."""
 
     area: Rect
-    size: tuple[int, int] | None
     pixels: bytearray
     image: Image.Image
 
@@ -99,19 +98,23 @@ class ScreenCapturer:
 
     def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
         """The area, at `size` when given: downscaled from the grabbed BGRX pixels, so that only the small image is
-        converted to RGB. The same request on unchanged pixels returns the previous image object: callers never
-        draw on a grabbed image in place (they draw on a copy), so an identical object means identical pixels."""
+        converted to RGB. A full-resolution grab (what OCR reads) of the area grabbed so last, on unchanged pixels,
+        returns the previous image object: callers never draw on a grabbed image in place (they draw on a copy), so
+        an identical object means identical pixels. A downscaled grab (a screenshot's, encoded anew anyway) is
+        always made afresh."""
         try:
             shot = self._mss.grab({"left": area.left, "top": area.top, "width": area.width, "height": area.height})
         except Exception as exc:
             raise DisplayUnavailableError(f"screen capture failed: {exc}") from exc
         # `raw` is the grabbed buffer itself; `bgra` would copy the whole frame first.
         pixels = shot.raw
+        if size is not None and size != shot.size:
+            return downscale_pixels(pixels, shot.size, size, "BGRX")
         last = self._last
-        if last is not None and last.area == area and last.size == size and last.pixels == pixels:
+        if last is not None and last.area == area and last.pixels == pixels:
             return last.image
-        image = downscale_pixels(pixels, shot.size, size or shot.size, "BGRX")
-        self._last = _LastGrab(area, size, pixels, image)
+        image = downscale_pixels(pixels, shot.size, shot.size, "BGRX")
+        self._last = _LastGrab(area, pixels, image)
         return image
 
     def close(self) -> None:
