@@ -7,37 +7,31 @@ from collections.abc import Iterator
 
 import pytest
 from PIL import Image, ImageDraw
-from Xlib import display as xlib_display
 
 from symphony_mcp.desktop.capture import ScreenCapturer
+from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline
+from testkit.display import paint_root
 from testkit.waiting import wait_for
 
-
-def paint_root(colour: int) -> None:
-    """Fill the root window's background (the desktop under every window) with an X pixel value."""
-    connection = xlib_display.Display()
-    try:
-        root = connection.screen().root
-        root.change_attributes(background_pixel=colour)
-        root.clear_area(0, 0, 0, 0)
-        connection.sync()
-    finally:
-        connection.close()
+BLACK = (0, 0, 0)
+BLUE = (0x33, 0x66, 0xCC)
 
 
 @pytest.fixture
-def capturer(xdisplay: object) -> Iterator[ScreenCapturer]:
+def capturer(xdisplay: VirtualDisplay) -> Iterator[ScreenCapturer]:
     capturer = ScreenCapturer()
     yield capturer
     capturer.close()
-    paint_root(0x000000)
+    paint_root(xdisplay.name, BLACK)
 
 
-def test_unchanged_pixels_give_the_same_image_and_changed_ones_a_new_image(capturer: ScreenCapturer) -> None:
-    paint_root(0x000000)
+def test_unchanged_pixels_give_the_same_image_and_changed_ones_a_new_image(
+    capturer: ScreenCapturer, xdisplay: VirtualDisplay
+) -> None:
+    paint_root(xdisplay.name, BLACK)
     area = capturer.monitor_rect(1)
     wait_for(lambda: capturer.grab(area) is capturer.grab(area))  # the screen has stopped drawing
     first = capturer.grab(area)
@@ -45,11 +39,11 @@ def test_unchanged_pixels_give_the_same_image_and_changed_ones_a_new_image(captu
     small = capturer.grab(area, (640, 360))  # a screenshot's downscaled grab: always made afresh
     assert small.size == (640, 360) and capturer.grab(area, (640, 360)) is not small
     assert capturer.grab(area) is first
-    paint_root(0x3366CC)
+    paint_root(xdisplay.name, BLUE)
     wait_for(lambda: capturer.grab(area) is not first)
     changed = capturer.grab(area)
-    assert (0x33, 0x66, 0xCC) in {colour for _, colour in changed.getcolors(1 << 24)}
-    assert (0x33, 0x66, 0xCC) not in {colour for _, colour in first.getcolors(1 << 24)}
+    assert BLUE in {colour for _, colour in changed.getcolors(1 << 24)}
+    assert BLUE not in {colour for _, colour in first.getcolors(1 << 24)}
 
 
 def test_the_pipeline_answers_the_same_image_and_an_equal_copy_from_its_last_reading() -> None:

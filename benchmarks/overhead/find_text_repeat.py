@@ -3,8 +3,9 @@
 Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms and two `symphony-mcp serve`
 processes over the real stdio client: one runs the code at --before (a directory holding an older
 `symphony_mcp`, e.g. `git archive <commit> symphony_mcp | tar -x -C DIR`), the other this checkout. Each
-server reads the screen once (the first call, not measured), then the calls alternate between the two so both
-see the same machine load. Prints a markdown report and writes it to --output. Run from the repository root:
+server reads the screen once (the first call, not measured), then the calls alternate between the two, which goes
+first swapping every round, so both see the same machine load. Prints a markdown report and writes it to
+--output. Run from the repository root:
 
     python -m benchmarks.overhead.find_text_repeat --before /tmp/speed-base
 """
@@ -57,7 +58,8 @@ async def measure(display: str, args: argparse.Namespace) -> dict[str, Samples]:
         for server in servers.values():  # the first reading: engine start and a full OCR of the frame
             await call_tool(server.client, "find_text", arguments)
         for index in range(args.warmups + args.repeats):
-            for name, server in servers.items():
+            order = list(servers.items())
+            for name, server in order if index % 2 else order[::-1]:  # neither always goes first
                 cpu = process_cpu_ms(server.pid)
                 took, result = await call_tool(server.client, "find_text", arguments)
                 found = result.structured_content or {}
@@ -94,7 +96,8 @@ def render(samples: dict[str, Samples], args: argparse.Namespace, command: str) 
             *machine_facts(),
             "- Display: own Xvfb at 1920x1080x24 with openbox and three text-filled xterms; whole screen read",
             f"- Command: `{command}`",
-            f"- Repetitions: {args.repeats} per server after {args.warmups} warm-ups, alternating; times in ms",
+            f"- Repetitions: {args.repeats} per server after {args.warmups} warm-ups, alternating (the first"
+            " swapping each round); times in ms",
             f"- Call: `find_text` phrase={PHRASE!r} space=screen over stdio, after a first call that read the frame",
             "",
             *table([*header, f"<= {TARGET_MS:g} ms"], rows),

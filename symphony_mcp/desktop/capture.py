@@ -98,10 +98,10 @@ class ScreenCapturer:
 
     def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
         """The area, at `size` when given: downscaled from the grabbed BGRX pixels, so that only the small image is
-        converted to RGB. A full-resolution grab (what OCR reads) of the area grabbed so last, on unchanged pixels,
-        returns the previous image object: callers never draw on a grabbed image in place (they draw on a copy), so
-        an identical object means identical pixels. A downscaled grab (a screenshot's, encoded anew anyway) is
-        always made afresh."""
+        converted to RGB. A full-resolution grab (what OCR reads) of the same area as the last one, on unchanged
+        pixels, returns the previous image object: callers never draw on a grabbed image in place (they draw on a
+        copy), so an identical object means identical pixels. A downscaled grab (a screenshot's, encoded anew
+        anyway) is always made afresh."""
         try:
             shot = self._mss.grab({"left": area.left, "top": area.top, "width": area.width, "height": area.height})
         except Exception as exc:

@@ -2,8 +2,9 @@
 
 A frame is split into blocks (layout.py); each block is recognised on its own, padded crop,
 keyed by a hash of exactly those pixels. So a repeated frame costs a byte comparison with the
-last frame (a hash for an older one), a frame with one edited line re-runs only that line's block,
-and the result always equals a fresh full OCR of the same pixels (the engines are deterministic for identical input).
+last frame (nothing when it is the very image read last; a hash for an older one), a frame with one
+edited line re-runs only that line's block, and the result always equals a fresh full OCR of the same
+pixels (the engines are deterministic for identical input).
 """
 
 from __future__ import annotations
