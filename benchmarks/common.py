@@ -214,6 +214,53 @@ def ratio_targets_table(checks: Sequence[tuple[str, float, float]]) -> list[str]
     return table(["case", "ratio", "target", "verdict"], rows)
 
 
+def child_pids() -> set[int]:
+    """Process ids of this process's children (every thread's)."""
+    return {
+        int(pid)
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    }
+
+
+def process_cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process so far, all threads (clock-tick resolution: take differences over many
+    calls). On a loaded machine the wall time says how long other processes held the cores as much as what a call
+    cost; this does not."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+# --- old code against new code in one run ----------------------------------------------------------
+BEFORE_AFTER = (("before", "before (--before)"), ("after", "after (this checkout)"))
+
+
+@dataclass(frozen=True)
+class CodeServer:
+    """A `symphony-mcp serve` of one code version behind the stdio client, and its process id (for its CPU time)."""
+
+    client: Client
+    pid: int
+
+
+def add_before_after_options(parser: argparse.ArgumentParser, output: Path) -> None:
+    parser.add_argument("--before", type=Path, required=True, help="directory holding the old symphony_mcp")
+    parser.add_argument("--output", type=Path, default=output, help="markdown results file")
+
+
+async def start_code_servers(stack: contextlib.AsyncExitStack, display: str, before: Path) -> dict[str, CodeServer]:
+    """Two stdio servers on `display`: "before" runs the `symphony_mcp` in `before` (e.g.
+    `git archive <commit> symphony_mcp | tar -x -C DIR`), "after" this checkout; closed with `stack`."""
+    servers = {}
+    for name, code in (("before", before), ("after", REPO)):
+        running = child_pids()
+        client = await stack.enter_async_context(Client(stdio_server_of(display, code)))
+        (pid,) = {p for p in child_pids() - running if b"symphony-mcp" in Path(f"/proc/{p}/cmdline").read_bytes()}
+        servers[name] = CodeServer(client, pid)
+    return servers
+
+
+# --- the report ----------------------------------------------------------------------------------
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 

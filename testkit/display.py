@@ -82,3 +82,18 @@ def wait_for_window_manager(timeout: float = 60.0) -> None:
         raise AssertionError(f"the window manager did not answer within {timeout} s")
     finally:
         connection.close()
+
+
+def paint_root(display: str, rgb: tuple[int, int, int]) -> None:
+    """Fill the root window (the desktop under every window) with one colour (24-bit TrueColor: the pixel value is
+    0xRRGGBB)."""
+    from Xlib import display as xlib_display
+
+    connection = xlib_display.Display(display)
+    try:
+        root = connection.screen().root
+        root.change_attributes(background_pixel=(rgb[0] << 16) | (rgb[1] << 8) | rgb[2])
+        root.clear_area(0, 0, 0, 0)
+        connection.sync()
+    finally:
+        connection.close()

@@ -26,6 +26,7 @@ from symphony_mcp.desktop.live_view import LiveView, missing_parts, start_live_v
 from symphony_mcp.desktop.virtual_display import VirtualDisplay, start_virtual_display
 from symphony_mcp.errors import DisplayUnavailableError
 from testkit.chromium import QUIET_ARGS, chromium_executable
+from testkit.display import paint_root
 from testkit.server_process import children, names, wait_gone
 from testkit.waiting import wait_for
 
@@ -57,18 +58,6 @@ def viewer() -> Iterator[Page]:
         browser = playwright.chromium.launch(executable_path=executable, args=list(QUIET_ARGS))
         yield browser.new_page(viewport={"width": 800, "height": 600})
         browser.close()
-
-
-def paint(display: str, rgb: tuple[int, int, int]) -> None:
-    """Fill the root window with one colour (24-bit TrueColor: the pixel value is 0xRRGGBB)."""
-    connection = xdisplay_module.Display(display)
-    try:
-        root = connection.screen().root
-        root.change_attributes(background_pixel=(rgb[0] << 16) | (rgb[1] << 8) | rgb[2])
-        root.clear_area(0, 0, 0, 0)
-        connection.sync()
-    finally:
-        connection.close()
 
 
 def pointer(display: str) -> tuple[int, int]:
@@ -107,16 +96,16 @@ def view(screen: VirtualDisplay, request: pytest.FixtureRequest) -> Iterator[Liv
 
 
 def test_what_is_drawn_shows_in_the_viewer(screen: VirtualDisplay, view: LiveView, viewer: Page) -> None:
-    paint(screen.name, (200, 30, 120))
+    paint_root(screen.name, (200, 30, 120))
     open_viewer(viewer, view.url)
     shows(viewer, (200, 30, 120))
-    paint(screen.name, (20, 180, 60))  # live: a later drawing follows
+    paint_root(screen.name, (20, 180, 60))  # live: a later drawing follows
     shows(viewer, (20, 180, 60))
 
 
 def test_view_only_drops_the_viewers_input(screen: VirtualDisplay, view: LiveView, viewer: Page) -> None:
     warp(screen.name, 5, 5)
-    paint(screen.name, (10, 10, 10))
+    paint_root(screen.name, (10, 10, 10))
     open_viewer(viewer, view.url.replace("view_only=true", "view_only=false"))  # a viewer that sends input anyway
     shows(viewer, (10, 10, 10))
     box = viewer.locator("#noVNC_container canvas").bounding_box()
@@ -125,7 +114,7 @@ def test_view_only_drops_the_viewers_input(screen: VirtualDisplay, view: LiveVie
     viewer.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     # x11vnc reads the connection in order: once a screen change after the input shows, the input was read (and
     # dropped).
-    paint(screen.name, (240, 240, 0))
+    paint_root(screen.name, (240, 240, 0))
     shows(viewer, (240, 240, 0))
     assert pointer(screen.name) == (5, 5)
 
@@ -134,7 +123,7 @@ def test_view_only_drops_the_viewers_input(screen: VirtualDisplay, view: LiveVie
 def test_an_interactive_view_moves_the_pointer(screen: VirtualDisplay, view: LiveView, viewer: Page) -> None:
     """The control for the view-only test: the same input, when asked for, does reach the display."""
     warp(screen.name, 5, 5)
-    paint(screen.name, (10, 10, 10))
+    paint_root(screen.name, (10, 10, 10))
     open_viewer(viewer, view.url)
     shows(viewer, (10, 10, 10))
     box = viewer.locator("#noVNC_container canvas").bounding_box()

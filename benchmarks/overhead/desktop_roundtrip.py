@@ -46,6 +46,7 @@ from benchmarks.common import (
     invocation,
     log,
     machine_facts,
+    process_cpu_ms,
     publish_report,
     stdio_server,
     table,
@@ -189,12 +190,6 @@ def stdio_server_pid() -> int:
             if b"symphony-mcp" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return int(pid)
     raise RuntimeError("no symphony-mcp child process found")
-
-
-def process_cpu_ms(pid: int) -> float:
-    """User + system CPU time of a process so far (clock-tick resolution: take differences over many calls)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 async def screenshot_call(client: Client, case: ScreenshotCase) -> tuple[float, dict[str, Any]]:

@@ -33,17 +33,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from mcp import Client
 from playwright.async_api import Page, async_playwright
 
 from benchmarks.common import (
+    BEFORE_AFTER,
     REPO,
+    CodeServer,
     Stats,
+    add_before_after_options,
     invocation,
     log,
     machine_facts,
+    process_cpu_ms,
     publish_report,
-    stdio_server_of,
+    start_code_servers,
     table,
     verdict,
 )
@@ -117,25 +120,6 @@ class PageResult:
     found: dict[str, bool]
 
 
-def children() -> set[int]:
-    """Process ids of this process's children."""
-    own = str(os.getpid())
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[1] == own:
-                found.add(int(stat.parent.name))
-    return found
-
-
-def cpu_ms(pid: int) -> float:
-    """CPU time (user + system, all threads) the process has used so far: on a loaded machine the wall time says
-    how long other processes held the cores as much as what the call cost."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
-
-
 class Reference:
     """The single-thread Tesseract pass, kept loaded in a child process."""
 
@@ -186,20 +170,19 @@ async def show(page: Page, url: str, capturer: ScreenCapturer) -> None:
     await settle(capturer)
 
 
-async def first_call(client: Client, pid: int, phrase: str) -> tuple[float, float, float, bool]:
+async def first_call(server: CodeServer, phrase: str) -> tuple[float, float, float, bool]:
     """(wall ms, server CPU ms, server's ocr_ms, found) of one find_text; 'not found' is an answer too."""
     arguments = {"phrase": phrase, "space": "screen"}
-    cpu = cpu_ms(pid)
+    cpu = process_cpu_ms(server.pid)
     start = time.perf_counter()
-    result = await client.call_tool("find_text", arguments)
+    result = await server.client.call_tool("find_text", arguments)
     took = (time.perf_counter() - start) * 1000
     found = result.structured_content or {}
     ocr = float(found.get("ocr_ms", "nan"))
-    return took, cpu_ms(pid) - cpu, ocr, not result.is_error and bool(found.get("matches"))
+    return took, process_cpu_ms(server.pid) - cpu, ocr, not result.is_error and bool(found.get("matches"))
 
 
 async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list[PageResult]:
-    codes = {"before": args.before, "after": REPO}
     results: list[PageResult] = []
     reference = Reference()
     capturer = ScreenCapturer()
@@ -217,12 +200,9 @@ async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list
             for number, path in enumerate(PAGES[: args.pages]):
                 async with contextlib.AsyncExitStack() as stack:
                     await show(page, "about:blank", capturer)
-                    clients, pids = {}, {}
-                    for name, code in codes.items():  # fresh servers; a call on the blank page loads the engine
-                        running = children()
-                        clients[name] = await stack.enter_async_context(Client(stdio_server_of(display, code)))
-                        (pids[name],) = children() - running - {reference.process.pid}
-                        await clients[name].call_tool("find_text", {"phrase": "warm up", "space": "screen"})
+                    servers = await start_code_servers(stack, display, args.before)  # fresh: empty caches
+                    for server in servers.values():  # a call on the blank page loads the engine
+                        await server.client.call_tool("find_text", {"phrase": "warm up", "space": "screen"})
                     await show(page, path.as_uri(), capturer)
                     phrase = await page.evaluate(PHRASE_JS)
                     if not phrase:
@@ -239,7 +219,7 @@ async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list
                             took = reference.read(png)
                             ms[name], cpu[name] = took["ms"], took["cpu_ms"]
                         else:
-                            call = await first_call(clients[name], pids[name], phrase)
+                            call = await first_call(servers[name], phrase)
                             ms[name], cpu[name], ocr_ms[name], found[name] = call
                 result = PageResult(_short(path), phrase, ms, cpu, ocr_ms, found)
                 log(f"{result.page}: {phrase!r} {ms} found {found}")
@@ -276,7 +256,7 @@ def render(results: list[PageResult], args: argparse.Namespace, command: str) ->
             f"{sum(r.found[name] for r in results)}/{len(results)}",
             verdict(stats[name].median / reference <= TARGET_RATIO),
         ]
-        for name, label in (("before", "before (--before)"), ("after", "after (this checkout)"))
+        for name, label in BEFORE_AFTER
     ]
     reference_cpu = f"{cpu['tesseract'].median:.0f}"
     rows.append(
@@ -329,8 +309,7 @@ def render(results: list[PageResult], args: argparse.Namespace, command: str) ->
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", type=Path, required=True, help="directory holding the old symphony_mcp")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    add_before_after_options(parser, DEFAULT_OUTPUT)
     parser.add_argument("--pages", type=int, default=len(PAGES), help=f"how many of the {len(PAGES)} pages")
     args = parser.parse_args()
     missing = [path for path in (PYTHON_DOCS, OFFICE_HELP) if not path.is_dir()]

@@ -3,8 +3,9 @@
 Starts its own Xvfb at 1920x1080 with openbox and three text-filled xterms and two `symphony-mcp serve`
 processes over the real stdio client: one runs the code at --before (a directory holding an older
 `symphony_mcp`, e.g. `git archive <commit> symphony_mcp | tar -x -C DIR`), the other this checkout. Each
-server reads the screen once (the first call, not measured), then the calls alternate between the two so both
-see the same machine load. Prints a markdown report and writes it to --output. Run from the repository root:
+server reads the screen once (the first call, not measured), then the calls alternate between the two, which goes
+first swapping every round, so both see the same machine load. Prints a markdown report and writes it to
+--output. Run from the repository root:
 
     python -m benchmarks.overhead.find_text_repeat --before /tmp/speed-base
 """
@@ -14,21 +15,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import anyio
-from mcp import Client
 
 from benchmarks.common import (
+    BEFORE_AFTER,
     REPO,
     Stats,
+    add_before_after_options,
     benchmark_desktop,
     call_tool,
     invocation,
     log,
     machine_facts,
+    process_cpu_ms,
     publish_report,
-    stdio_server_of,
+    start_code_servers,
     table,
     verdict,
 )
@@ -38,42 +41,53 @@ PHRASE = "xkbcomp"  # in the `ls -l /usr/bin` listing of the top xterm
 TARGET_MS = 20.0
 
 
-async def measure(display: str, args: argparse.Namespace) -> dict[str, Stats]:
+@dataclass
+class Samples:
+    """One server's measured calls: wall ms, the pipeline's `ocr_ms`, and the server's CPU over all of them."""
+
+    wall: list[float] = field(default_factory=list)
+    ocr: list[float] = field(default_factory=list)
+    cpu_ms: float = 0.0
+
+
+async def measure(display: str, args: argparse.Namespace) -> dict[str, Samples]:
     arguments = {"phrase": PHRASE, "space": "screen"}
-    samples: dict[str, list[float]] = {"before": [], "after": []}
-    ocr: dict[str, list[float]] = {"before": [], "after": []}
+    samples = {name: Samples() for name, _ in BEFORE_AFTER}
     async with contextlib.AsyncExitStack() as stack:
-        clients = {
-            "before": await stack.enter_async_context(Client(stdio_server_of(display, args.before))),
-            "after": await stack.enter_async_context(Client(stdio_server_of(display, REPO))),
-        }
-        for client in clients.values():  # the first reading: engine start and a full OCR of the frame
-            await call_tool(client, "find_text", arguments)
+        servers = await start_code_servers(stack, display, args.before)
+        for server in servers.values():  # the first reading: engine start and a full OCR of the frame
+            await call_tool(server.client, "find_text", arguments)
         for index in range(args.warmups + args.repeats):
-            for name, client in clients.items():
-                took, result = await call_tool(client, "find_text", arguments)
+            order = list(servers.items())
+            for name, server in order if index % 2 else order[::-1]:  # neither always goes first
+                cpu = process_cpu_ms(server.pid)
+                took, result = await call_tool(server.client, "find_text", arguments)
                 found = result.structured_content or {}
                 if not found.get("matches"):
                     raise RuntimeError(f"{name}: {PHRASE!r} not found")
                 if index >= args.warmups:
-                    samples[name].append(took)
-                    ocr[name].append(found["ocr_ms"])
-    return {name: Stats(tuple(values)) for name, values in samples.items()} | {
-        f"{name} ocr": Stats(tuple(values)) for name, values in ocr.items()
-    }
+                    samples[name].wall.append(took)
+                    samples[name].ocr.append(found["ocr_ms"])
+                    samples[name].cpu_ms += process_cpu_ms(server.pid) - cpu
+    return samples
 
 
-def render(stats: dict[str, Stats], args: argparse.Namespace, command: str) -> str:
-    rows = [
-        [
-            label,
-            f"{stats[name].median:.1f}",
-            f"{stats[name].p90:.1f}",
-            f"{stats[name + ' ocr'].median:.1f}",
-            verdict(stats[name].median <= TARGET_MS),
-        ]
-        for name, label in (("before", "before (--before)"), ("after", "after (this checkout)"))
-    ]
+def render(samples: dict[str, Samples], args: argparse.Namespace, command: str) -> str:
+    rows = []
+    for name, label in BEFORE_AFTER:
+        wall, ocr = Stats(tuple(samples[name].wall)), Stats(tuple(samples[name].ocr))
+        cpu = samples[name].cpu_ms / len(samples[name].wall)
+        rows.append(
+            [
+                label,
+                f"{wall.median:.1f}",
+                f"{wall.p90:.1f}",
+                f"{ocr.median:.1f}",
+                f"{cpu:.1f}",
+                verdict(wall.median <= TARGET_MS),
+            ]
+        )
+    header = ["code", "median (ms)", "p90 (ms)", "server's `ocr_ms` median", "server CPU per call (ms)"]
     return "\n".join(
         [
             "# Repeated `find_text` on an unchanged screen",
@@ -82,13 +96,16 @@ def render(stats: dict[str, Stats], args: argparse.Namespace, command: str) -> s
             *machine_facts(),
             "- Display: own Xvfb at 1920x1080x24 with openbox and three text-filled xterms; whole screen read",
             f"- Command: `{command}`",
-            f"- Repetitions: {args.repeats} per server after {args.warmups} warm-ups, alternating; times in ms",
+            f"- Repetitions: {args.repeats} per server after {args.warmups} warm-ups, alternating (the first"
+            " swapping each round); times in ms",
             f"- Call: `find_text` phrase={PHRASE!r} space=screen over stdio, after a first call that read the frame",
             "",
-            *table(["code", "median (ms)", "p90 (ms)", "server's `ocr_ms` median", f"<= {TARGET_MS:g} ms"], rows),
+            *table([*header, f"<= {TARGET_MS:g} ms"], rows),
             "",
             "`ocr_ms` is the OCR pipeline's own time inside the server (capture excluded): for a repeated frame, the",
-            "check that it is the frame read before.",
+            "check that it is the frame read before. Server CPU: the server process's user + system time over the",
+            "measured calls (all threads) divided by their number, which the machine's other load inflates far less",
+            "than wall time.",
             "",
         ]
     )
@@ -96,8 +113,7 @@ def render(stats: dict[str, Stats], args: argparse.Namespace, command: str) -> s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", type=Path, required=True, help="directory holding the old symphony_mcp")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    add_before_after_options(parser, DEFAULT_OUTPUT)
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--warmups", type=int, default=3)
     args = parser.parse_args()

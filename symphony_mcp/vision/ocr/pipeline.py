@@ -2,8 +2,9 @@
 
 A frame is split into blocks (layout.py); each block is recognised on its own, padded crop,
 keyed by a hash of exactly those pixels. So a repeated frame costs a byte comparison with the
-last frame (a hash for an older one), a frame with one edited line re-runs only that line's block,
-and the result always equals a fresh full OCR of the same pixels (the engines are deterministic for identical input).
+last frame (nothing when it is the very image read last; a hash for an older one), a frame with one
+edited line re-runs only that line's block, and the result always equals a fresh full OCR of the same
+pixels (the engines are deterministic for identical input).
 """
 
 from __future__ import annotations
@@ -59,15 +60,19 @@ class LruCache(Generic[K, V]):
 
 @dataclass(frozen=True)
 class _LastFrame:
-    """The pixels of the frame read last and its result: the same screen again (an agent asking twice about
-    an unchanged screen) is recognised by comparing bytes, several times cheaper than hashing them."""
+    """The frame read last, its pixels and its result: the same screen again (an agent asking twice about an
+    unchanged screen) is the very same image when the capturer saw its pixels unchanged (desktop/capture.py), else
+    recognised by comparing bytes, several times cheaper than hashing them."""
 
-    size: tuple[int, int]
+    image: Image.Image
     pixels: bytes
     result: OcrResult
 
+    def is_image(self, image: Image.Image, area: Rect) -> bool:
+        return self.image is image and self.result.area == area
+
     def shows(self, size: tuple[int, int], pixels: bytes, area: Rect) -> bool:
-        return self.size == size and self.result.area == area and self.pixels == pixels
+        return self.image.size == size and self.result.area == area and self.pixels == pixels
 
 
 @dataclass(frozen=True)
@@ -118,21 +123,24 @@ class OcrPipeline:
     def read(self, image: Image.Image, area: Rect) -> OcrResult:
         """All words in `image`, which shows screen `area` at full resolution."""
         started = time.perf_counter()
+        last = self._last
+        if last is not None and last.is_image(image, area):
+            return last.result.model_copy(update={"elapsed_ms": _ms_since(started), "blocks_recognized": 0})
         if image.mode != "RGB":
             image = image.convert("RGB")
         pixels = image.tobytes()
-        last = self._last
         if last is not None and last.shows(image.size, pixels, area):
+            self._last = _LastFrame(image, pixels, last.result)
             return last.result.model_copy(update={"elapsed_ms": _ms_since(started), "blocks_recognized": 0})
         key = _digest_pixels(image.mode, image.size, pixels)
         cached = self._frames.get(key)
         if cached is not None and cached.area == area:
-            self._last = _LastFrame(image.size, pixels, cached)
+            self._last = _LastFrame(image, pixels, cached)
             return cached.model_copy(update={"elapsed_ms": _ms_since(started), "blocks_recognized": 0})
         frame = self._recognize_frame(image)
         result = _assemble(frame, area, self.spec.name, _ms_since(started))
         self._frames.put(key, result)
-        self._last = _LastFrame(image.size, pixels, result)
+        self._last = _LastFrame(image, pixels, result)
         return result
 
     def clear(self) -> None:
