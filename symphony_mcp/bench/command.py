@@ -21,7 +21,7 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, ExplainsListing, TaskFilter
+from symphony_mcp.bench.types import Adapter, ExplainsListing, StatesScope, TaskFilter
 from symphony_mcp.config import Settings
 from symphony_mcp.stop_signals import STOP_SIGNALS
 
@@ -68,6 +68,12 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
         else:
             result = _run_with_local_environments(adapter, request, plan, settings, results, observer)
     runnable = len(plan.pending) + len(plan.earlier)
+    listed = runnable + len(plan.skipped)
+    scope = (
+        adapter.scope(runnable, listed, plan.infeasible)
+        if isinstance(adapter, StatesScope)
+        else scope_of(plan.title, runnable, listed, plan.infeasible)
+    )
     summary = summarise(
         plan.benchmark,
         [*plan.earlier, *result.evaluations],
@@ -75,7 +81,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
         result.not_run,
         result.seconds,
         len(result.evaluations),
-        scope_of(plan.title, runnable, runnable + len(plan.skipped), plan.infeasible),
+        scope,
     )
     return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
 

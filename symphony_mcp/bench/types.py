@@ -143,3 +143,13 @@ class ExplainsListing(Protocol):
     def listing_notes(self) -> list[str]:
         """Lines about the last listing: the task list used, and what else was found and why it is not listed."""
         ...
+
+
+@runtime_checkable
+class StatesScope(Protocol):
+    """An adapter whose figures need more said than summary.scope_of says (MacOSArena: on how many machines, reset
+    how)."""
+
+    def scope(self, runnable: int, listed: int, infeasible: int) -> str:
+        """What the run's figures cover, never the benchmark's own score."""
+        ...
