@@ -311,9 +311,20 @@ class SshMachine:
         argv = [self._python, AGENT_PATH, "run", f"{seconds:g}", workdir, language]
         return self.run(argv, code.encode("utf-8"), seconds + 15, output_cap)
 
-    def upload(self, path: str, data: bytes) -> None:
-        with self._sftp() as sftp, sftp.open(_home_relative(path), "wb") as file:
-            file.write(data)
+    def upload(self, path: str, data: bytes, make_parents: bool = False) -> None:
+        with self._sftp() as sftp:
+            if make_parents:
+                _makedirs(sftp, str(PurePosixPath(_home_relative(path)).parent))
+            with sftp.open(_home_relative(path), "wb") as file:
+                file.write(data)
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
+        """What is at `path` (links followed), or None when nothing is."""
+        with self._sftp() as sftp:
+            try:
+                return sftp.stat(_home_relative(path))
+            except FileNotFoundError:
+                return None
 
     def download(self, path: str) -> bytes:
         with self._sftp() as sftp, sftp.open(_home_relative(path), "rb") as file:
