@@ -91,6 +91,8 @@ async def test_local_backend_moves_files_only_inside_the_code_folders(xdisplay: 
         assert (workdir / "docs" / "note.txt").exists()
         put = await call_ok(client, "upload_file", dest=str(writable / "w.txt"), content="in a writable path")
         assert Path(put["path"]).read_text() == "in a writable path"
+        error = await call_error(client, "download_file", src="docs")  # a directory
+        assert "is not a regular file" in error
 
         for dest in ("../outside/x.txt", str(outside / "x.txt"), "/etc/symphony-test.txt", "~/x.txt"):
             error = await call_error(client, "upload_file", dest=dest, content="no")

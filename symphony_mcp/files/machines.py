@@ -83,12 +83,13 @@ class FolderFiles:
             raise _refused(full, exc) from None
         finally:
             directory.close()
-        with os.fdopen(fd, "rb") as file:
-            mode = os.fstat(fd)
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode) or mode.st_size > cap:
+            os.close(fd)
             if not stat.S_ISREG(mode.st_mode):
-                raise InvalidInputError(f"{clip(str(full))} is not a regular file")
-            if mode.st_size > cap:
-                raise too_big(str(full), mode.st_size, cap)
+                raise InvalidInputError(f"{clip(str(full))} is not a regular file (a directory, fifo or device)")
+            raise too_big(str(full), mode.st_size, cap)
+        with os.fdopen(fd, "rb") as file:
             data = file.read(cap + 1)
         if len(data) > cap:  # grew since fstat
             raise too_big(str(full), len(data), cap)

@@ -28,13 +28,13 @@ Encoding = Literal["text", "base64"]
 class FileMoved(BaseModel):
     """A file written on the machine (upload_file) or read from it (download_file)."""
 
-    machine: str = Field(description="the machine: backend and URL (local: this host)")
-    path: str = Field(description="the file's path on the machine")
+    machine: str = Field(description="backend and URL")
+    path: str = Field(description="on the machine")
     bytes: int
     sha256: str
-    host_file: str | None = Field(None, description="the copy in the server's transfer folder, when one was used")
-    text: str | None = Field(None, description="download_file: the content, when it is UTF-8 text and not saved")
-    base64: str | None = Field(None, description="download_file: the content, when it is not UTF-8 and not saved")
+    host_file: str | None = Field(None, description="the copy in the transfer folder")
+    text: str | None = Field(None, description="the content read, when UTF-8")
+    base64: str | None = Field(None, description="the content read, when not UTF-8")
 
 
 def decoded(content: str, encoding: Encoding) -> bytes:

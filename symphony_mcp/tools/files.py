@@ -16,21 +16,18 @@ from symphony_mcp.tools.definition import define_tool
 
 WRITES_FILE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 READS_FILE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-HOST_FILE = (
-    "a file name in the server's transfer folder (<trajectory_dir>/transfers) on the server's host; relative, "
-    "never outside it"
-)
+HOST_FILE = "a relative name in the server's transfer folder, <trajectory_dir>/transfers"
 MachinePath = Annotated[
     str,
     Field(
         min_length=1,
         max_length=MAX_PATH,
-        description="the file on the machine: OSWorld an absolute path; SSH absolute, ~/..., or relative to the "
-        "user's home; local a path inside the code tools' work directory (relative ones are) or writable paths",
+        description="the file on the machine (osworld: absolute; ssh: also ~/ or home-relative; local: in the code "
+        "work directory or writable paths)",
     ),
 ]
 HostFile = Annotated[str | None, Field(min_length=1, max_length=MAX_PATH, description=HOST_FILE)]
-Overwrite = Annotated[bool, Field(description="replace a file that is already there (default: refuse)")]
+Overwrite = Annotated[bool, Field(description="replace an existing file")]
 
 
 @define_tool(WRITES_FILE, refused=[both(given("content"), given("host_file")), missing("content", "host_file")])
@@ -39,14 +36,14 @@ async def upload_file(
     dest: MachinePath,
     content: Annotated[
         str | None,
-        Field(max_length=MAX_INLINE_FILE_TEXT, description="the file's content (up to 2 MiB), as text or base64"),
+        Field(max_length=MAX_INLINE_FILE_TEXT, description="the file's content (up to 2 MiB)"),
     ] = None,
-    encoding: Annotated[Encoding, Field(description="how content is written: text (UTF-8) or base64")] = "text",
+    encoding: Annotated[Encoding, Field(description="content as UTF-8 text or base64")] = "text",
     host_file: HostFile = None,
     overwrite: Overwrite = False,
 ) -> FileMoved:
-    """Put a file on the machine the tools act on: from `content` or from `host_file` in the server's transfer
-    folder (up to 8 MiB). Missing directories are made. Returns its path there, size and sha256."""
+    """Put a file on the machine the tools act on, from `content` or from `host_file` (up to 8 MiB); missing
+    directories are made."""
     return await cores.files.upload(dest, content, encoding, host_file, overwrite)
 
 
@@ -57,8 +54,8 @@ async def download_file(
     save_as: HostFile = None,
     overwrite: Overwrite = False,
 ) -> FileMoved:
-    """Read a file from the machine the tools act on: its content in the result (text when UTF-8, else base64; up to
-    2 MiB), or with `save_as` saved in the server's transfer folder (up to 8 MiB). Size and sha256 either way."""
+    """Read a file from the machine the tools act on: its content in the result (up to 2 MiB), or with `save_as`
+    into the transfer folder (up to 8 MiB)."""
     return await cores.files.download(src, save_as, overwrite)
 
 

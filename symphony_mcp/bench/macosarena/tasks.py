@@ -25,8 +25,8 @@ BENCHMARK = "macosarena"
 SETUP_COMMAND = "cmd"  # the one step type MacOSArena's tasks use; others name functions of its utils/basic.py
 APPS_RESET_BY_APPLESCRIPT = frozenset({"mac_system_settings", "clock"})  # reset_applications' other apps
 MACOS_APP_STATE = (
-    "reads macOS application state (osascript, plists, app databases), which only a real Mac running MacOSArena's "
-    "own evaluator can check; this adapter runs the shell-level checks"
+    "reads macOS application state (osascript, plists, app databases): only a real Mac running MacOSArena's own "
+    "evaluator checks it (this adapter runs the shell-level checks)"
 )
 
 
@@ -116,7 +116,13 @@ def load(tasks_dir: Path) -> list[BenchTask]:
         domain = path.parent.name
         try:
             arena = ArenaTask.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, ValidationError) as exc:
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the task"
+            reason = f"not a MacOSArena task JSON ({where}: {first['msg']})"
+            tasks.append(BenchTask(BENCHMARK, domain, task_id(domain, path), skip_reason=reason))
+            continue
+        except ValueError as exc:
             reason = f"not a MacOSArena task JSON ({str(exc).splitlines()[0]})"
             tasks.append(BenchTask(BENCHMARK, domain, task_id(domain, path), skip_reason=reason))
             continue
@@ -148,13 +154,12 @@ def listing_notes(tasks: list[BenchTask]) -> list[str]:
     """How many tasks each kind of reason keeps out (a task may have several)."""
     kinds: Counter[str] = Counter()
     for task in tasks:
-        for reason in (task.skip_reason or "").split("; "):
-            if reason:
-                kinds[reason.split(" (")[0] if reason.startswith("not a") else _kind(reason)] += 1
+        kinds.update({_kind(reason) for reason in (task.skip_reason or "").split("; ") if reason})
     return [f"{count} tasks: {kind}" for kind, count in kinds.most_common()]
 
 
 def _kind(reason: str) -> str:
-    if MACOS_APP_STATE in reason:
+    """The reason without what names one task's getter or fault, so that alike reasons count together."""
+    if reason.endswith(MACOS_APP_STATE):
         return f"a getter that {MACOS_APP_STATE}"
-    return reason
+    return reason.split(" (")[0] if reason.startswith("not a") else reason
