@@ -297,8 +297,7 @@ class SshMachine:
             with self._lock:
                 self._drop()
             raise RemoteActionError(
-                f"the connection to {self.target} dropped while running {shown} ({exc}); the next call "
-                "connects again"
+                f"the connection to {self.target} dropped while running {shown} ({exc}); the next call connects again"
             ) from None
         finally:
             channel.close()
