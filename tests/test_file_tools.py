@@ -190,6 +190,8 @@ async def test_ssh_backend_moves_files_over_sftp(sshd: RunningSshd, xdisplay: Vi
             made = sshd.home / folder / "docs" / "note.txt"
             assert made.stat().st_uid == pwd.getpwnam(sshd.user).pw_uid  # written as the machine's user
             error = await call_error(client, "download_file", src="/root/.bashrc")  # what the user cannot read
-            assert "Permission denied" in error or "no file" in error
+            assert "/root/.bashrc' on ssh://" in error and "Permission denied" in error and "internal" not in error
+            error = await call_error(client, "upload_file", dest="/root/planted.txt", content="no")
+            assert "Permission denied" in error and not Path("/root/planted.txt").exists()
     finally:
         shutil.rmtree(sshd.home / folder, ignore_errors=True)

@@ -189,6 +189,18 @@ class SshFiles:
         self.machine = machine
 
     def read(self, path: str, cap: int) -> tuple[str, bytes]:
+        try:
+            return self._read(path, cap)
+        except OSError as exc:  # SFTP's answer for the user: permission denied, not a directory, ...
+            raise InvalidInputError(f"{clip(path)} on {self.machine.target}: {exc.strerror or exc}") from None
+
+    def write(self, path: str, data: bytes, overwrite: bool) -> str:
+        try:
+            return self._write(path, data, overwrite)
+        except OSError as exc:
+            raise InvalidInputError(f"{clip(path)} on {self.machine.target}: {exc.strerror or exc}") from None
+
+    def _read(self, path: str, cap: int) -> tuple[str, bytes]:
         path = _remote_path(path, absolute_only=False)
         found = self.machine.stat(path)
         if found is None:
@@ -202,7 +214,7 @@ class SshFiles:
             raise too_big(path, len(data), cap)
         return path, data
 
-    def write(self, path: str, data: bytes, overwrite: bool) -> str:
+    def _write(self, path: str, data: bytes, overwrite: bool) -> str:
         path = _remote_path(path, absolute_only=False)
         found = self.machine.stat(path)
         if found is not None and not overwrite:
