@@ -100,7 +100,9 @@ async def run(args: argparse.Namespace, display: str, folder: Path) -> dict[str,
             osworld_path = backends["osworld"][1]
             cases["raw write: local"] = lambda: asyncio.to_thread(local_file.write_bytes, PAYLOAD)
             cases["raw read: local"] = lambda: asyncio.to_thread(local_file.read_bytes)
-            cases["raw /setup/upload: osworld"] = lambda: asyncio.to_thread(raw_controller.upload, osworld_path, PAYLOAD)
+            cases["raw /setup/upload: osworld"] = lambda: asyncio.to_thread(
+                raw_controller.upload, osworld_path, PAYLOAD
+            )
             cases["raw /file: osworld"] = lambda: asyncio.to_thread(raw_controller.download, osworld_path)
             cases["raw SFTP put: ssh"] = lambda: asyncio.to_thread(raw_ssh.upload, "~/file-transfer-raw.bin", PAYLOAD)
             cases["raw SFTP get: ssh"] = lambda: asyncio.to_thread(raw_ssh.download, "~/file-transfer-raw.bin")
