@@ -15,19 +15,22 @@ import shlex
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from rich.console import Console
 
 from symphony_mcp.bench.command import list_tasks, run_bench
 from symphony_mcp.bench.macosarena.adapter import MacOSArenaAdapter
+from symphony_mcp.bench.macosarena.machine import SetupError
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.summary import read_summary
-from symphony_mcp.bench.types import EVALUATION_FILE, TaskFilter
+from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.orchestrator.api import TaskOutcome
+from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.scripted_planner import MEMORYER, PLANNER, act, is_step_check, on_track, step_checked, step_of
 from testkit.sshd import RunningSshd, running_sshd, sshd_unavailable
@@ -252,3 +255,52 @@ def test_bad_machines_are_refused_before_anything_starts(tmp_path: Path) -> None
     adapter = MacOSArenaAdapter(tasks_dir=tmp_path / "none", machines="ssh://a@h:22")
     with pytest.raises(InvalidInputError, match="no MacOSArena task folder"):
         adapter.list_tasks(TaskFilter())
+
+
+def adapter_for(tasks: Path, sshd: RunningSshd, display: str, reset_command: str) -> MacOSArenaAdapter:
+    return MacOSArenaAdapter(
+        tasks_dir=tasks,
+        machines=sshd.url,
+        key_file=sshd.key_file,
+        known_hosts=sshd.known_hosts,
+        python="/usr/bin/python3",
+        display=display,
+        reset_command=reset_command,
+    )
+
+
+@pytest.mark.anyio
+async def test_the_reset_command_runs_on_this_host_before_each_task_and_a_failing_one_stops_it(
+    sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path
+) -> None:
+    folder = f"arena-{tmp_path.name}"
+    tasks, resets = tmp_path / "tasks", tmp_path / "resets.txt"
+    write_tasks(tasks, folder)
+    script = tmp_path / "reset.sh"
+    script.write_text(f'#!/bin/sh\necho "$MACOSARENA_MACHINE" >> {resets}\n')
+    script.chmod(0o755)
+    adapter = adapter_for(tasks, sshd, xdisplay.name, str(script))
+    environment = Environment("env-0", xdisplay.name, tmp_path / "env-0", SpawnServer())
+    [task] = adapter.list_tasks(TaskFilter(task_ids=("terminal_1",)))
+    no_outcome = cast(TaskOutcome, None)  # the checks read the machine, never the agent's outcome
+    await adapter.setup(environment)
+    try:
+        assert "[m1]" in await adapter.reset(environment, task)
+        assert resets.read_text() == f"{sshd.url}\n" and (sshd.home / folder).is_dir()  # reset, then the steps
+        score = await adapter.evaluate(environment, task, no_outcome)
+        assert score.value == 0.0 and "-> False" in score.detail
+        (sshd.home / folder / "1.txt").write_text("")
+        assert (await adapter.evaluate(environment, task, no_outcome)).value == 1.0
+        await adapter.reset(environment, task)  # the task's own steps remove it again
+        assert resets.read_text().count(sshd.url) == 2 and not (sshd.home / folder / "1.txt").exists()
+        assert "machines reset before each task by" in adapter.scope(4, 5, 0)
+    finally:
+        await adapter.teardown(environment)
+        shutil.rmtree(sshd.home / folder, ignore_errors=True)
+    failing = adapter_for(tasks, sshd, xdisplay.name, "sh -c 'echo no VM left >&2; exit 3'")
+    await failing.setup(environment)
+    try:
+        with pytest.raises(SetupError, match=r"exited with 3: .*no VM left"):
+            await failing.reset(environment, task)
+    finally:
+        await failing.close()
