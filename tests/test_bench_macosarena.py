@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pwd
 import re
 import shlex
 import shutil
@@ -21,8 +23,9 @@ import pytest
 from rich.console import Console
 
 from symphony_mcp.bench.command import list_tasks, run_bench
+from symphony_mcp.bench.macosarena import getters
 from symphony_mcp.bench.macosarena.adapter import MacOSArenaAdapter
-from symphony_mcp.bench.macosarena.machine import SetupError
+from symphony_mcp.bench.macosarena.machine import ArenaMachine, MachineAccess, SetupError
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.summary import read_summary
 from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
@@ -304,3 +307,46 @@ async def test_the_reset_command_runs_on_this_host_before_each_task_and_a_failin
             await failing.reset(environment, task)
     finally:
         await failing.close()
+
+
+def test_the_shell_getters_read_the_machine_as_upstreams_do(
+    sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path
+) -> None:
+    """Each shell-level getter over SSH on files made for it in the user's home, true and false."""
+    folder = sshd.home / f"arena-{tmp_path.name}"
+    base = f"~/{folder.name}"
+    uid = pwd.getpwnam(sshd.user).pw_uid
+    machine = ArenaMachine(MachineAccess(sshd.url, sshd.known_hosts, sshd.key_file, "/usr/bin/python3", xdisplay.name))
+    history = sshd.home / ".bash_history"
+    kept_history = history.read_bytes() if history.exists() else None
+    try:
+        folder.mkdir()
+        script = folder / ".my_echo_macos.sh"
+        script.write_text("echo 'macOS task complete'\n")
+        script.chmod(0o700)
+        os.chown(folder, uid, -1)
+        os.chown(script, uid, -1)
+        assert getters.terminal_check_echo_macos_script(machine, base)
+        script.chmod(0o744)  # others may read it: refused, as upstream's modes say
+        assert not getters.terminal_check_echo_macos_script(machine, base)
+        script.chmod(0o700)
+        (folder / ".other_echo_macos").write_text("echo x\n")  # two matches: refused
+        assert not getters.terminal_check_echo_macos_script(machine, base)
+
+        history.write_text("ls\ndu . | sort -nr | head -n10\n")
+        assert getters.terminal_check_command_in_history(machine, "du . | sort -nr | head -n10")
+        assert not getters.terminal_check_command_in_history(machine, "rm -rf /")
+        assert getters.finder_read_file_contents(machine, f"{base}/.my_echo_macos.sh") == "echo 'macOS task complete'"
+        assert getters.finder_read_file_contents(machine, f"{base}/missing.txt") == ""
+        assert getters.finder_check_folder_exists(machine, base) and not getters.finder_check_file_exists(machine, base)
+        assert not getters.terminal_check_package_in_conda_env(machine, "macos_eval", "spotify")  # no conda here
+        assert not getters.terminal_check_archive_validity_count_name_mod(machine, base)  # no archive
+        quoted = f"{base}/x'; touch {base}/injected; '"  # a task's value is data, never shell
+        assert not getters.finder_check_file_exists(machine, quoted) and not (folder / "injected").exists()
+    finally:
+        machine.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        if kept_history is None:
+            history.unlink(missing_ok=True)
+        else:
+            history.write_bytes(kept_history)

@@ -49,10 +49,15 @@ def shell_path(path: str) -> str:
     return shlex.quote(path)
 
 
-def _stat_mode(machine: MachineShell, path: str, *, sudo: bool = False) -> str:
+def privileged(command: str) -> str:
+    """`command` with sudo as upstream runs it (MacOSArena's user has it without a password), else as the user."""
+    return f"{{ sudo -n {command} 2>/dev/null || {command}; }}"
+
+
+def _stat_mode(machine: MachineShell, path: str) -> str:
     """The file's permission bits in octal as upstream reads them (BSD `stat -f %A` on a Mac, `stat -c %a` here)."""
     command = f"stat -f %A {shell_path(path)}" if machine.platform == "darwin" else f"stat -c %a {shell_path(path)}"
-    return machine.sh(("sudo -n " if sudo else "") + command).stdout.strip()
+    return machine.sh(privileged(command)).stdout.strip()
 
 
 def finder_check_file_exists(machine: MachineShell, file_path: str) -> bool:
@@ -87,23 +92,23 @@ def terminal_check_package_in_conda_env(machine: MachineShell, env_name: str, pa
 
 def terminal_check_archive_validity_count_name_mod(machine: MachineShell, base_path: str = "/Users/Shared") -> bool:
     """archive_<the machine's date YYYYMMDD>.tar.gz in `base_path` with at least 5 entries, mode executable by its owner
-    only (…100). Like upstream, the archive is read with sudo (its mode lets nobody read it)."""
+    only (…100). Like upstream, the archive is read with sudo (its mode lets nobody else read it)."""
     today = machine.sh('date "+%Y%m%d"').stdout.strip()
     if not today.isdigit():
         return False
     archive = f"{base_path.rstrip('/')}/archive_{today}.tar.gz"
     if machine.sh(f"test -f {shell_path(archive)}").status != 0:
         return False
-    entries = machine.sh(f"sudo -n tar -tzf {shell_path(archive)} | wc -l").stdout.strip()
+    entries = machine.sh(privileged(f"tar -tzf {shell_path(archive)}") + " | wc -l").stdout.strip()
     if not entries.isdigit() or int(entries) < 5:
         return False
-    return _stat_mode(machine, archive, sudo=True).endswith("100")
+    return _stat_mode(machine, archive).endswith("100")
 
 
 def terminal_check_echo_macos_script(machine: MachineShell, base_path: str = "/Users/Shared") -> bool:
     """Exactly one hidden file named like `.*echo_macos*` in `base_path`, executable by its owner only, printing
     'macOS task complete' when bash runs it."""
-    found = machine.sh(f"sudo -n find {shell_path(base_path)} -maxdepth 1 -name '.*echo_macos*' -type f").stdout
+    found = machine.sh(privileged(f"find {shell_path(base_path)} -maxdepth 1 -name '.*echo_macos*' -type f")).stdout
     matches = found.strip().splitlines()
     if len(matches) != 1:
         return False
