@@ -219,7 +219,7 @@ def test_tasks_run_on_the_machine_and_are_scored_by_their_shell_checks(
         assert skipped.task_id == "notes_1" and "notes_get_note_plaintext_by_name reads macOS application" in (
             skipped.reason
         )
-        assert summary.scope.startswith("MacOSArena on 1 machines: 4 of 5 tasks")
+        assert summary.scope.startswith("MacOSArena on 1 machine: 4 of 5 tasks")
         assert "no reset_command given" in summary.scope
         assert read_summary(written.parent).overall.successes == 2
         evaluation = json.loads((results / "macosarena" / "terminal" / "terminal_1" / EVALUATION_FILE).read_text())

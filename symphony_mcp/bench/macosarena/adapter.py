@@ -95,9 +95,10 @@ class MacOSArenaAdapter:
             if self.reset_command
             else "machines not reset between tasks (no reset_command given): a task starts where the last one left"
         )
+        machines = f"{len(self.accesses)} machine{'s' if len(self.accesses) != 1 else ''}"
         return (
-            f"MacOSArena on {len(self.accesses)} machines: {runnable} of {listed} tasks (the tasks whose checks are "
-            f"shell commands; not MacOSArena's score); {reset}"
+            f"MacOSArena on {machines}: {runnable} of {listed} tasks (the tasks whose checks are shell commands; not "
+            f"MacOSArena's score); {reset}"
         )
 
     # --- one environment, one machine -------------------------------------------------------------------------
