@@ -40,6 +40,9 @@ MAX_ERROR_MESSAGE = 4_000  # characters of one error message (listings included)
 MAX_QUERY = 1_000  # a search query
 MAX_URL = 4_096  # a URL the searcher opens (browsers take more; search links never need it)
 MAX_TUTORIAL = 20_000  # characters of a tutorial the searcher returns
+MAX_TRANSFER_BYTES = 8 * 1024 * 1024  # one file moved by upload_file / download_file through the host folder
+MAX_INLINE_FILE_BYTES = 2 * 1024 * 1024  # one file carried in a tool call or result (messages are capped at 4 MiB)
+MAX_INLINE_FILE_TEXT = (MAX_INLINE_FILE_BYTES + 2) // 3 * 4  # that file as base64 (or text) in the call
 
 # What a remote machine (an OSWorld controller, an SSH agent) may answer: a machine the server drives is not trusted
 # to bound its own answers, and one answer is held in memory whole

@@ -46,6 +46,8 @@ from symphony_mcp.elements.osworld_source import OsworldTreeSource
 from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.elements.waa_tree import WAA_NO_ACTIONS, osworld_shaped
 from symphony_mcp.errors import SettingsError, clip, clip_message
+from symphony_mcp.files.machines import FolderFiles, MachineFiles, OsworldFiles, SshFiles
+from symphony_mcp.files.transfer import TRANSFER_FOLDER, FileTransfer
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.limits import MAX_ECHO
@@ -57,7 +59,7 @@ from symphony_mcp.sdk_internals import lowlevel_server
 from symphony_mcp.search.searcher import TutorialSearcher
 from symphony_mcp.stdio_transport import stdio_transport
 from symphony_mcp.stop_signals import serve_until_signalled
-from symphony_mcp.tools import actions, code, elements, grounding, memory, ocr, screen, search, windows
+from symphony_mcp.tools import actions, code, elements, files, grounding, memory, ocr, screen, search, windows
 from symphony_mcp.tools.cores import Cores
 from symphony_mcp.tools.definition import register
 from symphony_mcp.tools.listing import concise_tool
@@ -68,7 +70,7 @@ from symphony_mcp.vision.ocr.grounder import OcrGrounder
 
 log = logging.getLogger(__name__)
 # The tool modules, in the order tools/list shows their tools: a new module's DEFINITIONS join here.
-TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, search)
+TOOL_MODULES = (screen, actions, elements, windows, ocr, grounding, memory, code, files, search)
 CODE_TOOLS = ("run_code", "code_agent")  # the tools whose confinement the start-up warning is about
 REMOTE_TREE_REASON = (
     "they read the accessibility tree of this host's display, and an SSH machine's tree is not read over SSH; "
@@ -213,6 +215,7 @@ def build_server(settings: Settings) -> SymphonyServer:
         tasks=tasks,
         executor=executor,
         coder=coder,
+        files=_file_transfer(settings, executor),
         searcher=searcher,
     )
     register(server, [definition for module in TOOL_MODULES for definition in module.DEFINITIONS], cores)
@@ -269,6 +272,20 @@ def _machine(
         )
     local = LocalExecutor(settings.code, settings.memory.trajectory_dir.expanduser() / CODE_WORKDIR)
     return lambda: LocalDesktop(settings.input, layout, programs), local
+
+
+def _file_transfer(settings: Settings, executor: LocalExecutor | RemoteExecutor | SshExecutor) -> FileTransfer:
+    """upload_file and download_file on the machine the code tools run on, through the same connection."""
+    machine: MachineFiles
+    if isinstance(executor, RemoteExecutor):
+        machine = OsworldFiles(executor.controller)
+    elif isinstance(executor, SshExecutor):
+        machine = SshFiles(executor.machine)
+    else:
+        machine = FolderFiles(executor.roots, "the code tools' work directory and writable paths")
+    folder = settings.memory.trajectory_dir.expanduser().resolve() / TRANSFER_FOLDER
+    where = settings.desktop.backend + (f" {settings.desktop.url}" if settings.desktop.backend != "local" else "")
+    return FileTransfer(machine, FolderFiles([folder], "the server's transfer folder"), where)
 
 
 def _remote_tree_source(settings: Settings) -> OsworldTreeSource | None:

@@ -19,8 +19,9 @@ pytestmark = pytest.mark.anyio
 # Measured (benchmarks/size/tools_list_size.py): 154,504 bytes as the SDK generates it, 120,345 as sent (31 tools).
 # Bounding every argument and stating the combinations tools refuse (issue 12) added about 7 KB; tutorial search's
 # two tools (issue 14) about 4.4 KB more (33 tools). elements and find_element (issue 22) about 10 KB, the element
-# argument of click, type, scroll and drag_and_drop about 1.3 KB more: 151,286 bytes (35 tools).
-LISTING_BUDGET = 155_000
+# argument of click, type, scroll and drag_and_drop about 1.3 KB more: 151,286 bytes (35 tools). upload_file and
+# download_file (issue 24) about 3.8 KB: 155,124 bytes (37 tools).
+LISTING_BUDGET = 157_000
 
 
 async def test_tools_list_stays_within_its_budget(server: SymphonyServer, client: Client) -> None:

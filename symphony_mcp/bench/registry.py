@@ -33,6 +33,7 @@ class Registration:
 
 BENCHMARKS: dict[str, Registration] = {
     "miniwob": Registration("symphony_mcp.bench.miniwob:MiniWobAdapter", "pip install --no-deps miniwob"),
+    "macosarena": Registration("symphony_mcp.bench.macosarena:MacOSArenaAdapter", "pip install symphony-mcp"),
     "osworld": Registration(
         "symphony_mcp.bench.osworld:OSWorldAdapter",
         "pip install 'symphony-mcp[osworld]' && pip install --no-deps desktop-env==1.0.2",

@@ -29,6 +29,7 @@ TOOLS_BY_MODULE: dict[str, tuple[str, ...]] = {
     "grounding": ("locate", "model_status"),
     "memory": ("start_task", "end_task", "list_tasks", "record_step", "reflect", "memory_audit", "check_loop"),
     "code": ("run_code", "code_agent"),
+    "files": ("upload_file", "download_file"),
     "search": ("search_tutorial", "search_docs"),
 }
 TOOL_NAMES: frozenset[str] = frozenset(name for names in TOOLS_BY_MODULE.values() for name in names)

@@ -11,6 +11,7 @@ from symphony_mcp.desktop.actions import DesktopActions
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.elements.acting import ElementActions
 from symphony_mcp.elements.reader import ElementReader
+from symphony_mcp.files.transfer import FileTransfer
 from symphony_mcp.memory.manager import TaskManager
 from symphony_mcp.models.registry import ModelRegistry
 from symphony_mcp.search.searcher import TutorialSearcher
@@ -33,4 +34,5 @@ class Cores:
     tasks: TaskManager
     executor: CodeExecutor  # runs run_code's blocks where the desktop is
     coder: CoderService
+    files: FileTransfer  # files to and from the machine the tools act on
     searcher: TutorialSearcher

@@ -265,20 +265,26 @@ class SshMachine:
     # --- commands and files ---------------------------------------------------------------------------------------
     def run(self, argv: list[str], stdin: bytes, timeout: float, output_cap: int) -> CommandResult:
         """A command on its own channel; its exit status, and its output kept up to `output_cap` bytes a stream."""
+        return self.shell(shlex.join(argv), stdin, timeout, output_cap)
+
+    def shell(self, command: str, stdin: bytes, timeout: float, output_cap: int) -> CommandResult:
+        """A command line as the user's login shell reads it (zsh on a Mac), as `ssh host COMMAND` runs it: what
+        MacOSArena's task steps are written for. Its exit status, and its output kept up to `output_cap` a stream."""
+        shown = clip(command, 80)
         with self._lock:
             self._ensure()
             assert self._client is not None
             channel = self._open_channel(self._client)
         started = time.monotonic()
         try:
-            channel.exec_command(shlex.join(argv))
+            channel.exec_command(command)
             channel.sendall(stdin)
             channel.shutdown_write()
             out, err = _Capped(output_cap), _Capped(output_cap)
             deadline = started + timeout
             while not (channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready()):
                 if time.monotonic() > deadline:
-                    raise RemoteActionError(f"{clip(argv[0])} on {self.target} did not end within {timeout:g} s")
+                    raise RemoteActionError(f"{shown} on {self.target} did not end within {timeout:g} s")
                 busy = False
                 if channel.recv_ready():
                     out.add(channel.recv(65536))
@@ -293,8 +299,7 @@ class SshMachine:
             with self._lock:
                 self._drop()
             raise RemoteActionError(
-                f"the connection to {self.target} dropped while running {clip(argv[0])} ({exc}); the next call "
-                "connects again"
+                f"the connection to {self.target} dropped while running {shown} ({exc}); the next call connects again"
             ) from None
         finally:
             channel.close()
@@ -307,9 +312,20 @@ class SshMachine:
         argv = [self._python, AGENT_PATH, "run", f"{seconds:g}", workdir, language]
         return self.run(argv, code.encode("utf-8"), seconds + 15, output_cap)
 
-    def upload(self, path: str, data: bytes) -> None:
-        with self._sftp() as sftp, sftp.open(_home_relative(path), "wb") as file:
-            file.write(data)
+    def upload(self, path: str, data: bytes, make_parents: bool = False) -> None:
+        with self._sftp() as sftp:
+            if make_parents:
+                _makedirs(sftp, str(PurePosixPath(_home_relative(path)).parent))
+            with sftp.open(_home_relative(path), "wb") as file:
+                file.write(data)
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
+        """What is at `path` (links followed), or None when nothing is."""
+        with self._sftp() as sftp:
+            try:
+                return sftp.stat(_home_relative(path))
+            except FileNotFoundError:
+                return None
 
     def download(self, path: str) -> bytes:
         with self._sftp() as sftp, sftp.open(_home_relative(path), "rb") as file:

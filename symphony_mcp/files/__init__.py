@@ -1,0 +1,1 @@
+"""Files moved to and from the machine the tools act on (upload_file, download_file)."""
