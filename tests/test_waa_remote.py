@@ -11,7 +11,6 @@ The Windows-only paths (SendInput typing, user32 windows, the UIA tree, WAA's Wi
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from testkit.display import SCREEN
 from testkit.doctor import run_doctor
 from testkit.mcp_calls import call_error, call_ok, run_code
 from testkit.osworld_controller.process import VM_MARKER
+from testkit.remote_round import click_type_round
 from testkit.server_process import base_env, stdio_params
 from testkit.tk_probe import TkProbe
 from testkit.waa_server.process import RunningWaaServer, running_waa_server
@@ -136,36 +136,17 @@ def test_a_failed_pointer_action_is_reported_failed(vm: RunningWaaServer) -> Non
 # --- symphony-mcp on the WAA backend, through the MCP client ---------------------------------------------------
 
 
-def to_image(screen_x: float, screen_y: float, info: dict) -> tuple[float, float]:
-    area, scale = info["screen_area"], info["scale"]
-    return (screen_x - area["left"] + 0.5) * scale - 0.5, (screen_y - area["top"] + 0.5) * scale - 0.5
-
-
 async def test_screenshot_click_and_keys_act_on_the_vm(remote: Client, tk_probe: TkProbe) -> None:
-    result = await remote.call_tool("screenshot", {"max_width": 640, "max_height": 640})
-    info = result.structured_content
-    assert info is not None and (info["screen_width"], info["screen_height"]) == SCREEN  # the machine's size
-    image = Image.open(io.BytesIO(base64.b64decode(result.content[0].data)))  # type: ignore[union-attr]
-    assert image.size == (info["image_width"], info["image_height"]) == (640, 360)
-    x, y = to_image(*tk_probe.centre("button"), info)
-    record = await call_ok(remote, "click", x=x, y=y)  # in the screenshot's pixels, mapped back to the VM's
-    tk_probe.wait(lambda s: s["clicks"] == 1)
-    assert record["frame_id"] == info["frame_id"]
-    await asyncio.sleep(0.5)  # past the double-click interval
-    await call_ok(remote, "click", x=x, y=y, count=2)
-    tk_probe.wait(lambda s: s["double_clicks"] == 1)
-    ex, ey = tk_probe.centre("entry")
-    await call_ok(remote, "click", x=ex, y=ey, space="screen")
-    tk_probe.wait(lambda s: s["focus"].endswith("entry"))
-    text = 'héllo → 日本 a<b>c ñ € ✓ "quoted" ~`{}|?'
-    await call_ok(remote, "type", text=text, enter=True)
-    tk_probe.wait(lambda s: s["submitted"] == [text])
-    await call_ok(remote, "hotkey", keys=["ctrl", "shift", "k"])
-    tk_probe.wait(lambda s: s["hotkeys"] == ["ctrl+shift+k"])
-    info = await call_ok(remote, "screen_info", space="screen")  # the cursor without /cursor_position (500)
-    assert (info["screen_rect"]["width"], info["screen_rect"]["height"]) == SCREEN
-    assert (info["screen_cursor"]["x"], info["screen_cursor"]["y"]) == (ex, ey)
+    await click_type_round(remote, tk_probe, 'héllo → 日本 a<b>c ñ € ✓ "quoted" ~`{}|?')  # cursor: no /cursor_position
+    info = await call_ok(remote, "screen_info", space="screen")
     assert (info["backend"], info["platform"], info["display"]) == ("waa", "linux", None)
+
+
+async def test_files_are_refused_on_a_waa_machine_saying_what_to_use(remote: Client) -> None:
+    error = await call_error(remote, "upload_file", dest="C:/Users/Docker/note.txt", content="hello")
+    assert "upload_file and download_file cannot act on the waa machine" in error and "run_code" in error, error
+    error = await call_error(remote, "download_file", src="C:/Users/Docker/note.txt")
+    assert "not moved on WindowsAgentArena machines yet" in error, error
 
 
 async def test_drag_and_scroll_act_on_the_vm(remote: Client, tk_probe: TkProbe) -> None:

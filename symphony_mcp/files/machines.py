@@ -19,7 +19,7 @@ from typing import Protocol
 from symphony_mcp.code.folders import OpenDirectory, normalised, open_directory
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.remote.ssh_machine import SshMachine
-from symphony_mcp.errors import InvalidInputError, clip
+from symphony_mcp.errors import InvalidInputError, RemoteActionError, clip
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -35,6 +35,19 @@ class MachineFiles(Protocol):
     def write(self, path: str, data: bytes, overwrite: bool) -> str:
         """Write `data` at `path` (missing directories made); the path as the machine names it."""
         ...
+
+
+class RefusedFiles:
+    """A machine whose files the tools cannot move yet: every call says why, and what to use instead."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def read(self, path: str, cap: int) -> tuple[str, bytes]:
+        raise RemoteActionError(self.reason)
+
+    def write(self, path: str, data: bytes, overwrite: bool) -> str:
+        raise RemoteActionError(self.reason)
 
 
 class FileTooBigError(InvalidInputError):
