@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import hashlib
 import os
 import platform
@@ -261,6 +262,43 @@ async def start_code_servers(stack: contextlib.AsyncExitStack, display: str, bef
 
 
 # --- the report ----------------------------------------------------------------------------------
+def versus_report(
+    title: str,
+    facts: list[str],
+    setup: list[str],
+    command: str,
+    rounds: tuple[int, int],
+    against: str,
+    checks: Sequence[tuple[str, float, float]],
+    results: Mapping[str, Stats],
+    closing: str,
+) -> str:
+    """The report of a backend measured against another client of the same machine in interleaved rounds: the
+    facts, the `setup` lines, the ratio targets (ours / `against`), every case's latency, and a closing note."""
+    repeats, warmups = rounds
+    lines = [
+        f"# {title}",
+        "",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        *facts,
+        *setup,
+        f"- Command: `{command}`",
+        f"- Repetitions: {repeats} rounds after {warmups} warm-up rounds, the cases interleaved in each round, their "
+        "order rotated from round to round; times in ms",
+        "",
+        f"## Targets (ratio of medians, backend / {against})",
+        "",
+        *ratio_targets_table(checks),
+        "",
+        "## Latency per call",
+        "",
+        *latency_table(results),
+        "",
+        closing,
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 

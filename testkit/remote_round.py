@@ -46,3 +46,21 @@ async def click_type_round(client: Client, probe: TkProbe, text: str) -> None:
     info = await call_ok(client, "screen_info", space="screen")
     assert (info["screen_rect"]["width"], info["screen_rect"]["height"]) == SCREEN
     assert (info["screen_cursor"]["x"], info["screen_cursor"]["y"]) == (ex, ey)  # the machine's pointer, left there
+
+
+async def drag_scroll_round(client: Client, probe: TkProbe) -> None:
+    """On the machine's Tk probe: a drag on its canvas arrives as a glide from start to end, a scroll at a point
+    and then at the pointer move its text."""
+    box = probe.state()["widgets"]["canvas"]
+    start, end = (box["left"] + 50, box["top"] + 50), (box["left"] + 300, box["top"] + 200)
+    await call_ok(
+        client, "drag_and_drop", start_x=start[0], start_y=start[1], end_x=end[0], end_y=end[1], space="screen"
+    )
+    state = probe.wait(lambda s: s["drag"] and s["drag"]["end"])
+    assert state["drag"]["start"] == list(start) and state["drag"]["end"] == list(end)
+    assert state["motions"] >= 3  # a glide, not a jump
+    x, y = probe.centre("text")
+    await call_ok(client, "scroll", vertical=-5, x=x, y=y, space="screen")
+    top = probe.wait(lambda s: s["text_top"] > 0)["text_top"]
+    await call_ok(client, "scroll", vertical=3)  # at the pointer, still over the text
+    probe.wait(lambda s: s["text_top"] < top)

@@ -33,7 +33,7 @@ from testkit.display import SCREEN
 from testkit.doctor import run_doctor
 from testkit.mcp_calls import call_error, call_ok, run_code
 from testkit.osworld_controller.process import VM_MARKER
-from testkit.remote_round import click_type_round
+from testkit.remote_round import click_type_round, drag_scroll_round
 from testkit.server_process import base_env, stdio_params
 from testkit.tk_probe import TkProbe
 from testkit.waa_server.process import RunningWaaServer, running_waa_server
@@ -150,19 +150,7 @@ async def test_files_are_refused_on_a_waa_machine_saying_what_to_use(remote: Cli
 
 
 async def test_drag_and_scroll_act_on_the_vm(remote: Client, tk_probe: TkProbe) -> None:
-    box = tk_probe.state()["widgets"]["canvas"]
-    start, end = (box["left"] + 50, box["top"] + 50), (box["left"] + 300, box["top"] + 200)
-    await call_ok(
-        remote, "drag_and_drop", start_x=start[0], start_y=start[1], end_x=end[0], end_y=end[1], space="screen"
-    )
-    state = tk_probe.wait(lambda s: s["drag"] and s["drag"]["end"])
-    assert state["drag"]["start"] == list(start) and state["drag"]["end"] == list(end)
-    assert state["motions"] >= 3  # a glide, not a jump
-    x, y = tk_probe.centre("text")
-    await call_ok(remote, "scroll", vertical=-5, x=x, y=y, space="screen")
-    top = tk_probe.wait(lambda s: s["text_top"] > 0)["text_top"]
-    await call_ok(remote, "scroll", vertical=3)  # at the pointer, still over the text
-    tk_probe.wait(lambda s: s["text_top"] < top)
+    await drag_scroll_round(remote, tk_probe)
 
 
 async def test_windows_and_apps_are_the_vms(remote: Client, tk_probe: TkProbe) -> None:

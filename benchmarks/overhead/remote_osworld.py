@@ -19,7 +19,6 @@ Prints a markdown report and writes it to --output. Run from the repository root
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 import tempfile
 from collections.abc import Callable
@@ -33,10 +32,9 @@ from benchmarks.common import (
     RESOLUTION,
     Stats,
     interleaved,
-    latency_table,
     output_parser,
     publish_desktop_benchmark,
-    ratio_targets_table,
+    versus_report,
 )
 from symphony_mcp.desktop.remote.osworld import OsworldDesktop
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
@@ -83,30 +81,22 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
             SCREENSHOT_RATIO_TARGET,
         ),
     ]
-    lines = [
-        "# OSWorld backend vs OSWorld's PythonController, same controller",
-        "",
-        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-        *facts,
-        f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and three text-filled xterms; the stand-in OSWorld "
-        "controller (testkit/osworld_controller) on it over loopback, its `python` this environment's (pyautogui)",
-        f"- Command: `{command}`",
-        f"- Repetitions: {args.repeats} rounds after {args.warmups} warm-up rounds, the cases interleaved in each "
-        "round, their order rotated from round to round; times in ms",
-        "",
-        "## Targets (ratio of medians, backend / PythonController)",
-        "",
-        *ratio_targets_table(checks),
-        "",
-        "## Latency per call",
-        "",
-        *latency_table(results),
-        "",
+    return versus_report(
+        "OSWorld backend vs OSWorld's PythonController, same controller",
+        facts,
+        [
+            f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and three text-filled xterms; the stand-in OSWorld "
+            "controller (testkit/osworld_controller) on it over loopback, its `python` this environment's (pyautogui)"
+        ],
+        command,
+        (args.repeats, args.warmups),
+        "PythonController",
+        checks,
+        results,
         "PythonController's click starts a Python interpreter on the machine, imports pyautogui and sleeps "
         "pyautogui's default 0.1 s pause; the backend sends one xdotool command through `/execute`. The screenshot "
         "route is the same for both (`GET /screenshot`); `grab` adds decoding the PNG into the frame the tools use.",
-    ]
-    return "\n".join(lines) + "\n"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

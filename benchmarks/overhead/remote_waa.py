@@ -22,7 +22,6 @@ Prints a markdown report and writes it to --output. Run from the repository root
 from __future__ import annotations
 
 import argparse
-import datetime
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -34,15 +33,11 @@ from benchmarks.common import (
     REPO,
     RESOLUTION,
     Stats,
-    benchmark_desktop,
-    invocation,
-    log,
-    machine_facts,
-    publish_report,
-    table,
-    verdict,
+    interleaved,
+    output_parser,
+    publish_desktop_benchmark,
+    versus_report,
 )
-from benchmarks.overhead.remote_osworld import measure
 from symphony_mcp.desktop.remote.waa import WaaDesktop
 from symphony_mcp.desktop.remote.waa_controller import WaaController
 from symphony_mcp.imaging.geometry import Rect
@@ -77,7 +72,7 @@ def run(args: argparse.Namespace) -> dict[str, Stats]:
             "screenshot: WAA backend, grab (decoded frame)": lambda: backend.grab(screen),
             "/execute_windows pass (floor)": lambda: controller.run("pass", "nothing"),
         }
-        results = measure(cases, args.repeats, args.warmups)
+        results = interleaved(cases, args.repeats, args.warmups)
         controller.close()
         return results
 
@@ -95,39 +90,28 @@ def render(results: dict[str, Stats], args: argparse.Namespace, command: str, fa
             SCREENSHOT_RATIO_TARGET,
         ),
     ]
-    rows = [[name, f"{s.median:.1f}", f"{s.p90:.1f}", f"{min(s.samples):.1f}"] for name, s in results.items()]
-    target_rows = [[name, f"{value:.3f}", f"<= {limit:g}", verdict(value <= limit)] for name, value, limit in checks]
-    lines = [
-        "# WAA backend vs WindowsAgentArena's client requests, same server",
-        "",
-        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-        *facts,
-        f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and three text-filled xterms; the stand-in WAA server "
-        "(testkit/waa_server) on it over loopback, its `python` this environment's (pyautogui)",
-        "- WAA's client: its requests as its `PythonController` builds them (`requests.post`, no session); the "
-        "client itself is not importable here (no copy of its source; it hard-codes port 5000)",
-        f"- Command: `{command}`",
-        f"- Repetitions: {args.repeats} rounds after {args.warmups} warm-up rounds, the cases interleaved in each "
-        "round, their order rotated from round to round; times in ms",
-        "",
-        "## Targets (ratio of medians, backend / WAA client)",
-        "",
-        *table(["case", "ratio", "target", "verdict"], target_rows),
-        "",
-        "## Latency per call",
-        "",
-        *table(["case", "median", "p90", "min"], rows),
-        "",
+    return versus_report(
+        "WAA backend vs WindowsAgentArena's client requests, same server",
+        facts,
+        [
+            f"- Display: own Xvfb at {RESOLUTION}x24 with openbox and three text-filled xterms; the stand-in WAA "
+            "server (testkit/waa_server) on it over loopback, its `python` this environment's (pyautogui)",
+            "- WAA's client: its requests as its `PythonController` builds them (`requests.post`, no session); the "
+            "client itself is not importable here (no copy of its source; it hard-codes port 5000)",
+        ],
+        command,
+        (args.repeats, args.warmups),
+        "WAA client",
+        checks,
+        results,
         "WAA's client action starts a Python interpreter on the machine and imports pyautogui, whose default 0.1 s "
         "pause then runs in that child; the backend runs the pyautogui call inside the server process (imported "
         "once, its pause 0) through `/execute_windows`. The screenshot route is the same for both.",
-    ]
-    return "\n".join(lines) + "\n"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown results file")
+    parser = output_parser(__doc__, DEFAULT_OUTPUT)
     parser.add_argument("--repeats", type=int, default=32, help="measured rounds")
     parser.add_argument("--warmups", type=int, default=2, help="unmeasured rounds first")
     return parser.parse_args(argv)
@@ -135,13 +119,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = invocation()
-    facts = machine_facts()
-    with benchmark_desktop() as display:
-        log(f"benchmark display {display}")
-        results = run(args)
-    publish_report(render(results, args, command, facts), args.output)
-    return 0
+    return publish_desktop_benchmark(
+        lambda _display: run(args), lambda results, command, facts: render(results, args, command, facts), args.output
+    )
 
 
 if __name__ == "__main__":

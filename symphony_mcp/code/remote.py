@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from symphony_mcp.code.output import truncation_notice
 from symphony_mcp.code.types import CodeRun, Language
 from symphony_mcp.config import CodeSettings
-from symphony_mcp.desktop.remote.osworld_controller import COMMAND_SECONDS, OsworldController
+from symphony_mcp.desktop.remote.osworld_controller import COMMAND_SECONDS, CommandResult, OsworldController
 from symphony_mcp.errors import InvalidInputError, PolicyError
 
 REMOTE_WORKDIR = PurePosixPath("/tmp/symphony-code")
@@ -35,17 +35,7 @@ class RemoteExecutor:
         self.default_workdir = Path(settings.workdir or REMOTE_WORKDIR)
 
     async def run(self, language: Language, code: str, timeout_s: float, workdir: Path | None = None) -> CodeRun:
-        if language not in self.settings.languages:
-            raise PolicyError(
-                f"language {language!r} is not enabled (enabled: {', '.join(self.settings.languages) or 'none'}); "
-                "the setting SYMPHONY_CODE__LANGUAGES lists the languages the code tools run"
-            )
-        bound = min(self.settings.max_timeout_seconds, MAX_REMOTE_SECONDS)
-        if not 0 < timeout_s <= bound:
-            raise InvalidInputError(
-                f"timeout_s must be in (0, {bound:g}] seconds on a remote machine (its controller stops a command "
-                f"after {COMMAND_SECONDS} s), got {timeout_s:g}"
-            )
+        check_block(self.settings, language, timeout_s, "controller")
         if "\0" in code:
             raise InvalidInputError("code holds a NUL character, which a command line cannot carry")
         directory = PurePosixPath(self.default_workdir) / PurePosixPath(str(workdir or "."))
@@ -64,22 +54,51 @@ class RemoteExecutor:
         ]
         started = time.monotonic()
         result = await asyncio.to_thread(self.controller.execute, argv, timeout_s + 5)
-        killed = result.returncode in _KILLED and time.monotonic() - started >= timeout_s
-        stdout, stdout_cut = capped(result.output, self.settings.output_bytes)
-        stderr, stderr_cut = capped(result.error, self.settings.output_bytes)
-        return CodeRun(
-            language=language,
-            exit_code=-9 if killed else result.returncode,
-            stdout=stdout,
-            stderr=stderr,
-            duration_seconds=round(time.monotonic() - started, 3),
-            stdout_truncated=stdout_cut,
-            stderr_truncated=stderr_cut,
-            killed=killed,
-            kill_reason="timeout" if killed else None,
-            confinement="remote",
-            workdir=str(directory),
+        return remote_run(self.settings, language, result, started, timeout_s, _KILLED, str(directory))
+
+
+def check_block(settings: CodeSettings, language: Language, timeout_s: float, stopper: str) -> None:
+    """A block a remote machine may run: its language enabled, its timeout within what the machine's `stopper`
+    (the server answering a command) allows."""
+    if language not in settings.languages:
+        raise PolicyError(
+            f"language {language!r} is not enabled (enabled: {', '.join(settings.languages) or 'none'}); "
+            "the setting SYMPHONY_CODE__LANGUAGES lists the languages the code tools run"
         )
+    bound = min(settings.max_timeout_seconds, MAX_REMOTE_SECONDS)
+    if not 0 < timeout_s <= bound:
+        raise InvalidInputError(
+            f"timeout_s must be in (0, {bound:g}] seconds on a remote machine (its {stopper} stops a command "
+            f"after {COMMAND_SECONDS} s), got {timeout_s:g}"
+        )
+
+
+def remote_run(
+    settings: CodeSettings,
+    language: Language,
+    result: CommandResult,
+    started: float,
+    timeout_s: float,
+    killed_statuses: tuple[int, ...],
+    workdir: str,
+) -> CodeRun:
+    """The run's result from the machine's answer: killed when its status says so and the timeout had passed."""
+    killed = result.returncode in killed_statuses and time.monotonic() - started >= timeout_s
+    stdout, stdout_cut = capped(result.output, settings.output_bytes)
+    stderr, stderr_cut = capped(result.error, settings.output_bytes)
+    return CodeRun(
+        language=language,
+        exit_code=-9 if killed else result.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        duration_seconds=round(time.monotonic() - started, 3),
+        stdout_truncated=stdout_cut,
+        stderr_truncated=stderr_cut,
+        killed=killed,
+        kill_reason="timeout" if killed else None,
+        confinement="remote",
+        workdir=workdir,
+    )
 
 
 def capped(text: str, cap: int) -> tuple[str, bool]:

@@ -15,13 +15,12 @@ import time
 import uuid
 from pathlib import Path, PurePosixPath
 
-from symphony_mcp.code.remote import MAX_REMOTE_SECONDS, capped
+from symphony_mcp.code.remote import check_block, remote_run
 from symphony_mcp.code.types import CodeRun, Language
 from symphony_mcp.config import CodeSettings
 from symphony_mcp.desktop.remote import waa_code
-from symphony_mcp.desktop.remote.osworld_controller import COMMAND_SECONDS, CommandResult
+from symphony_mcp.desktop.remote.osworld_controller import CommandResult
 from symphony_mcp.desktop.remote.waa_controller import WaaController
-from symphony_mcp.errors import InvalidInputError, PolicyError
 
 WAA_WORKDIR = PurePosixPath("~/symphony-code")  # under the server user's home (C:\Users\Docker on WAA's VM)
 _TIMED_OUT = 128 + 9  # the runner's status for a block it stopped at the timeout (_RUNNER says it too)
@@ -55,36 +54,11 @@ class WaaExecutor:
         self._python: str | None = None
 
     async def run(self, language: Language, code: str, timeout_s: float, workdir: Path | None = None) -> CodeRun:
-        if language not in self.settings.languages:
-            raise PolicyError(
-                f"language {language!r} is not enabled (enabled: {', '.join(self.settings.languages) or 'none'}); "
-                "the setting SYMPHONY_CODE__LANGUAGES lists the languages the code tools run"
-            )
-        bound = min(self.settings.max_timeout_seconds, MAX_REMOTE_SECONDS)
-        if not 0 < timeout_s <= bound:
-            raise InvalidInputError(
-                f"timeout_s must be in (0, {bound:g}] seconds on a remote machine (its server stops a command "
-                f"after {COMMAND_SECONDS} s), got {timeout_s:g}"
-            )
+        check_block(self.settings, language, timeout_s, "server")
         directory = PurePosixPath(self.default_workdir) / PurePosixPath(str(workdir or "."))
         started = time.monotonic()
         result = await asyncio.to_thread(self._run, language, code, timeout_s, str(directory))
-        killed = result.returncode == _TIMED_OUT and time.monotonic() - started >= timeout_s
-        stdout, stdout_cut = capped(result.output, self.settings.output_bytes)
-        stderr, stderr_cut = capped(result.error, self.settings.output_bytes)
-        return CodeRun(
-            language=language,
-            exit_code=-9 if killed else result.returncode,
-            stdout=stdout,
-            stderr=stderr,
-            duration_seconds=round(time.monotonic() - started, 3),
-            stdout_truncated=stdout_cut,
-            stderr_truncated=stderr_cut,
-            killed=killed,
-            kill_reason="timeout" if killed else None,
-            confinement="remote",
-            workdir=str(directory),
-        )
+        return remote_run(self.settings, language, result, started, timeout_s, (_TIMED_OUT,), str(directory))
 
     def _run(self, language: Language, code: str, timeout_s: float, directory: str) -> CommandResult:
         if self._python is None:
