@@ -1,5 +1,6 @@
-"""Word boxes from the Tesseract engine hold their own glyphs (issue 26 item 3): Tesseract's LSTM at times stretches a
-word's box over the next word or the line above, and a click at the box's centre then misses the word.
+"""OCR details that decide a click on strangers' screens (issue 26 item 3): word boxes from the Tesseract engine hold
+their own glyphs (Tesseract's LSTM at times stretches a word's box over the next word or the line above, and a click
+at the box's centre then misses the word), and text in a colour of its background's grey is seen.
 
 Text is rendered with DejaVu Sans (one of the tests' fonts, tests/fonts/fonts.conf) by Pillow, so the pixels are the
 same on every machine set up by scripts/install.sh.
@@ -10,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from symphony_mcp.imaging.geometry import Rect
+from symphony_mcp.vision.ocr.engines import engine_spec
+from symphony_mcp.vision.ocr.matching import find_phrase
+from symphony_mcp.vision.ocr.pipeline import OcrPipeline
 from symphony_mcp.vision.ocr.tesseract_engine import INK_LEVEL, TesseractEngine, _fitted
 from symphony_mcp.vision.ocr.types import RecognizedWord
 
@@ -70,3 +75,23 @@ def test_the_engine_boxes_each_word_of_the_second_line_on_that_line() -> None:
         read = words[text]
         centre = read.left + read.width / 2, read.top + read.height / 2
         assert left <= centre[0] < right and top <= centre[1] < bottom, (text, read)
+
+
+def test_text_of_another_hue_at_its_background_grey_is_read() -> None:
+    """A button word in olive on purple: both about the same grey (134 and 138), so a layout that looks at grey
+    steps only sees no text there; the colour channels step by 150."""
+    image = Image.new("RGB", (400, 120), (250, 250, 250))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((100, 40, 190, 76), 5, fill=(137, 126, 204), outline=(150, 150, 150))
+    font = ImageFont.truetype(FONT, 16)
+    draw.text((123, 48), "END", font=font, fill=(134, 133, 53))
+    left, top, right, bottom = (int(v) for v in draw.textbbox((123, 48), "END", font=font))
+    grey = np.asarray(image.convert("L"))
+    assert abs(int(grey[60, 105]) - int(grey[top + 2 : bottom, left:right].min())) < 24  # the same grey, as said
+    pipeline = OcrPipeline(engine_spec("tesseract"))
+    try:
+        result = pipeline.read(image, Rect(left=0, top=0, width=image.width, height=image.height))
+    finally:
+        pipeline.close()
+    [match, *_] = find_phrase(result, "END")
+    assert match.exact and left <= match.center.x < right and top <= match.center.y < bottom

@@ -88,8 +88,22 @@ class TesseractEngine:
         return words
 
     def _read_piece(self, image: Image.Image) -> list[RecognizedWord]:
-        """The piece's words, each short word read unsure read again (`_reread`)."""
-        return [kept for word in _read(self._api, image) for kept in self._reread(image, word)]
+        """The piece's words, each short word read unsure read again (`_reread`). A piece read as nothing is read
+        again as one line: Tesseract's block segmentation at times finds no line at all in a small piece that
+        holds one short word (a chip's label 'nis'), which as a line it reads sure."""
+        words = _read(self._api, image)
+        if not words:
+            return [word for word in self._read_as_line(image) if word.confidence >= REREAD_CONFIDENCE]
+        return [kept for word in words for kept in self._reread(image, word)]
+
+    def _read_as_line(self, image: Image.Image) -> list[RecognizedWord]:
+        from tesserocr import PSM
+
+        self._api.SetPageSegMode(PSM.SINGLE_LINE)
+        try:
+            return _read(self._api, image)
+        finally:
+            self._api.SetPageSegMode(PSM.SINGLE_BLOCK)
 
     def _reread(self, image: Image.Image, word: RecognizedWord) -> list[RecognizedWord]:
         """`word`, or what its surroundings read upscaled say is there when surer. A short word (a button's
