@@ -98,10 +98,22 @@ def test_phrase_inside_a_punctuated_word_matches_the_whole_word(line: str, phras
 
 def test_phrase_inside_a_longer_word_is_found_but_not_exact() -> None:
     result = page((0, 0, "json.dump(obj, fp, sort_keys=False, indent=None)"))
-    [match] = find_phrase(result, "sort_keys")  # the word's box cannot be split: it is not the phrase's box
+    [match] = find_phrase(result, "sort_keys")
     assert (match.text, match.score, match.exact, match.case_exact) == ("sort_keys=False,", 100, False, False)
     assert match.differences == [TokenDifference(expected=None, seen="False")]
-    assert match.box == result.words[2].box
+    word = result.words[2].box  # the phrase's part of the word's box, by its share of the characters
+    assert match.box == Rect(left=word.left, top=word.top, width=9 * CHAR, height=HEIGHT)
+    assert (match.start.x, match.end.x) == (word.left, word.left + 9 * CHAR - 1)
+
+
+def test_phrase_in_the_middle_of_a_word_is_clicked_on_itself() -> None:
+    result = page((0, 0, "Popen(args, close_fds=True, user=None)"))
+    [match] = find_phrase(result, "True")  # a click on the box's centre lands on True, not on the '='
+    word = result.words[1].box
+    assert match.text == "close_fds=True," and not match.exact
+    assert match.box == Rect(left=word.left + 10 * CHAR, top=word.top, width=4 * CHAR, height=HEIGHT)
+    [whole] = find_phrase(result, "close_fds=True")  # all of the word's tokens: its whole box
+    assert whole.box == word
 
 
 def test_part_of_a_word_ranks_after_whole_words() -> None:

@@ -11,7 +11,9 @@ its own, so peak memory is that engine's alone. Per engine and size:
 - repeated frame: the edited frame again;
 - accuracy: a target counts when the best match for its phrase has its click point inside one
   of the phrase's true boxes (no hint of where to look is given), for the tuning and the held-out
-  screens apart, and per screen family and phrase class.
+  screens apart, and per screen family and phrase class;
+- false positives: phrases the screen does not show (near misses of its targets, one glyph changed to one
+  that is no look-alike) for which an exact match is found, i.e. one an acting tool would click.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ TARGETS = {
     "small change": "<= 0.25 s",
     "repeated frame": "<= 0.02 s",
 }
-SPLITS = ("tuning", "held-out", "held-out-2", "held-out-3")
+SPLITS = ("tuning", "held-out", "held-out-2", "held-out-3", "held-out-4")
 
 
 @dataclass
@@ -60,6 +62,16 @@ class Outcome:
 
 
 @dataclass
+class Probe:
+    """A phrase the screen does not show, and what an exact match for it read (None: none found, as it should)."""
+
+    screen: str
+    split: str
+    phrase: str
+    found: str | None
+
+
+@dataclass
 class SizeResult:
     size: str
     screens: list[str]
@@ -69,6 +81,14 @@ class SizeResult:
     change_s: list[float]
     repeat_s: list[float]
     outcomes: list[Outcome]
+    probes: list[Probe]
+
+    def false_positives(self, split: str) -> str:
+        chosen = [p for p in self.probes if p.split == split]
+        if not chosen:
+            return "-"
+        found = sum(p.found is not None for p in chosen)
+        return f"{100 * found / len(chosen):.1f}% ({found}/{len(chosen)})"
 
     def accuracy(self, **match: str) -> str:
         """Grounded share of the targets whose fields equal `match` (e.g. split="tuning", family="docs")."""
@@ -87,8 +107,10 @@ class EngineResult:
     sizes: list[SizeResult]
 
 
-def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float, float, float, list[Outcome]]:
-    """(full s, full CPU s, change s, repeat s, an outcome per target) for one screen."""
+def measure_screen(
+    pipeline: OcrPipeline, screen: Screen
+) -> tuple[float, float, float, float, list[Outcome], list[Probe]]:
+    """(full s, full CPU s, change s, repeat s, an outcome per target, a probe per absent phrase) for one screen."""
     area = Rect(left=0, top=0, width=screen.image.width, height=screen.image.height)
     pipeline.clear()
     cpu = time.process_time()
@@ -101,6 +123,10 @@ def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float,
         matches = find_phrase(result, target.phrase)
         grounded = bool(matches and target.hit(matches[0].center.x, matches[0].center.y))
         outcomes.append(Outcome(screen.name, screen.family, screen.split, target.category, target.phrase, grounded))
+    probes = []
+    for phrase in screen.absent:
+        exact = next((m.text for m in find_phrase(result, phrase) if m.exact), None)
+        probes.append(Probe(screen.name, screen.split, phrase, exact))
     changed = screen.change().image
     start = time.perf_counter()
     pipeline.read(changed, area)
@@ -108,7 +134,7 @@ def measure_screen(pipeline: OcrPipeline, screen: Screen) -> tuple[float, float,
     start = time.perf_counter()
     pipeline.read(changed, area)
     repeat = time.perf_counter() - start
-    return full, full_cpu, change, repeat, outcomes
+    return full, full_cpu, change, repeat, outcomes, probes
 
 
 def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
@@ -121,9 +147,9 @@ def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
     sizes = []
     for directory in screen_dirs:
         screens = load_screen_set(directory)
-        size = SizeResult(directory.name, [], [], [], [], [], [], [])
+        size = SizeResult(directory.name, [], [], [], [], [], [], [], [])
         for screen in screens:
-            full, full_cpu, change, repeat, outcomes = measure_screen(pipeline, screen)
+            full, full_cpu, change, repeat, outcomes, probes = measure_screen(pipeline, screen)
             size.screens.append(screen.name)
             size.families.append(screen.family)
             size.full_s.append(full)
@@ -131,11 +157,12 @@ def measure_engine(engine: str, screen_dirs: list[Path]) -> EngineResult:
             size.change_s.append(change)
             size.repeat_s.append(repeat)
             size.outcomes += outcomes
+            size.probes += probes
             missed = sum(not o.grounded for o in outcomes)
             print(
                 f"{engine} {directory.name} {screen.name}: full {full:.3f}s ({full_cpu:.3f}s CPU) change {change:.3f}s "
                 f"repeat {repeat:.4f}s "
-                f"missed {missed}/{len(outcomes)}",
+                f"missed {missed}/{len(outcomes)} false positives {sum(p.found is not None for p in probes)}",
                 file=sys.stderr,
             )
         sizes.append(size)
@@ -164,6 +191,7 @@ def run_child(engine: str, screen_dirs: list[Path]) -> EngineResult:
         data = json.loads(Path(out.name).read_text())
     for size in data["sizes"]:
         size["outcomes"] = [Outcome(**outcome) for outcome in size["outcomes"]]
+        size["probes"] = [Probe(**probe) for probe in size["probes"]]
     data["sizes"] = [SizeResult(**size) for size in data["sizes"]]
     return EngineResult(**data)
 
@@ -194,8 +222,8 @@ def report(results: list[EngineResult], command: str, screens_s: float, load: tu
         "",
         "| engine | size | full frame median (s) | full frame CPU median (s) | small change median (s) "
         "| repeated frame median (s) | accuracy, tuning | accuracy, held-out | accuracy, held-out-2 "
-        "| accuracy, held-out-3 | accuracy, all | load (s) | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| accuracy, held-out-3 | accuracy, held-out-4 | accuracy, all | load (s) | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         for size in result.sizes:
@@ -204,9 +232,20 @@ def report(results: list[EngineResult], command: str, screens_s: float, load: tu
                 f"| {median(size.change_s):.3f} "
                 f"| {median(size.repeat_s):.4f} | {size.accuracy(split='tuning')} "
                 f"| {size.accuracy(split='held-out')} | {size.accuracy(split='held-out-2')} "
-                f"| {size.accuracy(split='held-out-3')} | {size.accuracy()} "
+                f"| {size.accuracy(split='held-out-3')} | {size.accuracy(split='held-out-4')} | {size.accuracy()} "
                 f"| {result.load_s:.1f} | {result.peak_rss_mb:.0f} |"
             )
+    lines += [
+        "",
+        "False positives: phrases not on screen (near misses of its targets) found as an exact match, per split:",
+        "",
+        "| engine | size | " + " | ".join(SPLITS) + " |",
+        "|---|---|" + "---|" * len(SPLITS),
+    ]
+    for result in results:
+        for size in result.sizes:
+            cells = " | ".join(size.false_positives(split) for split in SPLITS)
+            lines.append(f"| {result.engine} | {size.size} | {cells} |")
     lines += _breakdown(results, "Accuracy per screen family", "family", families)
     lines += _breakdown(results, "Accuracy per phrase class", "category", list(CLASSES))
     lines += ["", "Full frame median per family, wall / CPU (s):", ""]
@@ -236,6 +275,11 @@ def report(results: list[EngineResult], command: str, screens_s: float, load: tu
                     if o.split == split and not o.grounded
                 ]
                 lines.append(f"- {result.engine} {size.size} {split}: {'; '.join(missed[:25]) or 'none'}")
+    lines += ["", "False positives (phrase not on screen: the exact match's words):", ""]
+    for result in results:
+        for size in result.sizes:
+            found = [f"{p.screen}: {p.phrase} -> {p.found}" for p in size.probes if p.found is not None]
+            lines.append(f"- {result.engine} {size.size}: {'; '.join(found) or 'none'}")
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,7 @@ import contextlib
 import os
 import random
 import re
+import shlex
 import subprocess
 import tempfile
 import textwrap
@@ -332,6 +333,20 @@ BITMAP_SCREENS: tuple[tuple[str, tuple[Content, ...]], ...] = (
         (
             Content("bash", "white", "#101010", "7x14", session_lines("2", "welcome back to the build host"), True),
             Content("man tar", "#102030", "#c8d8e8", "10x20", man_lines("tar"), True),
+        ),
+    ),
+    (
+        "bitmap-fixed-7x13",
+        (
+            Content("bash", "#f4f4f4", "#000000", "fixed", session_lines("3", "fetching the nightly logs now"), True),
+            Content("man cp", "#000000", "#e0e0e0", "7x13", man_lines("cp"), True),
+        ),
+    ),
+    (
+        "bitmap-6x10-8x16",
+        (
+            Content("bash", "#202428", "#d8dee9", "6x10", session_lines("4", "all checks passed on the runner"), True),
+            Content("shlex.py", "white", "#1a1a1a", "8x16", file_lines(Path(shlex.__file__)), True),
         ),
     ),
 )

@@ -358,3 +358,35 @@ def rotate_words(text: str, step: int) -> str:
     shift = 1 + (step - 1) % (len(words) - 1)
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
     return lead + " ".join(words[shift:] + words[:shift]) + trail
+
+
+# --- phrases that are not on screen: what a tolerant matcher must not find ---------------------------------
+LOOK_ALIKES = ("il1|", "o0", "s5", "b8")  # glyph groups OCR (and a tolerant matcher) may take for one another
+
+
+def choose_absent(reading: Reading, targets: Sequence[Target], rng: random.Random) -> tuple[str, ...]:
+    """Near misses of the targets that the screen does not show: each target with one letter or digit changed to
+    another of its kind that is no look-alike of it ('Va4' -> 'Vk4', 'Sync' -> 'Synm').
+
+    A phrase counts as absent only if the screen shows it nowhere, also inside longer words and with punctuation
+    read as spaces (the haystack `phrase_table` uses), so any exact match for it is a false positive."""
+    haystack = "\n".join([screen_text(reading.segments), *reading.elsewhere]).lower()
+    spoken = "\n".join(words_of(line) for line in haystack.splitlines())
+    absent = []
+    for target in targets:
+        phrase = _near_miss(target.phrase, rng)
+        if phrase is not None and phrase.lower() not in haystack and words_of(phrase) not in spoken:
+            absent.append(phrase)
+    return tuple(absent)
+
+
+def _near_miss(phrase: str, rng: random.Random) -> str | None:
+    places = [i for i, c in enumerate(phrase) if c.isascii() and c.isalnum()]
+    if not places:
+        return None
+    i = rng.choice(places)
+    old = phrase[i]
+    pool = "0123456789" if old.isdigit() else "abcdefghijklmnopqrstuvwxyz"
+    group = next((g for g in LOOK_ALIKES if old.lower() in g), old.lower())
+    new = rng.choice([c for c in pool if c not in group])
+    return phrase[:i] + (new.upper() if old.isupper() else new) + phrase[i + 1 :]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-INK_CONTRAST = 24  # grey-level step between neighbours that counts as ink
+INK_CONTRAST = 24  # grey-level step between neighbours that counts as ink...
+HUE_CONTRAST = 64  # ...and step in one colour channel
 RULE_FRACTION = 0.6  # a line inked along this share of a block's extent is a rule, not text
 RULE_MIN_EXTENT = 48  # only blocks at least this long in that direction can have rules
 MIN_TEXT_EXTENT = 2  # a leaf this thin (px) is a line fragment or a dot
@@ -54,17 +55,28 @@ class CutRules:
     max_depth: int = 24
 
 
-def ink_map(gray: NDArray[np.uint8]) -> NDArray[np.bool_]:
-    """Pixels with a contrast step to their right or lower neighbour."""
-    ink = np.zeros(gray.shape, dtype=bool)
-    ink[:, :-1] = _steps(gray[:, 1:], gray[:, :-1])
-    ink[:-1, :] |= _steps(gray[1:, :], gray[:-1, :])
+def ink_map(gray: NDArray[np.uint8], rgb: NDArray[np.uint8] | None = None) -> NDArray[np.bool_]:
+    """Pixels with a contrast step to their right or lower neighbour: in grey, or (given the RGB image too) a large
+    step in one colour channel, which is text of another hue at about the grey of its background (olive on
+    purple). Only a large one: the soft edges of a pastel chip step a little in one channel, and as ink would glue
+    a row of chips into one block."""
+    ink = _ink(gray, INK_CONTRAST)
+    if rgb is not None:
+        for channel in range(3):
+            ink |= _ink(np.ascontiguousarray(rgb[..., channel]), HUE_CONTRAST)
     return ink
 
 
-def _steps(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> NDArray[np.bool_]:
-    """|a - b| > INK_CONTRAST in uint8 (max - min cannot wrap): no widening copies of a 1080p frame."""
-    return np.asarray(np.maximum(a, b) - np.minimum(a, b) > INK_CONTRAST, dtype=bool)
+def _ink(pixels: NDArray[np.uint8], contrast: int) -> NDArray[np.bool_]:
+    ink = np.zeros(pixels.shape, dtype=bool)
+    ink[:, :-1] = _steps(pixels[:, 1:], pixels[:, :-1], contrast)
+    ink[:-1, :] |= _steps(pixels[1:, :], pixels[:-1, :], contrast)
+    return ink
+
+
+def _steps(a: NDArray[np.uint8], b: NDArray[np.uint8], contrast: int) -> NDArray[np.bool_]:
+    """|a - b| > contrast in uint8 (max - min cannot wrap): no widening copies of a 1080p frame."""
+    return np.asarray(np.maximum(a, b) - np.minimum(a, b) > contrast, dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -77,8 +89,8 @@ class _Ink:
     down: NDArray[np.uint16]  # vertical run ending at each pixel
 
     @classmethod
-    def of(cls, gray: NDArray[np.uint8]) -> _Ink:
-        ink = ink_map(gray)
+    def of(cls, gray: NDArray[np.uint8], rgb: NDArray[np.uint8] | None) -> _Ink:
+        ink = ink_map(gray, rgb)
         # Runs down the columns are counted along the rows of the transposed copy: contiguous, ~3x faster.
         return cls(ink, _run_lengths(ink), _run_lengths(np.ascontiguousarray(ink.T)).T)
 
@@ -109,13 +121,16 @@ def _run_lengths(ink: NDArray[np.bool_]) -> NDArray[np.uint16]:
     return last_blank
 
 
-def split_blocks(gray: NDArray[np.uint8], rules: CutRules = CutRules()) -> list[Block]:
-    """Leaves of an XY-cut over `gray`, in reading order (top to bottom, then left to right).
+def split_blocks(
+    gray: NDArray[np.uint8], rules: CutRules = CutRules(), rgb: NDArray[np.uint8] | None = None
+) -> list[Block]:
+    """Leaves of an XY-cut over `gray` (with colour steps from `rgb` when given, see `ink_map`), in reading order
+    (top to bottom, then left to right).
 
     Leaves at most MIN_TEXT_EXTENT px thin in either direction are dropped: rule fragments and dots, no text.
     """
     blocks: list[Block] = []
-    _cut(_Ink.of(gray), Block(0, 0, gray.shape[1], gray.shape[0]), 0, rules, blocks)
+    _cut(_Ink.of(gray, rgb), Block(0, 0, gray.shape[1], gray.shape[0]), 0, rules, blocks)
     return [block for block in blocks if min(block.width, block.height) > MIN_TEXT_EXTENT]
 
 

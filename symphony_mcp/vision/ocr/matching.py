@@ -5,9 +5,10 @@ holds the three tokens of the phrase `/usr/share/doc`. The phrase is compared, w
 on normalised text, to every run of consecutive tokens in reading order (a run may continue onto
 the line below) of the phrase's token count or one more or fewer, since OCR splits and merges
 words. A run loses leading and trailing tokens its score does not need, so a match never reaches
-into the next word or line for nothing. A match reports the whole words that hold its tokens, as
-their boxes cannot be split: a run that is only part of a word (`sort_keys` in `sort_keys=False,`)
-can score 100 but is never exact.
+into the next word or line for nothing. A match reports the whole words that hold its tokens: a run
+that is only part of a word (`sort_keys` in `sort_keys=False,`) can score 100 but is never exact.
+Its box, though, is that part's share of the word's box by character count (engines give one box
+per word): a click on `True` in `close_fds=True,` lands on `True`, not on the `=` in the middle.
 
 Matches are ordered by one explicit key (`_ranking`), best first:
 1. exact (the words hold the phrase's tokens and nothing else, up to case, punctuation and OCR
@@ -42,6 +43,7 @@ from symphony_mcp.imaging.geometry import Point, Rect, union
 from symphony_mcp.vision.ocr.types import OcrLine, OcrResult, OcrWord
 
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
+_TOKEN = re.compile(r"\S+")
 _BAR_BEFORE_LETTER = re.compile(r"(?<!\S)\|(?=[^\W\d_])")
 _EQUIVALENT = str.maketrans(
     {"‘": "'", "’": "'", "“": '"', "”": '"', "‐": "-", "–": "-", "—": "-", "−": "-", "\u00ad": "-", "\u00a0": " "}
@@ -110,7 +112,12 @@ def _tokens(text: str) -> Reading:
 
 
 def _split(clean: str) -> Reading:
-    return _PUNCTUATION.sub(" ", _BAR_BEFORE_LETTER.sub("l", clean)).split()
+    return _spaced(clean).split()
+
+
+def _spaced(clean: str) -> str:
+    """`clean` with every separator as a space, character for character: tokens keep their places in the word."""
+    return _PUNCTUATION.sub(" ", _BAR_BEFORE_LETTER.sub("l", clean))
 
 
 def _same(expected: str, seen: str, keep_case: bool) -> bool:
@@ -206,6 +213,7 @@ class _PageTokens:
     words: list[OcrWord]  # the reading's own lists: their identity says which reading this is
     lines: list[OcrLine]
     word_tokens: list[range]  # per word, its tokens' numbers
+    spans: list[tuple[float, float]]  # per token, where it lies in its word: share of the characters before its end
     text: Reading
     word_of: list[int]  # per token, its word's id
     hyphenated: list[bool]  # per word, whether it ends with a hyphen
@@ -216,12 +224,15 @@ class _PageTokens:
     @classmethod
     def of(cls, result: OcrResult) -> _PageTokens:
         word_tokens: list[range] = []
+        spans: list[tuple[float, float]] = []
         text: Reading = []
         word_of: list[int] = []
         hyphenated: list[bool] = []
         for word in result.words:
             clean = _clean(word.text)
-            tokens = _split(clean)
+            found = list(_TOKEN.finditer(_spaced(clean)))
+            tokens = [m.group() for m in found]
+            spans += [(m.start() / len(clean), m.end() / len(clean)) for m in found]  # no token: no division
             word_tokens.append(range(len(text), len(text) + len(tokens)))
             text += tokens
             word_of += [word.id] * len(tokens)
@@ -230,6 +241,7 @@ class _PageTokens:
             words=result.words,
             lines=result.lines,
             word_tokens=word_tokens,
+            spans=spans,
             text=text,
             word_of=word_of,
             hyphenated=hyphenated,
@@ -272,6 +284,7 @@ class _Search:
         self.longest = len(self.target) * (2 - reach) / reach + 1e-9 if reach > 0 else math.inf
         tokens = _page_tokens(result)
         self.word_tokens = tokens.word_tokens
+        self.spans = tokens.spans
         self.text = tokens.text
         self.word_of = tokens.word_of
         self.hyphenated = tokens.hyphenated
@@ -415,7 +428,7 @@ def find_phrase(result: OcrResult, phrase: str, min_score: float = MIN_SCORE) ->
         if not taken.intersection(candidate.ids):
             taken.update(candidate.ids)
             chosen.append(candidate)
-    return [_match(result, candidate) for candidate in chosen]
+    return [_match(result, candidate, search.spans) for candidate in chosen]
 
 
 def _lines_below(result: OcrResult) -> dict[int, int | None]:
@@ -436,12 +449,14 @@ def _overlap_x(a: OcrLine, b: OcrLine) -> bool:
     return a.box.left < b.box.left + b.box.width and b.box.left < a.box.left + a.box.width
 
 
-def _match(result: OcrResult, candidate: _Candidate) -> TextMatch:
+def _match(result: OcrResult, candidate: _Candidate, spans: list[tuple[float, float]]) -> TextMatch:
     words: list[OcrWord] = [result.words[i] for i in candidate.ids]
+    parts = _parts(words, candidate, spans)
     boxes = [
-        union([w.box for w in words if w.line_id == line_id]) for line_id in dict.fromkeys(w.line_id for w in words)
+        union([box for w, box in zip(words, parts, strict=True) if w.line_id == line_id])
+        for line_id in dict.fromkeys(w.line_id for w in words)
     ]
-    first, last = words[0].box, words[-1].box
+    first, last = parts[0], parts[-1]
     return TextMatch(
         text=" ".join(w.text for w in words),
         score=round(candidate.score, 1),
@@ -455,6 +470,24 @@ def _match(result: OcrResult, candidate: _Candidate) -> TextMatch:
         start=Point(x=first.left, y=first.top + first.height // 2),
         end=Point(x=last.left + last.width - 1, y=last.top + last.height // 2),
     )
+
+
+def _parts(words: list[OcrWord], candidate: _Candidate, spans: list[tuple[float, float]]) -> list[Rect]:
+    """Per word, the box of the part the match covers: the whole box unless the match covers only some of the
+    word's tokens, then those tokens' share of its width by character count (the first and last word of a match
+    that is part of a word)."""
+    if candidate.whole_words:
+        return [w.box for w in words]
+    first, last = candidate.tokens[0], candidate.tokens[-1]
+    parts = [w.box for w in words]
+    for index in dict.fromkeys((0, len(words) - 1)):
+        start = spans[first][0] if index == 0 else 0.0
+        end = spans[last][1] if index == len(words) - 1 else 1.0
+        box = parts[index]
+        left = box.left + math.floor(start * box.width)
+        right = box.left + max(math.ceil(end * box.width), math.floor(start * box.width) + 1)
+        parts[index] = Rect(left=left, top=box.top, width=right - left, height=box.height)
+    return parts
 
 
 def rank(matches: list[TextMatch], near: Point | None = None, inside: Rect | None = None) -> list[TextMatch]:

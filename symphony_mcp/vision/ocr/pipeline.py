@@ -150,7 +150,7 @@ class OcrPipeline:
         self._last = None
 
     def _recognize_frame(self, image: Image.Image) -> _FrameWords:
-        blocks = split_blocks(np.asarray(image.convert("L")), CutRules())
+        blocks = split_blocks(np.asarray(image.convert("L")), CutRules(), np.asarray(image))
         crops = [_padded_crop(image, block) for block in blocks]
         keys = [_digest(crop) for crop, _ in crops]
         cached = [self._blocks.get(key) for key in keys]

@@ -10,11 +10,14 @@ ran first (a word's edge 6 px off), and every program the server started inherit
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from PIL import Image
 
 from symphony_mcp.errors import SymphonyError
@@ -27,6 +30,7 @@ REREAD_CONFIDENCE = 0.75  # ...read less sure than this...
 REREAD_SCALE = 2  # ...is read again this many times larger...
 REREAD_HEIGHT = 24  # (px in the piece: taller words, such as upscaled bitmap text, are large enough already)
 SURER_BY = 0.1  # ...and the second reading is kept when itself sure and surer by this much
+INK_LEVEL = 128  # grey below which a pixel of a black-on-white piece is ink
 _TESSDATA_CANDIDATES = (
     "/usr/share/tesseract-ocr/5/tessdata",
     "/usr/share/tesseract-ocr/4.00/tessdata",
@@ -84,8 +88,22 @@ class TesseractEngine:
         return words
 
     def _read_piece(self, image: Image.Image) -> list[RecognizedWord]:
-        """The piece's words, each short word read unsure read again (`_reread`)."""
-        return [kept for word in _read(self._api, image) for kept in self._reread(image, word)]
+        """The piece's words, each short word read unsure read again (`_reread`). A piece read as nothing is read
+        again as one line: Tesseract's block segmentation at times finds no line at all in a small piece that
+        holds one short word (a chip's label 'nis'), which as a line it reads sure."""
+        words = _read(self._api, image)
+        if not words:
+            return [word for word in self._read_as_line(image) if word.confidence >= REREAD_CONFIDENCE]
+        return [kept for word in words for kept in self._reread(image, word)]
+
+    def _read_as_line(self, image: Image.Image) -> list[RecognizedWord]:
+        from tesserocr import PSM
+
+        self._api.SetPageSegMode(PSM.SINGLE_LINE)
+        try:
+            return _read(self._api, image)
+        finally:
+            self._api.SetPageSegMode(PSM.SINGLE_BLOCK)
 
     def _reread(self, image: Image.Image, word: RecognizedWord) -> list[RecognizedWord]:
         """`word`, or what its surroundings read upscaled say is there when surer. A short word (a button's
@@ -126,13 +144,16 @@ def _has_alnum(text: str) -> bool:
 
 
 def _read(api: Any, image: Image.Image) -> list[RecognizedWord]:
-    """Tesseract's words in a black-on-white image, with boxes and confidences (0-1)."""
+    """Tesseract's words in a black-on-white image, with boxes (fitted to their line, `_fitted`) and confidences
+    (0-1)."""
     from tesserocr import RIL, iterate_level
 
     api.SetImageBytes(image.tobytes(), image.width, image.height, 1, image.width)
     api.Recognize()
-    words = []
+    lines: list[list[RecognizedWord]] = []
     for item in iterate_level(api.GetIterator(), RIL.WORD):
+        if not lines or item.IsAtBeginningOf(RIL.TEXTLINE):
+            lines.append([])
         try:
             text = item.GetUTF8Text(RIL.WORD).strip()
         except RuntimeError:  # an empty result at this level
@@ -141,10 +162,49 @@ def _read(api: Any, image: Image.Image) -> list[RecognizedWord]:
         if not text or box is None:
             continue
         left, top, right, bottom = box
-        words.append(
+        lines[-1].append(
             RecognizedWord(text, left, top, right - left, bottom - top, round(item.Confidence(RIL.WORD) / 100, 4))
         )
-    return words
+    ink = np.asarray(image) < INK_LEVEL
+    return [word for line in lines for word in _fitted(line, ink)]
+
+
+def _fitted(line: list[RecognizedWord], ink: NDArray[np.bool_]) -> list[RecognizedWord]:
+    """A line's words with boxes that hold their own glyphs only. Tesseract's LSTM sometimes stretches a word's box
+    over the next word ('MAP' boxed over the button 'ON' beside it) or over the line above ('see' under 'Prices'
+    boxed from the top of 'Prices'), and a click at its centre then misses the word. So a box ends where the next
+    word's starts, and rows go that hold no ink of the band all the line's words share (their boxes' overlap)."""
+    if not line:
+        return line
+    band_top = max(w.top for w in line)
+    band_bottom = min(w.top + w.height for w in line)
+    fitted = []
+    for word, following in itertools.zip_longest(line, line[1:]):
+        right = word.left + word.width
+        if following is not None and word.left < following.left < right:
+            right = following.left
+        top, bottom = word.top, word.top + word.height
+        if band_top < band_bottom:
+            rows = np.asarray(ink[top:bottom, word.left : right].any(axis=1), dtype=bool)
+            top, bottom = (word.top + row for row in _rows_of_band(rows, band_top - top, band_bottom - top))
+        fitted.append(RecognizedWord(word.text, word.left, top, right - word.left, bottom - top, word.confidence))
+    return fitted
+
+
+def _rows_of_band(rows: NDArray[np.bool_], band_top: int, band_bottom: int) -> tuple[int, int]:
+    """The rows [top, bottom) of the inked run (rows with ink, no blank row between) that holds the band: a word's
+    ascenders and descenders stay, a line above or below it, apart by a blank row, goes. All rows when the band
+    holds no ink (nothing to judge by)."""
+    inked = np.flatnonzero(rows[band_top:band_bottom])
+    if inked.size == 0:
+        return 0, len(rows)
+    top = band_top + int(inked[0])
+    bottom = band_top + int(inked[-1]) + 1
+    while top > 0 and rows[top - 1]:
+        top -= 1
+    while bottom < len(rows) and rows[bottom]:
+        bottom += 1
+    return top, bottom
 
 
 def tesseract_spec(language: str = "eng") -> EngineSpec:
