@@ -38,6 +38,9 @@ THUNDERBIRD_SIGNATURE = "6766f2b8-8a72-417f-a9e5-56fcaa735837"  # a signature "A
 THUNDERBIRD_DARK = "94760984-3ff5-41ee-8347-cf1af709fea0"  # a dark theme (prefs.js extensions.activeThemeID)
 
 THUNDERBIRD_PROFILE = "t5q2a5hp.default-release"  # the folder OSWorld's getters read prefs.js from
+# The install hash Thunderbird derives from its folder, /usr/lib/thunderbird (Debian's and Ubuntu's; read from the
+# installs.ini it writes): the profile locked to it is the one it opens, not a new one of its own.
+THUNDERBIRD_INSTALL = "FDC34C9F024745EB"
 WEEKS = [(f"Week {n}", 1000 + 137 * n, 400 + 61 * n) for n in range(1, 9)]  # week, sales, COGS
 ITEMS = [("Item", "Quantity", "Price"), ("Apple", 3, 2.5), ("Pear", 12, 0.75), ("Plum", 7, 4)]
 PARAGRAPHS = [
@@ -50,7 +53,7 @@ OFFICE_TIMEOUT = 180.0
 Files = dict[str, Callable[[Path, Path], None]]  # file name (a download's basename, a gold dest) -> maker(path, made)
 
 
-def test_made_cache(folder: Path, tasks_dir: Path = FILES_TASKS) -> Path:
+def stand_in_cache(folder: Path, tasks_dir: Path = FILES_TASKS) -> Path:
     """The cache for every task of `tasks_dir` that FILES knows, with its manifest; `folder` is returned."""
     entries = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -169,11 +172,13 @@ def _thunderbird_profile(path: Path, made: Path) -> None:
     }
     lines = ["// Mozilla User Preferences", ""]
     lines += [f"user_pref({_js(key)}, {_js(value)});" for key, value in sorted(prefs.items())]
+    install = f"[{THUNDERBIRD_INSTALL}]\nDefault={THUNDERBIRD_PROFILE}\nLocked=1\n"
     profiles = (
         f"[Profile0]\nName=default-release\nIsRelative=1\nPath={THUNDERBIRD_PROFILE}\nDefault=1\n\n"
-        "[General]\nStartWithLastProfile=1\nVersion=2\n"
+        f"[General]\nStartWithLastProfile=1\nVersion=2\n\n[Install{install[1:]}"
     )
     members = {
+        ".thunderbird/installs.ini": install,
         ".thunderbird/profiles.ini": profiles,
         f".thunderbird/{THUNDERBIRD_PROFILE}/prefs.js": "\n".join(lines) + "\n",
         f".thunderbird/{THUNDERBIRD_PROFILE}/Mail/Local Folders/Inbox": "",
