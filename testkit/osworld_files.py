@@ -118,9 +118,10 @@ def _slides(width: float, height: float) -> Callable[[Path, Path], None]:
     def make(path: Path, made: Path) -> None:
         deck = Presentation()
         deck.slide_width, deck.slide_height = Inches(width), Inches(height)
-        slide = deck.slides.add_slide(deck.slide_layouts[1])
-        slide.shapes.title.text = "Project plan on a page"
-        slide.placeholders[1].text = "Scope\nMilestones\nRisks"
+        slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only; the text without bullets, whose glyph
+        slide.shapes.title.text = "Project plan on a page"  # came from another fallback font inside the environment
+        text = slide.shapes.add_textbox(Inches(1), Inches(2), Inches(8), Inches(3)).text_frame
+        text.text = "Scope, milestones and risks"
         deck.save(str(path))
 
     return make
