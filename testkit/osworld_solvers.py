@@ -203,13 +203,13 @@ PY
     ),
     WRITER_CENTER: (
         "Center the heading of ~/Desktop/Constitution_Template_With_Guidelines.docx",
-        _office_edit("/home/user/Desktop/Constitution_Template_With_Guidelines.docx", "MS Word 2007 XML", CENTER_HEADING),
+        _office_edit(
+            "/home/user/Desktop/Constitution_Template_With_Guidelines.docx", "MS Word 2007 XML", CENTER_HEADING
+        ),
     ),
     IMPRESS_PNG: (
         "Export the presentation on the Desktop as ~/Desktop/res.png",
-        _office_export(
-            "/home/user/Desktop/wssf-project-plan-on-a-page.pptx", "png", "/home/user/Desktop/res.png"
-        ),
+        _office_export("/home/user/Desktop/wssf-project-plan-on-a-page.pptx", "png", "/home/user/Desktop/res.png"),
     ),
     IMPRESS_PORTRAIT: (
         "Make the slides of ~/Desktop/AM_Last_Page_Template.pptx portrait",

@@ -84,7 +84,7 @@ def _load_module(part: str, stem: str) -> types.ModuleType:
         try:
             with quiet():  # some print at import time (pymupdf's `fitz` deprecation notice)
                 return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
-        except RuntimeError as exc:  # docs.py imports easyocr, which imports torchvision: PyPI's CUDA build beside CPU torch
+        except RuntimeError as exc:  # docs.py imports easyocr, which imports PyPI's CUDA torchvision beside CPU torch
             if not TORCHVISION_OPS.search(str(exc)):
                 raise
             _import_torchvision()
