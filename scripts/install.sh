@@ -26,6 +26,7 @@ if [[ $dev -eq 1 ]]; then
   # socat forwards the tasks' DevTools port, ffmpeg is what its media tasks run. About 50 s on a machine of this kind.
   packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)  # with its GTK 3 plugin: its accessibility tree (the elements tests' Writer) and OSWorld's office tasks
   packages+=(gimp vlc thunderbird ffmpeg)
+  packages+=(python3-uno)  # LibreOffice's own Python scripting (UNO): the OSWorld office tasks' scripted solver (testkit/osworld_solvers.py)
   packages+=(iproute2 nftables socat)  # each OSWorld environment's own network: a veth pair to the host, NAT through
   # it, and socat relaying a model endpoint on the host's loopback into the environment (bench/osworld/loopback.py)
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts

@@ -12,6 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testkit.model_server import ModelRequest
+from testkit.osworld_files import (
+    CALC_CSV,
+    CALC_PROFIT,
+    IMPRESS_PNG,
+    IMPRESS_PORTRAIT,
+    THUNDERBIRD_DARK,
+    THUNDERBIRD_SIGNATURE,
+    WRITER_CENTER,
+    WRITER_PDF,
+)
 from testkit.osworld_runs import Planner
 from testkit.scripted_planner import CODER, act, said
 
@@ -55,6 +65,94 @@ def _vlc_setting(name: str, value: str) -> str:
     return f"sed -i 's|^#\\?{name}=.*|{name}={value}|' ~/.config/vlc/vlcrc && grep '^{name}=' ~/.config/vlc/vlcrc"
 
 
+# LibreOffice keeps a document it has open to itself: quit it first (a document left unchanged asks nothing), and
+# drop the lock file a quit leaves when it was slow to go.
+CLOSE_OFFICE = "pkill -x soffice.bin; while pgrep -x soffice.bin >/dev/null; do sleep 0.2; done"
+
+
+def _office_export(path: str, kind: str, target: str = "") -> str:
+    """LibreOffice's own export of the document (File > Export, headless), next to it or renamed to `target`."""
+    folder, stem = path.rsplit("/", 1)[0], path.rsplit("/", 1)[1].rsplit(".", 1)[0]
+    move = f" && mv {folder}/{stem}.{kind} {target}" if target else ""
+    return (
+        f"{CLOSE_OFFICE}\nrm -f {folder}/.~lock.*#\n"
+        f"soffice --headless --norestore --convert-to {kind} --outdir {folder} {path}{move} && ls -l {folder}"
+    )
+
+
+def _office_edit(path: str, filter_name: str, edit: str) -> str:
+    """The document edited through LibreOffice's own scripting (Python UNO, Debian's python3-uno): a headless
+    LibreOffice loads it, `edit` changes `doc`, and it is stored in its own format (the filter) over itself."""
+    folder = path.rsplit("/", 1)[0]
+    return f"""{CLOSE_OFFICE}
+rm -f {folder}/.~lock.*#
+/usr/bin/python3 - <<'PY'
+import subprocess, time, uno
+from com.sun.star.beans import PropertyValue
+from com.sun.star.connection import NoConnectException
+
+def prop(name, value):
+    item = PropertyValue()
+    item.Name, item.Value = name, value
+    return item
+
+office = subprocess.Popen(["soffice", "--headless", "--norestore", "--accept=pipe,name=solver;urp;"])
+local = uno.getComponentContext()
+resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
+for _ in range(600):
+    try:
+        context = resolver.resolve("uno:pipe,name=solver;urp;StarOffice.ComponentContext")
+        break
+    except NoConnectException:
+        time.sleep(0.1)
+desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+url = uno.systemPathToFileUrl("{path}")
+doc = desktop.loadComponentFromURL(url, "_blank", 0, (prop("Hidden", True),))
+{edit}
+doc.storeToURL(url, (prop("FilterName", "{filter_name}"), prop("Overwrite", True)))
+doc.close(True)
+try:
+    desktop.terminate()
+except Exception:  # the bridge goes with the office
+    pass
+office.wait(60)
+print("stored", url)
+PY
+"""
+
+
+PROFIT_COLUMN = """sheet = doc.Sheets.getByIndex(0)
+end = sheet.createCursor()
+end.gotoEndOfUsedArea(False)
+rows, columns = end.RangeAddress.EndRow + 1, end.RangeAddress.EndColumn + 1
+headers = [sheet.getCellByPosition(c, 0).String for c in range(columns)]
+sales, cogs = (chr(ord("A") + headers.index(name)) for name in ("Sales", "COGS"))
+sheet.getCellByPosition(columns, 0).String = "Profit"
+for row in range(2, rows + 1):
+    sheet.getCellByPosition(columns, row - 1).Formula = f"={sales}{row}-{cogs}{row}"
+"""
+CENTER_HEADING = """from com.sun.star.style.ParagraphAdjust import CENTER
+doc.Text.createEnumeration().nextElement().ParaAdjust = CENTER
+"""
+PORTRAIT = """pages = doc.DrawPages
+width, height = pages.getByIndex(0).Width, pages.getByIndex(0).Height
+for index in range(pages.Count):
+    page = pages.getByIndex(index)
+    page.Width, page.Height = min(width, height), max(width, height)
+"""
+
+
+def _thunderbird_pref(name: str, value: str) -> str:
+    """Thunderbird writes prefs.js when it quits: quit it, then set the preference (as Settings > Config Editor
+    would) in the profile it uses (installs.ini's default)."""
+    return (
+        "pkill -x thunderbird; while pgrep -x thunderbird >/dev/null; do sleep 0.2; done\n"
+        "profile=~/.thunderbird/$(sed -n 's/^Default=//p' ~/.thunderbird/installs.ini | head -n 1)\n"
+        f"printf '%s\\n' 'user_pref(\"{name}\", {value});' >> \"$profile/prefs.js\"\n"
+        f"grep -F '{name}' \"$profile/prefs.js\""
+    )
+
+
 SOLUTIONS: dict[str, tuple[str, str]] = {  # task id -> (the job the planner gives the Coder, the Coder's bash)
     CHROME_SEARCH: (
         "Set Chrome's default search engine to Bing in its profile",
@@ -91,6 +189,40 @@ PY
     ),
     GIMP_UNDO: ("Set GIMP's minimum number of undo steps to 100", _gimp_setting("(undo-levels 100)")),
     GIMP_THEME: ("Switch GIMP to its Light theme", _gimp_setting('(theme "Light")')),
+    CALC_CSV: (
+        "Export the sheet of ~/Export_Calc_to_CSV.xlsx as ~/Export_Calc_to_CSV.csv",
+        _office_export("/home/user/Export_Calc_to_CSV.xlsx", "csv"),
+    ),
+    CALC_PROFIT: (
+        "Add a Profit column (Sales - COGS) to ~/WeeklySales.xlsx",
+        _office_edit("/home/user/WeeklySales.xlsx", "Calc MS Excel 2007 XML", PROFIT_COLUMN),
+    ),
+    WRITER_PDF: (
+        "Export ~/Desktop/View_Person_Organizational_Summary.docx as a PDF of the same name",
+        _office_export("/home/user/Desktop/View_Person_Organizational_Summary.docx", "pdf"),
+    ),
+    WRITER_CENTER: (
+        "Center the heading of ~/Desktop/Constitution_Template_With_Guidelines.docx",
+        _office_edit(
+            "/home/user/Desktop/Constitution_Template_With_Guidelines.docx", "MS Word 2007 XML", CENTER_HEADING
+        ),
+    ),
+    IMPRESS_PNG: (
+        "Export the presentation on the Desktop as ~/Desktop/res.png",
+        _office_export("/home/user/Desktop/wssf-project-plan-on-a-page.pptx", "png", "/home/user/Desktop/res.png"),
+    ),
+    IMPRESS_PORTRAIT: (
+        "Make the slides of ~/Desktop/AM_Last_Page_Template.pptx portrait",
+        _office_edit("/home/user/Desktop/AM_Last_Page_Template.pptx", "Impress MS PowerPoint 2007 XML", PORTRAIT),
+    ),
+    THUNDERBIRD_SIGNATURE: (
+        "Set Thunderbird's signature to Anonym, XYZ Lab",
+        _thunderbird_pref("mail.identity.id1.htmlSigText", '"Anonym\\nXYZ Lab"'),
+    ),
+    THUNDERBIRD_DARK: (
+        "Switch Thunderbird to its dark theme",
+        _thunderbird_pref("extensions.activeThemeID", '"thunderbird-compact-dark@mozilla.org"'),
+    ),
 }
 
 

@@ -8,6 +8,10 @@ after when it did not exist; needs root). Also the runnable tasks per domain, fr
 Run from the repository root, as root, with OSWorld's examples folder (its test_all.json beside it):
 
     .venv/bin/python -m benchmarks.accuracy.osworld_do_nothing --tasks .../evaluation_examples/examples
+
+With --test-made-cache the adapter takes OSWorld's files from the cache the tests make (testkit/osworld_files.py:
+stand-in files for the tasks it knows, tier C of RESEARCH-NEXT §7), so those tasks run too (results:
+--output benchmarks/results/osworld_test_cache.md).
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.connection import SpawnServer
+from testkit.osworld_files import stand_in_cache
 
 ACCOUNT = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
 Row = tuple[BenchTask, Score | str, float, float]  # task, score (or why it could not run), reset s, evaluate s
 
 
-async def measure(tasks_dir: Path, workdir: Path) -> tuple[list[BenchTask], list[Row]]:
-    adapter = OSWorldAdapter(tasks_dir)
+async def measure(tasks_dir: Path, workdir: Path, cache: Path | None) -> tuple[list[BenchTask], list[Row]]:
+    adapter = OSWorldAdapter(tasks_dir, cache=cache)
     listed = adapter.list_tasks(TaskFilter(everything=True))
     display = start_virtual_display(DisplaySettings(resolution="1920x1080"))
     rows: list[Row] = []
@@ -64,7 +69,7 @@ async def measure(tasks_dir: Path, workdir: Path) -> tuple[list[BenchTask], list
     return listed, rows
 
 
-def report(listed: list[BenchTask], rows: list[Row], command: str) -> str:
+def report(listed: list[BenchTask], rows: list[Row], command: str, files: str) -> str:
     domains = sorted({t.domain for t in listed})
     total, runnable = Counter(t.domain for t in listed), Counter(t.domain for t in listed if t.skip_reason is None)
     infeasible = Counter(t.domain for t in listed if t.skip_reason is None and t.infeasible)
@@ -91,7 +96,7 @@ def report(listed: list[BenchTask], rows: list[Row], command: str) -> str:
         *machine_facts(),
         f"- Command, run from the repository root, as root: `{command}`",
         "- Tasks: OSWorld's own task set (the tasks test_all.json names), classified on this machine after "
-        "`scripts/install.sh --dev`, without a copy of OSWorld's files; each runnable one reset and evaluated once "
+        f"`scripts/install.sh --dev`, {files}; each runnable one reset and evaluated once "
         "for a run that said done at once; Xvfb 1920x1080 with openbox; task account `user`",
         "",
         "## Runnable tasks per domain",
@@ -113,6 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=Path, required=True, help="OSWorld's evaluation_examples/examples folder")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "osworld_do_nothing.md")
+    parser.add_argument("--test-made-cache", action="store_true", help="OSWorld's files from the tests' stand-in cache")
     args = parser.parse_args()
     status = subprocess.run([*ACCOUNT, "status"], capture_output=True, text=True).stdout
     made_here = "does not exist" in status
@@ -120,12 +126,20 @@ def main() -> None:
         subprocess.run([*ACCOUNT, "create"], check=True, capture_output=True)
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            listed, rows = asyncio.run(measure(args.tasks, Path(workdir)))
+            cache = stand_in_cache(Path(workdir) / "osworld-files") if args.test_made_cache else None
+            listed, rows = asyncio.run(measure(args.tasks, Path(workdir), cache))
     finally:
         if made_here:
             subprocess.run([*ACCOUNT, "remove"], check=True, capture_output=True)
     command = f"{interpreter()} -m benchmarks.accuracy.osworld_do_nothing --tasks {args.tasks}"
-    publish_report(report(listed, rows, command), args.output)
+    files = "without a copy of OSWorld's files"
+    if args.test_made_cache:
+        command += f" --test-made-cache --output {args.output.resolve().relative_to(REPO)}"
+        files = (
+            "with the cache the tests make (testkit/osworld_files.py: stand-in files generated from each task's "
+            "instruction and metric, not OSWorld's own, for the 8 tasks of tests/data/osworld_files)"
+        )
+    publish_report(report(listed, rows, command, files), args.output)
 
 
 if __name__ == "__main__":

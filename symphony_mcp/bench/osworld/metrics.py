@@ -18,6 +18,7 @@ import ast
 import contextlib
 import importlib
 import importlib.util
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ from typing import Any
 
 EVALUATORS = "desktop_env.evaluators"
 METRICS, GETTERS = "metrics", "getters"  # its two packages: metric functions, and getters `get_<type>(env, config)`
+TORCHVISION_OPS = re.compile(r"operator torchvision::\w+ does not exist")
 INSTALL_HINT = "install the OSWorld extra: pip install 'symphony-mcp[osworld]' and pip install --no-deps desktop-env"
 
 
@@ -79,8 +81,15 @@ def load_function(part: str, name: str) -> Callable[..., Any]:
 def _load_module(part: str, stem: str) -> types.ModuleType:
     _register_package(part)
     try:
-        with quiet():  # some print at import time (pymupdf's `fitz` deprecation notice)
-            return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
+        try:
+            with quiet():  # some print at import time (pymupdf's `fitz` deprecation notice)
+                return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
+        except RuntimeError as exc:  # docs.py imports easyocr, which imports PyPI's CUDA torchvision beside CPU torch
+            if not TORCHVISION_OPS.search(str(exc)):
+                raise
+            _import_torchvision()
+            with quiet():
+                return importlib.import_module(f"{EVALUATORS}.{part}.{stem}")
     except ImportError as exc:
         raise MetricUnavailableError(
             f"OSWorld's {part[:-1]} module {stem} needs {exc.name or exc}: {INSTALL_HINT}"
@@ -89,6 +98,16 @@ def _load_module(part: str, stem: str) -> types.ModuleType:
         raise MetricUnavailableError(
             f"OSWorld's {part[:-1]} module {stem} fails to import here: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _import_torchvision() -> None:
+    """torchvision imported the way the EasyOCR engine does (its op schemas defined), or why it cannot be."""
+    from symphony_mcp.vision.ocr.easyocr_engine import EasyOcrUnavailableError, import_torchvision
+
+    try:
+        import_torchvision(importlib.import_module("torch"))
+    except EasyOcrUnavailableError as exc:
+        raise MetricUnavailableError(f"torchvision cannot be imported beside this torch: {exc}") from exc
 
 
 def _register_package(part: str) -> None:

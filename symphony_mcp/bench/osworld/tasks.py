@@ -102,6 +102,11 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
         "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
         "run writes some (doing nothing would pass)",
     ),
+    "2cd43775-7085-45d8-89fa-9e35c0a915cf": (
+        lambda: False,
+        "reads LibreOffice's settings file (registrymodifications.xcu), which OSWorld's image holds and a fresh "
+        "environment has only once LibreOffice quits",
+    ),
     "937087b6-f668-4ba6-9110-60682ee33441": (
         lambda: _default_video_player() != "vlc.desktop",
         "checks that VLC becomes the default video player; OSWorld's image has Totem as the default, here VLC "

@@ -110,7 +110,7 @@ def _build_reader() -> Reader:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     torch = _import_or_explain("torch")
     torch.set_num_threads(_core_count())
-    _import_torchvision(torch)
+    import_torchvision(torch)
     easyocr = _import_or_explain("easyocr")
     model_dir = _import_or_explain("easyocr_en_models").model_dir()
     try:
@@ -149,8 +149,12 @@ def _not_installed(name: str, exc: ImportError) -> EasyOcrUnavailableError:
     )
 
 
-def _import_torchvision(torch: Any) -> None:
-    """Import torchvision, defining the op schemas its CUDA-only ops library would have defined (see module doc)."""
+def import_torchvision(torch: Any) -> None:
+    """Import torchvision, defining the op schemas its CUDA-only ops library would have defined (see module doc).
+    Also for other code that imports torchvision through EasyOCR (OSWorld's docs metric: bench/osworld/metrics.py),
+    after an import of it that failed."""
+    if "torchvision" not in sys.modules:
+        _forget_partial_import("torchvision")  # what an earlier failed import left
     try:
         importlib.import_module("torchvision")
         return
