@@ -55,6 +55,9 @@ DROPPED_CAPABILITIES = (
     "wake_alarm", "block_suspend",
 )  # fmt: skip
 START_SECONDS = 30.0
+# OSWorld's image's user has uid 1000, and tasks name its runtime folder literally
+# (DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'): inside, that path leads to the task user's.
+OSWORLD_UID = 1000
 STOP_SECONDS = 30.0
 # Its own mount, PID, host-name (a task's `hostnamectl` stays inside) and network namespaces; IPC is the host's (host
 # X clients share the environment's X server's memory through it).
@@ -129,10 +132,39 @@ class Sandbox:
         self.namespace = os.readlink(f"/proc/{self.init_pid}/ns/pid")
         try:
             self.network = connect(self.init_pid)
-            self.desktop = start_desktop(self.command, self.user.env(""), self.init_pid)
+            self._make_runtime_dir()
+            self.desktop = start_desktop(
+                self.command, {**self.user.env(""), **self._runtime_env()}, self.init_pid, self.session_bus_path
+            )
         except BaseException:
             self.stop()
             raise
+
+    @property
+    def runtime_dir(self) -> str:
+        """The task user's XDG runtime folder inside, as a login makes it (its session bus, dconf, PulseAudio)."""
+        return f"/run/user/{self.user.uid}"
+
+    @property
+    def session_bus_path(self) -> str:
+        """Where the environment's session bus listens (the folder's `bus`, as systemd's user session has it)."""
+        return f"{self.runtime_dir}/bus"
+
+    def _make_runtime_dir(self) -> None:
+        owner = f"{self.user.uid}:{self.user.gid}"
+        script = f'install -d -m 700 -o {self.user.uid} -g {self.user.gid} "$1"'
+        if self.user.uid != OSWORLD_UID:
+            script += f' && {{ [ -e /run/user/{OSWORLD_UID} ] || ln -s "$1" /run/user/{OSWORLD_UID}; }}'
+        done = subprocess.run(
+            self.command(["sh", "-c", script, "sh", self.runtime_dir], as_root=True),
+            env=self.user.env(""), stdin=subprocess.DEVNULL, capture_output=True, timeout=START_SECONDS,
+        )  # fmt: skip
+        if done.returncode != 0:
+            errors = done.stderr.decode(errors="replace").strip()
+            raise SandboxError(f"could not make the runtime folder {self.runtime_dir} ({owner}): {errors}")
+
+    def _runtime_env(self) -> dict[str, str]:
+        return {"XDG_RUNTIME_DIR": self.runtime_dir}
 
     @property
     def display(self) -> str:
@@ -175,7 +207,8 @@ class Sandbox:
     def env(self) -> dict[str, str]:
         """The task user's login-like environment on the environment's display and session bus."""
         bus = self.desktop.session_bus if self.desktop else None
-        return {**self.user.env(self.display), **({"DBUS_SESSION_BUS_ADDRESS": bus} if bus else {})}
+        own = {**self._runtime_env(), **({"DBUS_SESSION_BUS_ADDRESS": bus} if bus else {})}
+        return {**self.user.env(self.display), **own}
 
     def read_file(self, path: str) -> bytes | None:
         """A file's bytes as the task user reads it inside the environment (None when it cannot)."""
