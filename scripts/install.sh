@@ -26,6 +26,9 @@ if [[ $dev -eq 1 ]]; then
   # socat forwards the tasks' DevTools port, ffmpeg is what its media tasks run. About 50 s on a machine of this kind.
   packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)  # with its GTK 3 plugin: its accessibility tree (the elements tests' Writer) and OSWorld's office tasks
   packages+=(gimp vlc thunderbird ffmpeg)
+  # The state OSWorld's image has that its os tasks read: GNOME's settings through dconf on each environment's session
+  # bus (with GNOME Shell's schema for favorite-apps, not the shell), PulseAudio's null sink, Totem as default player.
+  packages+=(gsettings-desktop-schemas dconf-gsettings-backend dconf-service gnome-shell-common pulseaudio pulseaudio-utils totem)
   packages+=(iproute2 nftables socat)  # each OSWorld environment's own network: a veth pair to the host, NAT through
   # it, and socat relaying a model endpoint on the host's loopback into the environment (bench/osworld/loopback.py)
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts

@@ -403,7 +403,9 @@ def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
             continue
         if kind in NETWORK_STEPS:
             yield f"needs the network (a {kind} step)"
-        elif kind == "chrome_open_tabs" and any(URL.match(str(u)) for u in step.get("parameters", {}).get("urls_to_open", [])):
+        elif kind == "chrome_open_tabs" and any(
+            URL.match(str(u)) for u in step.get("parameters", {}).get("urls_to_open", [])
+        ):
             yield "needs the live web (its setup opens live sites in Chrome)"
         elif kind not in SETUP_STEPS:
             yield f"setup step {kind!r} is not supported locally (needs Chrome, a VM or an account)"
@@ -470,7 +472,10 @@ def _command_reasons(commands: list[str | list[str]], host: Host) -> Iterator[st
 def _settings_reasons(text: str, host: Host) -> Iterator[str]:
     """Why GNOME settings the command reads or writes are not available here (a schema not installed)."""
     if not host.schemas("org.gnome.desktop.interface"):
-        yield "needs GNOME's settings (gsettings with dconf: apt-get install gsettings-desktop-schemas dconf-gsettings-backend)"
+        yield (
+            "needs GNOME's settings (gsettings with dconf: "
+            "apt-get install gsettings-desktop-schemas dconf-gsettings-backend)"
+        )
         return
     for schema in dict.fromkeys(SCHEMA.findall(text)):
         if not host.schemas(schema):
