@@ -1,0 +1,93 @@
+"""OSWorld's tasks that read the state of its Ubuntu image (tests/data/osworld, their JSONs unchanged): GNOME's settings
+through gsettings and dconf on the environment's own session bus (including the bus path the tasks name,
+/run/user/1000/bus), PulseAudio's null sink, the default video player. Each is reset in its sandbox and scored by
+OSWorld's own getters and metrics: left alone it scores 0 (the image's state, not GNOME's or PulseAudio's defaults,
+would otherwise let doing nothing pass), and after the change a capable agent's code makes inside the environment as
+the task user (the commands its Coder runs there), 1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.overhead.osworld_adapter import said_done
+from symphony_mcp.bench.osworld import OSWorldAdapter
+from symphony_mcp.bench.osworld.image import installed_schemas
+from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
+from symphony_mcp.orchestrator.connection import SpawnServer
+from testkit.osworld_host import TASKS, task_account
+
+TEXT_SCALING = "3ce045a0-877b-42aa-8d2c-b4a863336ab8"
+SCREEN_LOCK = "a4d98375-215b-4a4d-aee9-3d4370fccc41"
+NO_DIMMING = "bedcedc4-4d72-425e-ad62-21960b11fe0d"
+FAVORITES = "ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3"  # its setup and getter name /run/user/1000/bus
+DO_NOT_DISTURB = "f9be0997-4b7c-45c5-b05c-4612b44a6118"
+MAX_VOLUME = "28cc3b7e-b194-4bc9-8353-d04c0f4d56d2"
+VLC_DEFAULT = "937087b6-f668-4ba6-9110-60682ee33441"
+VLC_VIDEO_TYPES = "grep '^MimeType=' /usr/share/applications/vlc.desktop | cut -d= -f2 | tr ';' '\\n' | grep '^video/'"
+SOLUTIONS = {  # task id -> what the agent's code runs in the environment
+    TEXT_SCALING: "gsettings set org.gnome.desktop.interface text-scaling-factor 1.25",
+    SCREEN_LOCK: "gsettings set org.gnome.desktop.screensaver lock-enabled true",
+    NO_DIMMING: "gsettings set org.gnome.desktop.session idle-delay 0",
+    FAVORITES: "gsettings set org.gnome.shell favorite-apps \"['google-chrome.desktop', 'thunderbird.desktop']\"",
+    DO_NOT_DISTURB: "gsettings set org.gnome.desktop.notifications show-banners false",
+    MAX_VOLUME: "pactl set-sink-volume @DEFAULT_SINK@ 100%",
+    VLC_DEFAULT: f"xdg-mime default vlc.desktop $({VLC_VIDEO_TYPES})",
+}
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not (
+            {"org.gnome.desktop.interface", "org.gnome.shell"} <= installed_schemas()
+            and shutil.which("pulseaudio")
+            and shutil.which("pactl")
+            and shutil.which("totem")
+            and shutil.which("vlc")
+        ),
+        reason="needs GNOME's schemas with dconf, PulseAudio, Totem and VLC (scripts/install.sh --dev installs them)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def task_user() -> Iterator[str]:
+    with task_account() as name:
+        yield name
+
+
+async def score(adapter: OSWorldAdapter, environment: Environment, task: BenchTask, solution: str | None) -> str:
+    """Reset the task in a fresh environment, run `solution` there as the task user when given, then score it."""
+    await adapter.reset(environment, task)
+    if solution is not None:
+        sandbox = adapter._sandboxes[environment.name]
+        done = subprocess.run(
+            sandbox.command(["bash", "-c", solution]), env=sandbox.env(), capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    verdict = await adapter.evaluate(environment, task, said_done(task, environment.workdir))
+    return f"{verdict.value:g} {verdict.detail}"
+
+
+@pytest.mark.timeout(600)
+async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str, tmp_path: Path) -> None:
+    adapter = OSWorldAdapter(TASKS)
+    listed = adapter.list_tasks(TaskFilter(task_ids=tuple(SOLUTIONS)))
+    tasks = {t.task_id: t for t in listed}
+    assert {t: task.skip_reason for t, task in tasks.items()} == dict.fromkeys(SOLUTIONS), "all listed runnable"
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    try:
+        idle = {t: await score(adapter, environment, tasks[t], None) for t in SOLUTIONS}
+        solved = {t: await score(adapter, environment, tasks[t], SOLUTIONS[t]) for t in SOLUTIONS}
+    finally:
+        await adapter.close()
+    assert all(verdict.startswith("0 ") for verdict in idle.values()), idle
+    assert all(verdict.startswith("1 ") for verdict in solved.values()), solved
+    # What was read is the image's state, then the agent's change (OSWorld's getters ran inside the environment).
+    assert "org.gnome.Totem.desktop" in idle[VLC_DEFAULT] and "vlc.desktop" in solved[VLC_DEFAULT]
+    assert "'false\\n'" in idle[SCREEN_LOCK] and "'40\\n'" in idle[MAX_VOLUME], (idle[SCREEN_LOCK], idle[MAX_VOLUME])
