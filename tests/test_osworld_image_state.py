@@ -1,9 +1,10 @@
-"""OSWorld's tasks that read the state of its Ubuntu image (tests/data/osworld, their JSONs unchanged): GNOME's settings
-through gsettings and dconf on the environment's own session bus (including the bus path the tasks name,
-/run/user/1000/bus), PulseAudio's null sink, the default video player. Each is reset in its sandbox and scored by
-OSWorld's own getters and metrics: left alone it scores 0 (the image's state, not GNOME's or PulseAudio's defaults,
-would otherwise let doing nothing pass), and after the change a capable agent's code makes inside the environment as
-the task user (the commands its Coder runs there), 1.
+"""OSWorld's tasks that read the state of its Ubuntu image or its accessibility tree (their JSONs unchanged, in
+tests/data): GNOME's settings through gsettings and dconf on the environment's own session bus (including the bus
+path the tasks name, /run/user/1000/bus), PulseAudio's null sink, the default video player; and the active tab's URL
+read from the AT-SPI tree in OSWorld's XML (the in-VM server stand-in's /accessibility, Chromium named as the image's
+Google Chrome). Each is reset in its sandbox and scored by OSWorld's own getters and metrics: left alone it scores 0
+(the image's state, not GNOME's or PulseAudio's defaults, would otherwise let doing nothing pass), and after what a
+capable agent does inside the environment as the task user (its Coder's commands, or keys on the screen), 1.
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ import pytest
 
 from benchmarks.overhead.osworld_adapter import said_done
 from symphony_mcp.bench.osworld import OSWorldAdapter
-from symphony_mcp.bench.osworld.image import installed_schemas
+from symphony_mcp.bench.osworld.image import chrome_available, installed_schemas
 from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
 from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.osworld_host import TASKS, task_account
+
+A11Y_TASKS = TASKS.parent / "osworld-a11y"
+PASSWORDS_PAGE = "12086550-11c0-466b-b367-1d9e75b3910e"  # chrome: open the page of saved passwords
+# What an agent does on the screen: the address bar, the page's address, Enter (xdotool on the environment's display).
+OPEN_PASSWORDS = (
+    "xdotool key ctrl+l && sleep 0.5 && xdotool type --delay 20 chrome://password-manager/passwords "
+    "&& xdotool key Return"
+)
 
 TEXT_SCALING = "3ce045a0-877b-42aa-8d2c-b4a863336ab8"
 SCREEN_LOCK = "a4d98375-215b-4a4d-aee9-3d4370fccc41"
@@ -49,8 +58,11 @@ pytestmark = [
             and shutil.which("pactl")
             and shutil.which("totem")
             and shutil.which("vlc")
+            and shutil.which("xdotool")
+            and chrome_available()
         ),
-        reason="needs GNOME's schemas with dconf, PulseAudio, Totem and VLC (scripts/install.sh --dev installs them)",
+        reason="needs GNOME's schemas with dconf, PulseAudio, Totem, VLC, xdotool and Chromium (scripts/install.sh "
+        "--dev installs them)",
     ),
 ]
 
@@ -91,3 +103,20 @@ async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str,
     # What was read is the image's state, then the agent's change (OSWorld's getters ran inside the environment).
     assert "org.gnome.Totem.desktop" in idle[VLC_DEFAULT] and "vlc.desktop" in solved[VLC_DEFAULT]
     assert "'false\\n'" in idle[SCREEN_LOCK] and "'40\\n'" in idle[MAX_VOLUME], (idle[SCREEN_LOCK], idle[MAX_VOLUME])
+
+
+@pytest.mark.timeout(300)
+async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str, tmp_path: Path) -> None:
+    """OSWorld's get_active_url_from_accessTree, unchanged, finds Chrome's address bar in the environment's tree."""
+    adapter = OSWorldAdapter(A11Y_TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(PASSWORDS_PAGE,)))
+    assert task.skip_reason is None
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    address_bar = "xdotool search --sync --onlyvisible --class chrom"  # the browser's window is up
+    try:
+        idle = await score(adapter, environment, task, address_bar)
+        solved = await score(adapter, environment, task, f"{address_bar} && sleep 2 && {OPEN_PASSWORDS} && sleep 2")
+    finally:
+        await adapter.close()
+    assert idle.startswith("0 is_expected_active_tab('chrome://"), idle  # the new tab page, read from the tree
+    assert solved == "1 is_expected_active_tab('chrome://password-manager/passwords') = 1", solved

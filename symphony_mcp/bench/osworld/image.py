@@ -40,6 +40,8 @@ CHROME_BINARY = "/opt/google/chrome/chrome"
 CHROME_COMMAND = "/usr/bin/google-chrome"
 CHROME_PROFILE = ".config/google-chrome"  # in the task user's home
 CHROME_FLAGS = "--no-first-run --no-default-browser-check --password-store=basic"
+# Applications' names in the accessibility tree -> the image's (Chromium is presented as Google Chrome).
+PRESENTED_APPLICATIONS = {"Chromium": "Google Chrome"}
 VLC_PASSWORD = "password"  # what OSWorld's get_vlc_playing_info sends
 # vlcrc lines as VLC writes them by default -> as OSWorld's image has them.
 VLC_SETTINGS = {

@@ -40,6 +40,7 @@ from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.desktop import Desktop, desktop_problem, start_desktop
 from symphony_mcp.bench.osworld.loopback import expose, relay
 from symphony_mcp.bench.osworld.network import EnvironmentNetwork, connect, network_problem
+from symphony_mcp.desktop.accessibility import APP_ENVIRONMENT
 from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
 
@@ -208,7 +209,8 @@ class Sandbox:
         """The task user's login-like environment on the environment's display and session bus."""
         bus = self.desktop.session_bus if self.desktop else None
         own = {**self._runtime_env(), **({"DBUS_SESSION_BUS_ADDRESS": bus} if bus else {})}
-        return {**self.user.env(self.display), **own}
+        # Applications join the accessibility bus, as on the image's desktop (OSWorld reads their trees).
+        return {**APP_ENVIRONMENT, **self.user.env(self.display), **own}
 
     def read_file(self, path: str) -> bytes | None:
         """A file's bytes as the task user reads it inside the environment (None when it cannot)."""

@@ -108,6 +108,12 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
         "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
         "run writes some (doing nothing would pass)",
     ),
+    "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": (
+        lambda: False,
+        "its metric looks for the Slide Pane in the accessibility tree, and Debian's LibreOffice 7.4 does not put a "
+        "reopened Slide Pane back there (measured: the pane shows, its 'Slides View' node does not): solving it could "
+        "not score 1",
+    ),
     "937087b6-f668-4ba6-9110-60682ee33441": (
         lambda: _default_video_player() != "vlc.desktop",
         "checks that VLC becomes the default video player; OSWorld's image has Totem as the default, here VLC "
@@ -141,9 +147,7 @@ APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
 APPLICATIONS = frozenset(program for program, _ in APP_PROGRAMS.values() if program)
 GETTER_NEEDS = {
     "vm_terminal_output": "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal)",
-    "accessibility_tree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
     "vm_wallpaper": "needs GNOME's wallpaper setting",  # (its tasks also set it from a URL)
-    "active_url_from_accessTree": "needs the AT-SPI accessibility tree of OSWorld's GNOME desktop",
 }
 
 
