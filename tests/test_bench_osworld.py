@@ -80,15 +80,15 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
     runnable = sorted(key for key, reason in reasons.items() if reason is None)
     # GNOME's settings (dconf on the environment's session bus) and PulseAudio run inside when installed.
     gnome = ["3ce045a0", "a4d98375", "bedcedc4", "ec4e3f68", "f9be0997"] if installed_schemas() else []
-    assert runnable == sorted(["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f", "28cc3b7e", *gnome])
+    basics = ["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f", "28cc3b7e", "13584542"]
+    assert runnable == sorted([*basics, *gnome])
     # Every reason a task cannot run, not only the first.
     assert reasons["0b35aee5"] == (
         "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE); "
-        "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal); "
         "OSWorld has no getter 'calc_insensitive_md5'; "
         "needs the network (installs packages; Debian's archive or PyPI does not answer here)"
     )
-    assert reasons["13584542"] and "GNOME Terminal" in reasons["13584542"]
+    assert "GNOME Terminal" in (skip_reason(tasks["13584542"], host(missing=("gnome-terminal",))) or "")
     # Without GNOME's schemas the settings tasks say what to install; a schema this machine lacks is named.
     bare = replace(here, schemas=lambda _: False)
     assert "gsettings-desktop-schemas" in (skip_reason(tasks["3ce045a0"], bare) or "")

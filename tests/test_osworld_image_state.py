@@ -38,6 +38,10 @@ FAVORITES = "ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3"  # its setup and getter name 
 DO_NOT_DISTURB = "f9be0997-4b7c-45c5-b05c-4612b44a6118"
 MAX_VOLUME = "28cc3b7e-b194-4bc9-8353-d04c0f4d56d2"
 VLC_DEFAULT = "937087b6-f668-4ba6-9110-60682ee33441"
+TERMINAL_SIZE = "13584542-872b-42d8-b299-866967b5c3ef"  # its check opens a terminal with Ctrl+Alt+T, types stty size
+DEFAULT_PROFILE = (  # GNOME Terminal's built-in default profile
+    "org.gnome.Terminal.Legacy.Profile:/org/gnome/terminal/legacy/profiles:/:b1dcc9dd-5262-4d8d-a863-c897e6d979b9/"
+)
 VLC_VIDEO_TYPES = "grep '^MimeType=' /usr/share/applications/vlc.desktop | cut -d= -f2 | tr ';' '\\n' | grep '^video/'"
 SOLUTIONS = {  # task id -> what the agent's code runs in the environment
     TEXT_SCALING: "gsettings set org.gnome.desktop.interface text-scaling-factor 1.25",
@@ -47,6 +51,8 @@ SOLUTIONS = {  # task id -> what the agent's code runs in the environment
     DO_NOT_DISTURB: "gsettings set org.gnome.desktop.notifications show-banners false",
     MAX_VOLUME: "pactl set-sink-volume @DEFAULT_SINK@ 100%",
     VLC_DEFAULT: f"xdg-mime default vlc.desktop $({VLC_VIDEO_TYPES})",
+    TERMINAL_SIZE: f"gsettings set {DEFAULT_PROFILE} default-size-columns 132 "
+    f"&& gsettings set {DEFAULT_PROFILE} default-size-rows 43",
 }
 
 pytestmark = [
@@ -59,10 +65,11 @@ pytestmark = [
             and shutil.which("totem")
             and shutil.which("vlc")
             and shutil.which("xdotool")
+            and shutil.which("gnome-terminal")
             and chrome_available()
         ),
-        reason="needs GNOME's schemas with dconf, PulseAudio, Totem, VLC, xdotool and Chromium (scripts/install.sh "
-        "--dev installs them)",
+        reason="needs GNOME's schemas with dconf, PulseAudio, Totem, VLC, GNOME Terminal, xdotool and Chromium "
+        "(scripts/install.sh --dev installs them)",
     ),
 ]
 
@@ -102,6 +109,7 @@ async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str,
     assert all(verdict.startswith("1 ") for verdict in solved.values()), solved
     # What was read is the image's state, then the agent's change (OSWorld's getters ran inside the environment).
     assert "org.gnome.Totem.desktop" in idle[VLC_DEFAULT] and "vlc.desktop" in solved[VLC_DEFAULT]
+    assert "43 132" in solved[TERMINAL_SIZE]  # the terminal's text, read through the accessibility tree
     assert "'false\\n'" in idle[SCREEN_LOCK] and "'40\\n'" in idle[MAX_VOLUME], (idle[SCREEN_LOCK], idle[MAX_VOLUME])
 
 
@@ -112,7 +120,10 @@ async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str
     [task] = adapter.list_tasks(TaskFilter(task_ids=(PASSWORDS_PAGE,)))
     assert task.skip_reason is None
     environment = Environment("env-0", "", tmp_path, SpawnServer())
-    address_bar = "xdotool search --sync --onlyvisible --class chrom"  # the browser's window is up
+    # The browser's window is up (a search may meet a window that goes away meanwhile: asked again).
+    address_bar = (
+        "for _ in $(seq 120); do xdotool search --onlyvisible --class chrom >/dev/null 2>&1 && break; sleep 0.5; done"
+    )
     try:
         idle = await score(adapter, environment, task, address_bar)
         solved = await score(adapter, environment, task, f"{address_bar} && sleep 2 && {OPEN_PASSWORDS} && sleep 2")

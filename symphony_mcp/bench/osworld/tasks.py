@@ -145,8 +145,8 @@ APP_PROGRAMS: dict[str, tuple[str | None, str]] = {
     "picard": ("picard", "MusicBrainz Picard"),
 }
 APPLICATIONS = frozenset(program for program, _ in APP_PROGRAMS.values() if program)
+GETTER_PROGRAMS = {"vm_terminal_output": ("gnome-terminal", "GNOME Terminal (its text is read through AT-SPI)")}
 GETTER_NEEDS = {
-    "vm_terminal_output": "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal)",
     "vm_wallpaper": "needs GNOME's wallpaper setting",  # (its tasks also set it from a URL)
 }
 
@@ -372,7 +372,7 @@ def _reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
     yield from _cache_reasons(task, host)
     infeasible = func == INFEASIBLE
     if not infeasible:
-        yield from _evaluator_reasons(evaluator)
+        yield from _evaluator_reasons(evaluator, host)
     commands = [c for c in _commands(steps) if not is_pyautogui(c)]
     if not infeasible:
         commands += list(_getter_commands(evaluator))
@@ -423,7 +423,7 @@ def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
                 yield f"launches {program}, which is not installed here"
 
 
-def _evaluator_reasons(evaluator: dict[str, Any]) -> Iterator[str]:
+def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
     try:
         metrics = metrics_of(evaluator)
     except (ValueError, TypeError) as exc:
@@ -440,6 +440,8 @@ def _evaluator_reasons(evaluator: dict[str, Any]) -> Iterator[str]:
                 yield f"needs the network (the {kind} getter)"
             elif kind in GETTER_NEEDS:
                 yield GETTER_NEEDS[kind]
+            elif kind in GETTER_PROGRAMS and not host.programs(GETTER_PROGRAMS[kind][0]):
+                yield f"needs {GETTER_PROGRAMS[kind][1]}, which is not installed here"
             elif not available(kind):
                 yield f"OSWorld has no getter {kind!r}"
             else:
