@@ -103,16 +103,16 @@ IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
         lambda: Path("/usr/share/applications/firefox.desktop").exists(),
         "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
     ),
-    "99146c54-4f37-4ab8-9327-5f3291665e1e": (
-        lambda: False,
-        "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
-        "run writes some (doing nothing would pass)",
-    ),
     "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": (
         lambda: False,
         "its metric looks for the Slide Pane in the accessibility tree, and Debian's LibreOffice 7.4 does not put a "
         "reopened Slide Pane back there (measured: the pane shows, its 'Slides View' node does not): solving it could "
         "not score 1",
+    ),
+    "99146c54-4f37-4ab8-9327-5f3291665e1e": (
+        lambda: False,
+        "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
+        "run writes some (doing nothing would pass)",
     ),
     "937087b6-f668-4ba6-9110-60682ee33441": (
         lambda: _default_video_player() != "vlc.desktop",
