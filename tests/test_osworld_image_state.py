@@ -23,7 +23,19 @@ from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
 from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.osworld_host import TASKS, task_account
 
-A11Y_TASKS = TASKS.parent / "osworld-a11y"
+MORE_TASKS = TASKS.parent / "osworld_image"
+AUTOSAVE = "2cd43775-7085-45d8-89fa-9e35c0a915cf"  # impress: auto-save every 3 minutes
+# LibreOffice writes its settings file when it quits: quit it, then add the setting as LibreOffice writes it.
+SET_AUTOSAVE = """pkill -f 'soffice[.]bin'; while pgrep -f 'soffice[.]bin' >/dev/null; do sleep 0.2; done
+python3 - ~/.config/libreoffice/4/user/registrymodifications.xcu <<'PY'
+import sys
+path = sys.argv[1]
+item = ('<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" '
+        'oor:op="fuse"><value>3</value></prop></item>')
+text = open(path).read().replace("</oor:items>", item + "</oor:items>")
+open(path, "w").write(text)
+PY
+"""
 PASSWORDS_PAGE = "12086550-11c0-466b-b367-1d9e75b3910e"  # chrome: open the page of saved passwords
 # What an agent does on the screen: the address bar, the page's address, Enter (xdotool on the environment's display).
 OPEN_PASSWORDS = (
@@ -116,7 +128,7 @@ async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str,
 @pytest.mark.timeout(300)
 async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str, tmp_path: Path) -> None:
     """OSWorld's get_active_url_from_accessTree, unchanged, finds Chrome's address bar in the environment's tree."""
-    adapter = OSWorldAdapter(A11Y_TASKS)
+    adapter = OSWorldAdapter(MORE_TASKS)
     [task] = adapter.list_tasks(TaskFilter(task_ids=(PASSWORDS_PAGE,)))
     assert task.skip_reason is None
     environment = Environment("env-0", "", tmp_path, SpawnServer())
@@ -131,3 +143,19 @@ async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str
         await adapter.close()
     assert idle.startswith("0 is_expected_active_tab('chrome://"), idle  # the new tab page, read from the tree
     assert solved == "1 is_expected_active_tab('chrome://password-manager/passwords') = 1", solved
+
+
+@pytest.mark.timeout(300)
+async def test_libreoffices_settings_file_is_there_as_in_the_image(task_user: str, tmp_path: Path) -> None:
+    """A fresh environment's LibreOffice profile has run once, so OSWorld's auto-save check reads its settings file."""
+    adapter = OSWorldAdapter(MORE_TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(AUTOSAVE,)))
+    assert task.skip_reason is None
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    try:
+        idle = await score(adapter, environment, task, None)
+        solved = await score(adapter, environment, task, SET_AUTOSAVE)
+    finally:
+        await adapter.close()
+    assert idle.startswith("0 check_auto_saving_time("), idle
+    assert solved.startswith("1 check_auto_saving_time("), solved

@@ -14,6 +14,8 @@
   nothing).
 - GNOME's shortcut for a terminal (Ctrl+Alt+T opens GNOME Terminal; tasks press it), bound in the environment's
   window manager.
+- A LibreOffice profile that has run once (its settings file, registrymodifications.xcu, exists as in the image),
+  for tasks that read that file.
 - PulseAudio running as the task user, its sink (the null sink PulseAudio makes when there is no sound card) below
   full volume (a task asks to turn a too-quiet volume up to 100%; OSWorld's snapshot's exact level is not published),
   for tasks that use it.
@@ -55,6 +57,7 @@ VLC_SETTINGS = {
 # GNOME settings of OSWorld's image that differ from GNOME's defaults: (schema, key, value).
 GNOME_SETTINGS = (("org.gnome.desktop.screensaver", "lock-enabled", "false"),)
 SINK_VOLUME = "40%"
+LIBREOFFICE_SETTINGS = "registrymodifications.xcu"  # what LibreOffice's first run writes in its profile
 WINDOW_MANAGER_DEFAULTS = Path("/etc/xdg/openbox/rc.xml")  # openbox's, which a user's own copy replaces
 TERMINAL_SHORTCUT = '<keybind key="C-A-t"><action name="Execute"><command>gnome-terminal</command></action></keybind>'
 PULSEAUDIO = re.compile(r"\bpactl\b|\bpulseaudio\b")
@@ -107,6 +110,8 @@ def prepare(sandbox: Sandbox, task: dict[str, Any]) -> None:
         _terminal_shortcut(sandbox)
         if "vm_terminal_output" in str(task.get("evaluator", "")):
             _terminal_server(sandbox)
+    if LIBREOFFICE_SETTINGS in str(task) and shutil.which("soffice"):
+        _must(sandbox, ["soffice", "--headless", "--terminate_after_init"], "LibreOffice's first run")
     if PULSEAUDIO.search(f"{text} {task.get('evaluator', '')}") and shutil.which("pulseaudio"):
         _pulseaudio(sandbox)
 
