@@ -107,16 +107,16 @@ async def score(adapter: OSWorldAdapter, environment: Environment, task: BenchTa
 
 @pytest.mark.timeout(600)
 async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str, tmp_path: Path) -> None:
-    adapter = OSWorldAdapter(TASKS)
-    listed = adapter.list_tasks(TaskFilter(task_ids=tuple(SOLUTIONS)))
-    tasks = {t.task_id: t for t in listed}
-    assert {t: task.skip_reason for t, task in tasks.items()} == dict.fromkeys(SOLUTIONS), "all listed runnable"
+    adapters = [OSWorldAdapter(TASKS), OSWorldAdapter(MORE_TASKS)]  # os tasks; the default video player's
+    tasks = {t.task_id: (a, t) for a in adapters for t in a.list_tasks(TaskFilter(task_ids=tuple(SOLUTIONS)))}
+    assert {t: task.skip_reason for t, (_, task) in tasks.items()} == dict.fromkeys(SOLUTIONS), "all runnable"
     environment = Environment("env-0", "", tmp_path, SpawnServer())
     try:
-        idle = {t: await score(adapter, environment, tasks[t], None) for t in SOLUTIONS}
-        solved = {t: await score(adapter, environment, tasks[t], SOLUTIONS[t]) for t in SOLUTIONS}
+        idle = {t: await score(tasks[t][0], environment, tasks[t][1], None) for t in SOLUTIONS}
+        solved = {t: await score(tasks[t][0], environment, tasks[t][1], SOLUTIONS[t]) for t in SOLUTIONS}
     finally:
-        await adapter.close()
+        for adapter in adapters:
+            await adapter.close()
     assert all(verdict.startswith("0 ") for verdict in idle.values()), idle
     assert all(verdict.startswith("1 ") for verdict in solved.values()), solved
     # What was read is the image's state, then the agent's change (OSWorld's getters ran inside the environment).

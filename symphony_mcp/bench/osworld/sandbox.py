@@ -230,6 +230,10 @@ class Sandbox:
 
     def stop(self) -> None:
         """End every process of the environment and drop its overlay (idempotent)."""
+        if self.network is not None:
+            # Its link first, while the namespace holds the other end: once PID 1 is gone the pair goes with it, and
+            # another environment (of any runner) may take the same link name before a delete by name here.
+            self.network.close()
         if self.init_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
@@ -247,8 +251,6 @@ class Sandbox:
         self.relays.clear()
         if self.desktop is not None:
             self.desktop.stop()
-        if self.network is not None:
-            self.network.close()
         deadline = time.monotonic() + STOP_SECONDS  # SIGKILL is delivered when each process next runs
         while self.namespace and processes_in(self.namespace) and time.monotonic() < deadline:
             time.sleep(0.05)
