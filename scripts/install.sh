@@ -27,6 +27,10 @@ if [[ $dev -eq 1 ]]; then
   packages+=(libreoffice-writer libreoffice-calc libreoffice-impress libreoffice-gtk3)  # with its GTK 3 plugin: its accessibility tree (the elements tests' Writer) and OSWorld's office tasks
   packages+=(gimp vlc thunderbird ffmpeg)
   packages+=(python3-uno)  # LibreOffice's own Python scripting (UNO): the OSWorld office tasks' scripted solver (testkit/osworld_solvers.py)
+  # The state OSWorld's image has that its os tasks read: GNOME's settings through dconf on each environment's session
+  # bus (with GNOME Shell's schema for favorite-apps, not the shell), PulseAudio's null sink, Totem as default player.
+  packages+=(gsettings-desktop-schemas dconf-gsettings-backend dconf-service gnome-shell-common pulseaudio pulseaudio-utils totem)
+  packages+=(gnome-terminal)  # OSWorld's terminal (Ctrl+Alt+T in each environment; its text read through AT-SPI)
   packages+=(iproute2 nftables socat)  # each OSWorld environment's own network: a veth pair to the host, NAT through
   # it, and socat relaying a model endpoint on the host's loopback into the environment (bench/osworld/loopback.py)
   packages+=(fonts-urw-base35 xfonts-base)  # the OCR benchmark's page fonts and X core bitmap terminal fonts

@@ -48,7 +48,7 @@ def settings_for(stand_in: StandInModel, max_steps: int = 5, coder: str = "") ->
 async def run(adapter: OSWorldAdapter, settings: Settings, results: Path, *ids: str) -> dict[str, TaskEvaluation]:
     plan = make_plan(adapter, TaskFilter(task_ids=ids), results, force=True)
     assert {t.task_id for t in plan.pending} == set(ids), [(t.task_id, t.skip_reason) for t in plan.skipped]
-    with started_environments(1, settings, results / "environments") as environments:
+    with started_environments(1, settings, results / "environments", own_display=True) as environments:
         await run_local(adapter, environments, plan, settings, results)
     evaluations = {}
     for task in plan.pending:

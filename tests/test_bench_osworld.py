@@ -34,11 +34,12 @@ from symphony_mcp.bench.environments import environment_server, started_environm
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
+from symphony_mcp.bench.osworld.image import installed_schemas
 from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
 from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason, to_bench_task
-from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
+from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter, brings_own_display
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.desktop.x11_windows import X11WindowManager
@@ -77,17 +78,25 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
     here = host(sudo=True)
     reasons = {key: skip_reason(task, here) for key, task in tasks.items()}
     runnable = sorted(key for key, reason in reasons.items() if reason is None)
-    assert runnable == ["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f"]
+    # GNOME's settings (dconf on the environment's session bus) and PulseAudio run inside when installed.
+    gnome = ["3ce045a0", "a4d98375", "bedcedc4", "ec4e3f68", "f9be0997"] if installed_schemas() else []
+    basics = ["4783cc41", "a462a795", "b3d4a89c", "c288e301", "e0df059f", "28cc3b7e", "13584542"]
+    assert runnable == sorted([*basics, *gnome])
     # Every reason a task cannot run, not only the first.
     assert reasons["0b35aee5"] == (
         "needs the network (a download step; offline: OSWorld's cache in OSWORLD_CACHE); "
-        "needs GNOME Terminal's text read through AT-SPI (OSWorld's /terminal); "
         "OSWorld has no getter 'calc_insensitive_md5'; "
         "needs the network (installs packages; Debian's archive or PyPI does not answer here)"
     )
-    assert reasons["13584542"] and "GNOME Terminal" in reasons["13584542"]
-    assert reasons["3ce045a0"] == "needs GNOME (gsettings / GNOME Shell)"
-    assert reasons["28cc3b7e"] and "PulseAudio" in reasons["28cc3b7e"]
+    assert "GNOME Terminal" in (skip_reason(tasks["13584542"], host(missing=("gnome-terminal",))) or "")
+    # Without GNOME's schemas the settings tasks say what to install; a schema this machine lacks is named.
+    bare = replace(here, schemas=lambda _: False)
+    assert "gsettings-desktop-schemas" in (skip_reason(tasks["3ce045a0"], bare) or "")
+    no_shell = replace(here, schemas=lambda schema: schema != "org.gnome.shell")
+    assert skip_reason(tasks["ec4e3f68"], no_shell) == (
+        "needs GNOME's settings schema org.gnome.shell, which is not installed here"
+    )
+    assert "PulseAudio" in (skip_reason(tasks["28cc3b7e"], host(missing=("pulseaudio", "pactl"))) or "")
     assert reasons["6ebbfb01"] == (
         "needs the network (installs packages; Debian's archive or PyPI does not answer here); "
         "needs systemd (timedatectl, loginctl...), which is not running here"
@@ -112,8 +121,9 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
     # Without the account, every runnable task says how to make it.
     nobody = Host(None, "the task account 'user' does not exist: create it", lambda _: True, False, True)
     assert skip_reason(tasks["e0df059f"], nobody) == "the task account 'user' does not exist: create it"
-    assert skip_reason(tasks["3ce045a0"], nobody) == (
-        "needs GNOME (gsettings / GNOME Shell); the task account 'user' does not exist: create it"
+    assert skip_reason(tasks["3ce045a0"], replace(nobody, schemas=lambda _: False)) == (
+        "needs GNOME's settings (gsettings with dconf: apt-get install gsettings-desktop-schemas "
+        "dconf-gsettings-backend); the task account 'user' does not exist: create it"
     )
 
 
@@ -589,7 +599,7 @@ async def test_two_environments_side_by_side_each_have_their_own_home(
     settings = load_settings(ocr={"warm_up": False})
     record = RunRecord(task_id="x", instruction="x", started_at=0.0, max_steps=1, outcome="success")
     outcome = TaskOutcome("x", "success", False, tmp_path, record, [])
-    with started_environments(2, settings, tmp_path / "environments") as environments:
+    with started_environments(2, settings, tmp_path / "environments", own_display=True) as environments:
         try:
             async with anyio.create_task_group() as group:  # both setups at once, each in its own environment
                 for environment, task in zip(environments, (first, second), strict=True):
@@ -734,3 +744,42 @@ def test_the_servers_model_endpoints_on_the_hosts_loopback_are_the_ports_carried
         "SYMPHONY_DISPLAY__DISPLAY": ":200",
     }
     assert loopback_ports(env) == {33203, 80}
+
+
+def test_the_runner_starts_no_display_for_an_adapter_that_brings_its_own(tmp_path: Path) -> None:
+    """OSWorld's environments run their Xvfb inside their sandbox: the runner's slots for it have no display of their
+    own (no Xvfb started, display empty), while an adapter without the attribute still gets one per slot."""
+    assert brings_own_display(OSWorldAdapter(TASKS)) and not brings_own_display(object())
+    settings = load_settings(ocr={"warm_up": False})
+    before = our_xvfbs()
+    with started_environments(2, settings, tmp_path / "own", own_display=True) as environments:
+        assert [e.display for e in environments] == ["", ""]
+        assert all(e.workdir.is_dir() and e.view_url is None for e in environments)
+        assert our_xvfbs() == before
+    with started_environments(1, settings, tmp_path / "runner's", own_display=False) as environments:
+        assert environments[0].display.startswith(":")
+        assert len(our_xvfbs() - before) == 1
+
+
+def our_xvfbs() -> set[int]:
+    """The Xvfb processes descended from this test process."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry.name)], names[int(entry.name)] = int(rest[1]), name
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            if pid == os.getpid():
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return {pid for pid, name in names.items() if name == "Xvfb" and ours(pid)}

@@ -3,8 +3,9 @@
 A feasible task must score 0 when nothing is done (else doing nothing would pass it); an infeasible one scores 0 too
 unless the agent says fail. Per task: reset (a fresh sandbox, what OSWorld's image holds, the task's setup steps)
 and evaluate (postconfig, OSWorld's own getters through the stand-in env, OSWorld's metric) for a run that said
-done at once, on a real Xvfb at 1920x1080 with openbox, as the task account `user` (created for the run and removed
-after when it did not exist; needs root). Also the runnable tasks per domain, from the same listing. No agent runs.
+done at once, on the environment's own Xvfb at 1920x1080 with openbox, as the task account `user` (created for
+the run and removed after when it did not exist; needs root). Also the runnable tasks per domain, from the same
+listing. No agent runs.
 Run from the repository root, as root, with OSWorld's examples folder (its test_all.json beside it):
 
     .venv/bin/python -m benchmarks.accuracy.osworld_do_nothing --tasks .../evaluation_examples/examples
@@ -30,8 +31,6 @@ from benchmarks.common import REPO, Stats, interpreter, log, machine_facts, publ
 from benchmarks.overhead.osworld_adapter import said_done
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
-from symphony_mcp.config import DisplaySettings
-from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.osworld_files import stand_in_cache
 
@@ -42,10 +41,10 @@ Row = tuple[BenchTask, Score | str, float, float]  # task, score (or why it coul
 async def measure(tasks_dir: Path, workdir: Path, cache: Path | None) -> tuple[list[BenchTask], list[Row]]:
     adapter = OSWorldAdapter(tasks_dir, cache=cache)
     listed = adapter.list_tasks(TaskFilter(everything=True))
-    display = start_virtual_display(DisplaySettings(resolution="1920x1080"))
     rows: list[Row] = []
     try:
-        environment = Environment("env-0", display.name, workdir, SpawnServer())
+        # The adapter runs each environment's display inside it (brings_own_display): no runner's display.
+        environment = Environment("env-0", "", workdir, SpawnServer())
         await adapter.setup(environment)
         for task in (t for t in listed if t.skip_reason is None):
             started = time.perf_counter()
@@ -65,7 +64,6 @@ async def measure(tasks_dir: Path, workdir: Path, cache: Path | None) -> tuple[l
         await adapter.teardown(environment)
     finally:
         await adapter.close()
-        display.stop()
     return listed, rows
 
 

@@ -22,7 +22,14 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, DescribesScope, DrivesMachines, ExplainsListing, TaskFilter
+from symphony_mcp.bench.types import (
+    Adapter,
+    DescribesScope,
+    DrivesMachines,
+    ExplainsListing,
+    TaskFilter,
+    brings_own_display,
+)
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
@@ -104,7 +111,8 @@ def _run_with_local_environments(
     if not plan.pending:
         return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
     count = min(request.parallel, len(plan.pending))
-    with started_environments(count, settings, server_args=request.server_args) as environments:
+    own = brings_own_display(adapter)
+    with started_environments(count, settings, server_args=request.server_args, own_display=own) as environments:
         return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
 
 

@@ -1,5 +1,8 @@
 """Parallel slots for a benchmark run: each its own Xvfb display, work folder and server settings.
 
+An adapter whose environments bring their own display (types.brings_own_display: OSWorld's sandbox) gets slots
+without one: no Xvfb and no live view is started for them.
+
 The displays are started from the calling thread (the main thread in the CLI and in a Ray actor), so
 they get SIGTERM when the runner dies even by SIGKILL (virtual_display's parent-death signal), and
 `stop()` ends them on a normal exit, an exception or a SIGTERM/SIGINT turned into cancellation.
@@ -42,10 +45,20 @@ def server_for_task(environment: Environment, trajectory_dir: Path) -> SpawnServ
 
 @contextmanager
 def started_environment(
-    name: str, settings: Settings, workdir: Path, server_args: tuple[str, ...] = (), view_port: int | None = None
+    name: str,
+    settings: Settings,
+    workdir: Path,
+    server_args: tuple[str, ...] = (),
+    view_port: int | None = None,
+    own_display: bool = False,
 ) -> Iterator[Environment]:
     """One environment: a display of the configured resolution, and its live view when settings.view asks for one
-    (on `view_port`, default settings.view.port), stopped on the way out."""
+    (on `view_port`, default settings.view.port), stopped on the way out; neither when the adapter brings its
+    own display (`own_display`)."""
+    if own_display:
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield Environment(name, "", workdir, environment_server(settings, "", *server_args))
+        return
     display: VirtualDisplay = start_virtual_display(settings.display)
     try:
         with live_view_for(display.name, settings.view, view_port) as view:
@@ -58,9 +71,14 @@ def started_environment(
 
 @contextmanager
 def started_environments(
-    count: int, settings: Settings, root: Path | None = None, server_args: tuple[str, ...] = ()
+    count: int,
+    settings: Settings,
+    root: Path | None = None,
+    server_args: tuple[str, ...] = (),
+    own_display: bool = False,
 ) -> Iterator[list[Environment]]:
-    """`count` environments named env-0, env-1, ... with folders under `root` (a temporary one by default)."""
+    """`count` environments named env-0, env-1, ... with folders under `root` (a temporary one by default), without
+    displays when the adapter brings its own (`own_display`)."""
     if count < 1:
         raise ValueError(f"--parallel must be at least 1, got {count}")
     with ExitStack() as stack:
@@ -69,7 +87,9 @@ def started_environments(
             stack.callback(shutil.rmtree, root, True)
         yield [
             stack.enter_context(
-                started_environment(f"env-{i}", settings, root / f"env-{i}", server_args, _view_port(settings, i))
+                started_environment(
+                    f"env-{i}", settings, root / f"env-{i}", server_args, _view_port(settings, i), own_display
+                )
             )
             for i in range(count)
         ]

@@ -25,7 +25,7 @@ from symphony_mcp.bench.environments import started_environment
 from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailableError, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.runner import NoEnvironmentError, Plan, RunObserver, RunResult, run_one
-from symphony_mcp.bench.types import BenchTask, TaskEvaluation
+from symphony_mcp.bench.types import BenchTask, TaskEvaluation, brings_own_display
 from symphony_mcp.config import Settings
 
 ACTOR_CPUS = 1
@@ -43,8 +43,11 @@ class EnvironmentActor:
         self.stack = ExitStack()
         workdir = Path(tempfile.mkdtemp(prefix=f"symphony-bench-{name}-"))  # on the actor's own node
         self.stack.callback(shutil.rmtree, workdir, True)
-        self.environment = self.stack.enter_context(started_environment(name, settings, workdir, server_args))
         self.adapter = load_adapter(spec, options)
+        own = brings_own_display(self.adapter)
+        self.environment = self.stack.enter_context(
+            started_environment(name, settings, workdir, server_args, own_display=own)
+        )
         self.ready = False
 
     def setup(self) -> str | None:

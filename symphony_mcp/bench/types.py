@@ -4,7 +4,8 @@ The agent side is always the bundled orchestrator over MCP (`orchestrator.api.ru
 endpoint and any setting apply. An adapter only knows its benchmark: which tasks exist, how to prepare the
 desktop of one environment for a task, and how the benchmark itself scores the end state.
 
-An environment is one parallel slot: its own X display (Xvfb) and working folder; the runner spawns a
+An environment is one parallel slot: its own X display (Xvfb; none when the adapter brings its own,
+`brings_own_display`) and working folder; the runner spawns a
 symphony-mcp server on that display for each task (`Environment.server`, as `Adapter.server` says: OSWorld's
 adapter starts it inside the environment's sandbox, as the task user). Adapters act on the display named
 in `Environment.display` (setting DISPLAY for the programs they start), never on the runner's own.
@@ -55,7 +56,7 @@ class Environment:
     """One parallel slot: a display of its own, a folder of its own, and how to start a server on it."""
 
     name: str  # env-0, env-1, ...
-    display: str  # e.g. ":42"
+    display: str  # e.g. ":42"; "" when the adapter brings its own (brings_own_display)
     workdir: Path
     server: SpawnServer  # `symphony-mcp serve` on this display (run_task spawns it per task)
     view_url: str | None = None  # the display's live view in a browser (settings.view), when on
@@ -138,6 +139,13 @@ class Adapter(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+def brings_own_display(adapter: object) -> bool:
+    """Whether an adapter's environments have displays of their own (its optional `brings_own_display` attribute,
+    e.g. OSWorld's sandbox starts its Xvfb inside at every reset): the runner then starts none for them, and its
+    environments' `display` is empty."""
+    return getattr(adapter, "brings_own_display", False) is True
 
 
 @runtime_checkable

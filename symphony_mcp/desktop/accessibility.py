@@ -38,15 +38,26 @@ class AccessibilityBus:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
-def start_accessibility_bus(display: str, prefix: list[str], timeout: float = 10.0) -> AccessibilityBus | None:
+def start_accessibility_bus(
+    display: str,
+    prefix: list[str],
+    timeout: float = 10.0,
+    *,
+    env: dict[str, str] | None = None,
+    listen: str | None = None,
+) -> AccessibilityBus | None:
     """A session bus and the AT-SPI bus launcher for `display`; None (with a warning) when they are not installed,
-    as the server still works without them, only elements has nothing to read."""
+    as the server still works without them, only elements has nothing to read. `env` is the buses' environment
+    (ours by default; the services the session bus starts on demand, e.g. dconf's, inherit it) and `listen` the
+    session bus's address (its configuration's by default)."""
     daemon = shutil.which("dbus-daemon")
     if daemon is None or not BUS_LAUNCHER.exists():
         log.warning("no accessibility bus on %s (elements will read nothing): %s", display, ACCESSIBILITY_FIX)
         return None
+    base = os.environ if env is None else env
     session = subprocess.Popen(
-        [*prefix, daemon, "--session", "--nofork", "--print-address=1"],
+        [*prefix, daemon, "--session", "--nofork", "--print-address=1", *([f"--address={listen}"] if listen else [])],
+        env=base,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -59,7 +70,7 @@ def start_accessibility_bus(display: str, prefix: list[str], timeout: float = 10
         raise DisplayUnavailableError(f"dbus-daemon exited (status {session.returncode}) before giving its address")
     launcher = subprocess.Popen(
         [*prefix, str(BUS_LAUNCHER), "--launch-immediately"],
-        env={**os.environ, "DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": address, **APP_ENVIRONMENT},
+        env={**base, "DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": address, **APP_ENVIRONMENT},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -60,6 +60,7 @@ class OSWorldError(SymphonyError):
 class OSWorldAdapter:
     name = BENCHMARK
     title = "OSWorld"
+    brings_own_display = True  # each environment's Xvfb runs in its sandbox (desktop.py): the runner starts none
 
     def __init__(
         self,

@@ -72,9 +72,9 @@ def desktop_problem() -> str | None:
     return None
 
 
-def start_desktop(inside: Inside, env: dict[str, str], init_pid: int) -> Desktop:
-    """Xvfb on a display number reserved on the host, then the accessibility bus and the window manager, each run
-    through `inside` with the task user's `env`."""
+def start_desktop(inside: Inside, env: dict[str, str], init_pid: int, bus_path: str) -> Desktop:
+    """Xvfb on a display number reserved on the host, then the session and accessibility buses (the session bus at
+    `bus_path`, where a login's is) and the window manager, each run through `inside` with the task user's `env`."""
     problem = desktop_problem()
     if problem:
         raise DesktopError(problem)
@@ -93,7 +93,7 @@ def start_desktop(inside: Inside, env: dict[str, str], init_pid: int) -> Desktop
             desktop._link.unlink()  # a dangling link of a runner that was killed (its lock is ours now)
         desktop._link.symlink_to(socket)
         on_display = {**env, "DISPLAY": display}
-        bus = start_accessibility_bus(display, inside([]))
+        bus = start_accessibility_bus(display, inside([]), env=on_display, listen=f"unix:path={bus_path}")
         if bus is not None:
             desktop.processes.extend(bus.processes)
             desktop.session_bus = bus.session_address

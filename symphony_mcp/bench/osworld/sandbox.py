@@ -40,6 +40,7 @@ from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.desktop import Desktop, desktop_problem, start_desktop
 from symphony_mcp.bench.osworld.loopback import expose, relay
 from symphony_mcp.bench.osworld.network import EnvironmentNetwork, connect, network_problem
+from symphony_mcp.desktop.accessibility import APP_ENVIRONMENT
 from symphony_mcp.desktop.virtual_display import tied_to_this_process
 from symphony_mcp.errors import SymphonyError
 
@@ -55,6 +56,9 @@ DROPPED_CAPABILITIES = (
     "wake_alarm", "block_suspend",
 )  # fmt: skip
 START_SECONDS = 30.0
+# OSWorld's image's user has uid 1000, and tasks name its runtime folder literally
+# (DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'): inside, that path leads to the task user's.
+OSWORLD_UID = 1000
 STOP_SECONDS = 30.0
 # Its own mount, PID, host-name (a task's `hostnamectl` stays inside) and network namespaces; IPC is the host's (host
 # X clients share the environment's X server's memory through it).
@@ -129,10 +133,39 @@ class Sandbox:
         self.namespace = os.readlink(f"/proc/{self.init_pid}/ns/pid")
         try:
             self.network = connect(self.init_pid)
-            self.desktop = start_desktop(self.command, self.user.env(""), self.init_pid)
+            self._make_runtime_dir()
+            self.desktop = start_desktop(
+                self.command, {**self.user.env(""), **self._runtime_env()}, self.init_pid, self.session_bus_path
+            )
         except BaseException:
             self.stop()
             raise
+
+    @property
+    def runtime_dir(self) -> str:
+        """The task user's XDG runtime folder inside, as a login makes it (its session bus, dconf, PulseAudio)."""
+        return f"/run/user/{self.user.uid}"
+
+    @property
+    def session_bus_path(self) -> str:
+        """Where the environment's session bus listens (the folder's `bus`, as systemd's user session has it)."""
+        return f"{self.runtime_dir}/bus"
+
+    def _make_runtime_dir(self) -> None:
+        owner = f"{self.user.uid}:{self.user.gid}"
+        script = f'install -d -m 700 -o {self.user.uid} -g {self.user.gid} "$1"'
+        if self.user.uid != OSWORLD_UID:
+            script += f' && {{ [ -e /run/user/{OSWORLD_UID} ] || ln -s "$1" /run/user/{OSWORLD_UID}; }}'
+        done = subprocess.run(
+            self.command(["sh", "-c", script, "sh", self.runtime_dir], as_root=True),
+            env=self.user.env(""), stdin=subprocess.DEVNULL, capture_output=True, timeout=START_SECONDS,
+        )  # fmt: skip
+        if done.returncode != 0:
+            errors = done.stderr.decode(errors="replace").strip()
+            raise SandboxError(f"could not make the runtime folder {self.runtime_dir} ({owner}): {errors}")
+
+    def _runtime_env(self) -> dict[str, str]:
+        return {"XDG_RUNTIME_DIR": self.runtime_dir}
 
     @property
     def display(self) -> str:
@@ -175,7 +208,9 @@ class Sandbox:
     def env(self) -> dict[str, str]:
         """The task user's login-like environment on the environment's display and session bus."""
         bus = self.desktop.session_bus if self.desktop else None
-        return {**self.user.env(self.display), **({"DBUS_SESSION_BUS_ADDRESS": bus} if bus else {})}
+        own = {**self._runtime_env(), **({"DBUS_SESSION_BUS_ADDRESS": bus} if bus else {})}
+        # Applications join the accessibility bus, as on the image's desktop (OSWorld reads their trees).
+        return {**APP_ENVIRONMENT, **self.user.env(self.display), **own}
 
     def read_file(self, path: str) -> bytes | None:
         """A file's bytes as the task user reads it inside the environment (None when it cannot)."""
@@ -195,6 +230,10 @@ class Sandbox:
 
     def stop(self) -> None:
         """End every process of the environment and drop its overlay (idempotent)."""
+        if self.network is not None:
+            # Its link first, while the namespace holds the other end: once PID 1 is gone the pair goes with it, and
+            # another environment (of any runner) may take the same link name before a delete by name here.
+            self.network.close()
         if self.init_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
@@ -212,8 +251,6 @@ class Sandbox:
         self.relays.clear()
         if self.desktop is not None:
             self.desktop.stop()
-        if self.network is not None:
-            self.network.close()
         deadline = time.monotonic() + STOP_SECONDS  # SIGKILL is delivered when each process next runs
         while self.namespace and processes_in(self.namespace) and time.monotonic() < deadline:
             time.sleep(0.05)

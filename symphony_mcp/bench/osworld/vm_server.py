@@ -14,18 +14,25 @@ the work inside the environment's sandbox as the task user (commands.py: `/execu
   POST /window_size               form app_class_name -> {"width", "height"} of the first window of that WM_CLASS
   POST /desktop_path              -> {"desktop_path"}
   GET  /platform                  -> "Linux"
+  GET  /accessibility             -> {"AT": the desktop's AT-SPI tree in OSWorld's XML (elements/osworld_tree.py)},
+                                  walked inside as the task user; 500 with the error when the walk fails
+  GET  /terminal                  -> {"output": the text of the active GNOME Terminal window's terminal, right-
+                                  stripped} from the same tree, as OSWorld's server reads it; 404 without one
 
-Routes for GNOME's state (`/wallpaper`, `/terminal`) and the accessibility tree are not served (404): the tasks
-whose getters need them are listed as skipped (tasks.GETTER_NEEDS).
+The browser's application node is named as the image's browser (image.PRESENTED_APPLICATIONS: Chromium presents
+Google Chrome, whose name OSWorld's getters select). GNOME's wallpaper (`/wallpaper`) is not served (404): the
+tasks whose getters need it are listed as skipped (tasks.GETTER_NEEDS).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import sys
 import threading
 import urllib.parse
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,8 +40,11 @@ from types import TracebackType
 from typing import Any
 
 from symphony_mcp.bench.osworld.commands import execute, launch
+from symphony_mcp.bench.osworld.image import PRESENTED_APPLICATIONS
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.desktop.x11_windows import X11WindowManager
+from symphony_mcp.elements import osworld_tree
+from symphony_mcp.elements.atspi_process import HELPER, SYSTEM_PYTHON
 from symphony_mcp.errors import SymphonyError
 
 log = logging.getLogger(__name__)
@@ -54,6 +64,8 @@ def tree(directory):
 print(json.dumps(tree(sys.argv[1])) if os.path.isdir(sys.argv[1]) else "null")
 """
 Answer = tuple[int, bytes, str]  # status, body, content type
+# The terminal OSWorld's /terminal reads: the one in GNOME Terminal's active window.
+TERMINAL_PATH = ".//application[@name='gnome-terminal-server']/frame[@st:active='true']//terminal"
 
 
 class VmServer:
@@ -76,6 +88,8 @@ class VmServer:
             ("POST", "/window_size"): self._window_size,
             ("POST", "/desktop_path"): self._desktop_path,
             ("GET", "/platform"): lambda body, kind: (HTTPStatus.OK, b"Linux", "text/plain"),
+            ("GET", "/accessibility"): self._accessibility,
+            ("GET", "/terminal"): self._terminal,
         }
 
     def __enter__(self) -> VmServer:
@@ -136,6 +150,46 @@ class VmServer:
             if window.app.lower() == name and window.rect is not None:
                 return _json(HTTPStatus.OK, {"width": window.rect.width, "height": window.rect.height})
         return _json(HTTPStatus.NOT_FOUND, {"error": f"no window of class {name}"})
+
+    def _accessibility(self, body: bytes, kind: str) -> Answer:
+        tree = self._tree()
+        return _json(HTTPStatus.OK, {"AT": tree}) if isinstance(tree, str) else tree
+
+    def _terminal(self, body: bytes, kind: str) -> Answer:
+        tree = self._tree()
+        if not isinstance(tree, str):
+            return tree
+        namespaces = {"st": osworld_tree.NAMESPACES["st"]}
+        found = ET.fromstring(tree).findall(TERMINAL_PATH, namespaces)
+        if len(found) != 1:
+            return _json(HTTPStatus.NOT_FOUND, {"error": f"{len(found)} active GNOME Terminal windows, not one"})
+        return _json(HTTPStatus.OK, {"output": (found[0].text or "").rstrip()})
+
+    def _tree(self) -> str | Answer:
+        """The desktop's tree in OSWorld's XML (or the error answer): one walk by symphony-mcp's AT-SPI helper, run
+        inside the environment as the task user on its display."""
+        walk = {
+            "op": "tree",
+            "max_depth": osworld_tree.MAX_DEPTH,
+            "max_width": osworld_tree.MAX_WIDTH,
+            "max_nodes": osworld_tree.MAX_NODES,
+            "seconds": osworld_tree.WALK_SECONDS,
+        }
+        try:
+            done = subprocess.run(
+                self.sandbox.command([str(SYSTEM_PYTHON), "-I", str(HELPER)]), env=self.sandbox.env(),
+                input=json.dumps(walk).encode() + b"\n", capture_output=True, timeout=osworld_tree.WALK_SECONDS + 20,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return _json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "the accessibility tree walk did not finish"})
+        answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith(b"{")]
+        answer = next((a for a in answers if "ready" not in a), None)
+        if answer is None or not answer.get("ok"):
+            error = answer.get("error") if answer else done.stderr.decode(errors="replace").strip()[-300:]
+            return _json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the accessibility tree walk failed: {error}"})
+        for application in answer["applications"]:
+            application["name"] = PRESENTED_APPLICATIONS.get(application["name"], application["name"])
+        return osworld_tree.tree_xml(answer)
 
     def _desktop_path(self, body: bytes, kind: str) -> Answer:
         return _json(HTTPStatus.OK, {"desktop_path": str(self.sandbox.user.home / "Desktop")})

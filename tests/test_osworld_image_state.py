@@ -1,0 +1,161 @@
+"""OSWorld's tasks that read the state of its Ubuntu image or its accessibility tree (their JSONs unchanged, in
+tests/data): GNOME's settings through gsettings and dconf on the environment's own session bus (including the bus
+path the tasks name, /run/user/1000/bus), PulseAudio's null sink, the default video player; and the active tab's URL
+read from the AT-SPI tree in OSWorld's XML (the in-VM server stand-in's /accessibility, Chromium named as the image's
+Google Chrome). Each is reset in its sandbox and scored by OSWorld's own getters and metrics: left alone it scores 0
+(the image's state, not GNOME's or PulseAudio's defaults, would otherwise let doing nothing pass), and after what a
+capable agent does inside the environment as the task user (its Coder's commands, or keys on the screen), 1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.overhead.osworld_adapter import said_done
+from symphony_mcp.bench.osworld import OSWorldAdapter
+from symphony_mcp.bench.osworld.image import chrome_available, installed_schemas
+from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
+from symphony_mcp.orchestrator.connection import SpawnServer
+from testkit.osworld_host import TASKS, task_account
+
+MORE_TASKS = TASKS.parent / "osworld_image"
+AUTOSAVE = "2cd43775-7085-45d8-89fa-9e35c0a915cf"  # impress: auto-save every 3 minutes
+# LibreOffice writes its settings file when it quits: quit it, then add the setting as LibreOffice writes it.
+SET_AUTOSAVE = """pkill -f 'soffice[.]bin'; while pgrep -f 'soffice[.]bin' >/dev/null; do sleep 0.2; done
+python3 - ~/.config/libreoffice/4/user/registrymodifications.xcu <<'PY'
+import sys
+path = sys.argv[1]
+item = ('<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" '
+        'oor:op="fuse"><value>3</value></prop></item>')
+text = open(path).read().replace("</oor:items>", item + "</oor:items>")
+open(path, "w").write(text)
+PY
+"""
+PASSWORDS_PAGE = "12086550-11c0-466b-b367-1d9e75b3910e"  # chrome: open the page of saved passwords
+# What an agent does on the screen: the address bar, the page's address, Enter (xdotool on the environment's display).
+OPEN_PASSWORDS = (
+    "xdotool key ctrl+l && sleep 0.5 && xdotool type --delay 20 chrome://password-manager/passwords "
+    "&& xdotool key Return"
+)
+
+TEXT_SCALING = "3ce045a0-877b-42aa-8d2c-b4a863336ab8"
+SCREEN_LOCK = "a4d98375-215b-4a4d-aee9-3d4370fccc41"
+NO_DIMMING = "bedcedc4-4d72-425e-ad62-21960b11fe0d"
+FAVORITES = "ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3"  # its setup and getter name /run/user/1000/bus
+DO_NOT_DISTURB = "f9be0997-4b7c-45c5-b05c-4612b44a6118"
+MAX_VOLUME = "28cc3b7e-b194-4bc9-8353-d04c0f4d56d2"
+VLC_DEFAULT = "937087b6-f668-4ba6-9110-60682ee33441"
+TERMINAL_SIZE = "13584542-872b-42d8-b299-866967b5c3ef"  # its check opens a terminal with Ctrl+Alt+T, types stty size
+DEFAULT_PROFILE = (  # GNOME Terminal's built-in default profile
+    "org.gnome.Terminal.Legacy.Profile:/org/gnome/terminal/legacy/profiles:/:b1dcc9dd-5262-4d8d-a863-c897e6d979b9/"
+)
+VLC_VIDEO_TYPES = "grep '^MimeType=' /usr/share/applications/vlc.desktop | cut -d= -f2 | tr ';' '\\n' | grep '^video/'"
+SOLUTIONS = {  # task id -> what the agent's code runs in the environment
+    TEXT_SCALING: "gsettings set org.gnome.desktop.interface text-scaling-factor 1.25",
+    SCREEN_LOCK: "gsettings set org.gnome.desktop.screensaver lock-enabled true",
+    NO_DIMMING: "gsettings set org.gnome.desktop.session idle-delay 0",
+    FAVORITES: "gsettings set org.gnome.shell favorite-apps \"['google-chrome.desktop', 'thunderbird.desktop']\"",
+    DO_NOT_DISTURB: "gsettings set org.gnome.desktop.notifications show-banners false",
+    MAX_VOLUME: "pactl set-sink-volume @DEFAULT_SINK@ 100%",
+    VLC_DEFAULT: f"xdg-mime default vlc.desktop $({VLC_VIDEO_TYPES})",
+    TERMINAL_SIZE: f"gsettings set {DEFAULT_PROFILE} default-size-columns 132 "
+    f"&& gsettings set {DEFAULT_PROFILE} default-size-rows 43",
+}
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not (
+            {"org.gnome.desktop.interface", "org.gnome.shell"} <= installed_schemas()
+            and shutil.which("pulseaudio")
+            and shutil.which("pactl")
+            and shutil.which("totem")
+            and shutil.which("vlc")
+            and shutil.which("xdotool")
+            and shutil.which("gnome-terminal")
+            and chrome_available()
+        ),
+        reason="needs GNOME's schemas with dconf, PulseAudio, Totem, VLC, GNOME Terminal, xdotool and Chromium "
+        "(scripts/install.sh --dev installs them)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def task_user() -> Iterator[str]:
+    with task_account() as name:
+        yield name
+
+
+async def score(adapter: OSWorldAdapter, environment: Environment, task: BenchTask, solution: str | None) -> str:
+    """Reset the task in a fresh environment, run `solution` there as the task user when given, then score it."""
+    await adapter.reset(environment, task)
+    if solution is not None:
+        sandbox = adapter._sandboxes[environment.name]
+        done = subprocess.run(
+            sandbox.command(["bash", "-c", solution]), env=sandbox.env(), capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    verdict = await adapter.evaluate(environment, task, said_done(task, environment.workdir))
+    return f"{verdict.value:g} {verdict.detail}"
+
+
+@pytest.mark.timeout(600)
+async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str, tmp_path: Path) -> None:
+    adapters = [OSWorldAdapter(TASKS), OSWorldAdapter(MORE_TASKS)]  # os tasks; the default video player's
+    tasks = {t.task_id: (a, t) for a in adapters for t in a.list_tasks(TaskFilter(task_ids=tuple(SOLUTIONS)))}
+    assert {t: task.skip_reason for t, (_, task) in tasks.items()} == dict.fromkeys(SOLUTIONS), "all runnable"
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    try:
+        idle = {t: await score(tasks[t][0], environment, tasks[t][1], None) for t in SOLUTIONS}
+        solved = {t: await score(tasks[t][0], environment, tasks[t][1], SOLUTIONS[t]) for t in SOLUTIONS}
+    finally:
+        for adapter in adapters:
+            await adapter.close()
+    assert all(verdict.startswith("0 ") for verdict in idle.values()), idle
+    assert all(verdict.startswith("1 ") for verdict in solved.values()), solved
+    # What was read is the image's state, then the agent's change (OSWorld's getters ran inside the environment).
+    assert "org.gnome.Totem.desktop" in idle[VLC_DEFAULT] and "vlc.desktop" in solved[VLC_DEFAULT]
+    assert "43 132" in solved[TERMINAL_SIZE]  # the terminal's text, read through the accessibility tree
+    assert "'false\\n'" in idle[SCREEN_LOCK] and "'40\\n'" in idle[MAX_VOLUME], (idle[SCREEN_LOCK], idle[MAX_VOLUME])
+
+
+@pytest.mark.timeout(300)
+async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str, tmp_path: Path) -> None:
+    """OSWorld's get_active_url_from_accessTree, unchanged, finds Chrome's address bar in the environment's tree."""
+    adapter = OSWorldAdapter(MORE_TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(PASSWORDS_PAGE,)))
+    assert task.skip_reason is None
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    # The browser's window is up (a search may meet a window that goes away meanwhile: asked again).
+    address_bar = (
+        "for _ in $(seq 120); do xdotool search --onlyvisible --class chrom >/dev/null 2>&1 && break; sleep 0.5; done"
+    )
+    try:
+        idle = await score(adapter, environment, task, address_bar)
+        solved = await score(adapter, environment, task, f"{address_bar} && sleep 2 && {OPEN_PASSWORDS} && sleep 2")
+    finally:
+        await adapter.close()
+    assert idle.startswith("0 is_expected_active_tab('chrome://"), idle  # the new tab page, read from the tree
+    assert solved == "1 is_expected_active_tab('chrome://password-manager/passwords') = 1", solved
+
+
+@pytest.mark.timeout(300)
+async def test_libreoffices_settings_file_is_there_as_in_the_image(task_user: str, tmp_path: Path) -> None:
+    """A fresh environment's LibreOffice profile has run once, so OSWorld's auto-save check reads its settings file."""
+    adapter = OSWorldAdapter(MORE_TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(AUTOSAVE,)))
+    assert task.skip_reason is None
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    try:
+        idle = await score(adapter, environment, task, None)
+        solved = await score(adapter, environment, task, SET_AUTOSAVE)
+    finally:
+        await adapter.close()
+    assert idle.startswith("0 check_auto_saving_time("), idle
+    assert solved.startswith("1 check_auto_saving_time("), solved
