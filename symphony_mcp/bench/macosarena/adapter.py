@@ -64,7 +64,12 @@ class MacOSArenaAdapter:
         """How to reach the environment's machine (its --machines URL, checked as the SSH backend checks it)."""
         if environment.machine is None:
             raise SetupError(f"{environment.name} is no machine: give them with --machines ssh://user@host:port,...")
-        DesktopSettings(backend="ssh", url=environment.machine)
+        try:
+            DesktopSettings(backend="ssh", url=environment.machine)
+        except ValueError:
+            raise SetupError(
+                f"the SSH backend logs in with ssh://user@host[:port], got {environment.machine!r}"
+            ) from None
         return MachineAccess(environment.machine, self.known_hosts, self.key_file, self.python, self.display)
 
     def _machine(self, environment: Environment) -> ArenaMachine:
