@@ -117,7 +117,7 @@ class MachineScope:
 
     machines: int
     reset: bool
-    note: str = "the selected tasks the machines can run"
+    note: str
 
 
 def scope_of(title: str, runnable: int, listed: int, infeasible: int, machines: MachineScope | None = None) -> str:
