@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--machines",
         type=comma_list,
         metavar="URL,...",
-        help="remote machines' controller URLs (e.g. osworld-vm: http://VM:5000), one environment each",
+        help="remote machines, one environment each: osworld-vm and waa http://VM:5000, macosarena ssh://user@host:22",
     )
     bench.add_argument(
         "--machine-reset",

@@ -8,6 +8,7 @@ run over SSH: 1 when the machine's files say solved, 0 when not.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -16,6 +17,7 @@ import re
 import shlex
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,17 +25,18 @@ import pytest
 from rich.console import Console
 
 from symphony_mcp.bench.command import list_tasks, run_bench
+from symphony_mcp.bench.machines import MachineResetError, machine_environment, reset_machine
 from symphony_mcp.bench.macosarena import getters
 from symphony_mcp.bench.macosarena.adapter import MacOSArenaAdapter
-from symphony_mcp.bench.macosarena.machine import ArenaMachine, MachineAccess, SetupError
+from symphony_mcp.bench.macosarena.machine import ArenaMachine, MachineAccess
 from symphony_mcp.bench.request import BenchRequest
+from symphony_mcp.bench.runner import NoEnvironmentError
 from symphony_mcp.bench.summary import read_summary
-from symphony_mcp.bench.types import EVALUATION_FILE, Environment, TaskFilter
+from symphony_mcp.bench.types import EVALUATION_FILE, TaskFilter
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
-from symphony_mcp.errors import InvalidInputError
+from symphony_mcp.errors import InvalidInputError, SettingsError
 from symphony_mcp.orchestrator.api import TaskOutcome
-from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.scripted_planner import MEMORYER, PLANNER, act, is_step_check, on_track, step_checked, step_of
 from testkit.sshd import RunningSshd, running_sshd, sshd_unavailable
@@ -173,7 +176,6 @@ class Agent:
 def options(tasks: Path, sshd: RunningSshd, display: str) -> tuple[tuple[str, object], ...]:
     return (
         ("tasks_dir", str(tasks)),
-        ("machines", sshd.url),
         ("key_file", str(sshd.key_file)),
         ("known_hosts", str(sshd.known_hosts)),
         ("python", "/usr/bin/python3"),  # the machine's: python3-xlib, nothing of this repository
@@ -198,7 +200,7 @@ def test_tasks_run_on_the_machine_and_are_scored_by_their_shell_checks(
         orchestrator={"results_dir": str(results), "max_steps": 4},
         display={"resolution": "1280x800"},
     )
-    request = BenchRequest(SPEC, TaskFilter(), options(tasks, sshd, xdisplay.name), quiet=True)
+    request = BenchRequest(SPEC, TaskFilter(), options(tasks, sshd, xdisplay.name), quiet=True, machines=(sshd.url,))
     try:
         summary, written = run_bench(request, settings, Console(file=io.StringIO()))
         by_id = {row.task_id: row for row in summary.tasks}
@@ -219,8 +221,10 @@ def test_tasks_run_on_the_machine_and_are_scored_by_their_shell_checks(
         assert skipped.task_id == "notes_1" and "notes_get_note_plaintext_by_name reads macOS application" in (
             skipped.reason
         )
-        assert summary.scope.startswith("MacOSArena on 1 machine: 4 of 5 tasks")
-        assert "no reset_command given" in summary.scope
+        assert summary.scope == (
+            "MacOSArena on 1 machine: 4 of 5 tasks, 0 infeasible (the tasks whose checks are shell commands; machines "
+            "NOT reset between tasks: a task starts where the last one left; not MacOSArena's score)"
+        )
         assert read_summary(written.parent).overall.successes == 2
         evaluation = json.loads((results / "macosarena" / "terminal" / "terminal_1" / EVALUATION_FILE).read_text())
         assert "terminal_check_files_in_directory" in evaluation["detail"] and "-> True" in evaluation["detail"]
@@ -237,8 +241,7 @@ def test_the_listing_says_which_tasks_run_and_why_the_others_do_not(tmp_path: Pa
     write_tasks(tmp_path, "arena")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "1.json").write_text('{"id": "b", "instruction": "x"}')
-    spec_options = (("tasks_dir", str(tmp_path)), ("machines", "ssh://me@127.0.0.1:2222"))
-    lines = list_tasks(SPEC, TaskFilter(), spec_options)
+    lines = list_tasks(SPEC, TaskFilter(), (("tasks_dir", str(tmp_path)),))
     assert "terminal/terminal_1" in lines and "multi_app/multi_app_terminal_multi_3" in lines
     [notes] = [line for line in lines if line.startswith("notes/notes_1")]
     assert "SKIPPED: the getter notes_get_note_plaintext_by_name reads macOS application state" in notes
@@ -248,27 +251,34 @@ def test_the_listing_says_which_tasks_run_and_why_the_others_do_not(tmp_path: Pa
     assert any(line.startswith("# tasks from") and "4 of 6 with shell-level checks" in line for line in lines)
 
 
-def test_bad_machines_are_refused_before_anything_starts(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="needs machines"):
-        MacOSArenaAdapter(tasks_dir=tmp_path, machines=" ")
-    with pytest.raises(ValueError, match=r"ssh://user@host\[:port\]"):
-        MacOSArenaAdapter(tasks_dir=tmp_path, machines="mac-mini.local")
-    with pytest.raises(InvalidInputError, match="listed twice"):
-        MacOSArenaAdapter(tasks_dir=tmp_path, machines=["ssh://a@h:22", "ssh://a@h:22"])
-    adapter = MacOSArenaAdapter(tasks_dir=tmp_path / "none", machines="ssh://a@h:22")
+def test_machines_are_given_with_bench_machines_as_ssh_urls(tmp_path: Path) -> None:
+    write_tasks(tmp_path / "tasks", "arena")
+    settings, quiet = (
+        load_settings(orchestrator={"results_dir": str(tmp_path / "results")}),
+        Console(file=io.StringIO()),
+    )
+    given = (("tasks_dir", str(tmp_path / "tasks")),)
+    with pytest.raises(SettingsError, match="macosarena runs on remote machines: give them with --machines ssh://"):
+        run_bench(BenchRequest(SPEC, TaskFilter(), given), settings, quiet)
+    with pytest.raises(SettingsError, match="macosarena takes machines as ssh:// URLs"):
+        run_bench(BenchRequest(SPEC, TaskFilter(), given, machines=("http://10.0.0.5:5000",)), settings, quiet)
+    with pytest.raises(SettingsError, match="does not take these options"):  # machines and reset_command are gone
+        run_bench(BenchRequest(SPEC, TaskFilter(), (*given, ("reset_command", "true"))), settings, quiet)
+    no_user = BenchRequest(SPEC, TaskFilter(), given, machines=("ssh://mac-mini.local:22",))
+    with pytest.raises(NoEnvironmentError, match=r"env-0: .*ssh://user@host\[:port\]"):  # the SSH backend's check
+        run_bench(no_user, settings, quiet)
+    adapter = MacOSArenaAdapter(tasks_dir=tmp_path / "none")
     with pytest.raises(InvalidInputError, match="no MacOSArena task folder"):
         adapter.list_tasks(TaskFilter())
 
 
-def adapter_for(tasks: Path, sshd: RunningSshd, display: str, reset_command: str) -> MacOSArenaAdapter:
+def adapter_for(tasks: Path, sshd: RunningSshd, display: str) -> MacOSArenaAdapter:
     return MacOSArenaAdapter(
         tasks_dir=tasks,
-        machines=sshd.url,
         key_file=sshd.key_file,
         known_hosts=sshd.known_hosts,
         python="/usr/bin/python3",
         display=display,
-        reset_command=reset_command,
     )
 
 
@@ -276,37 +286,34 @@ def adapter_for(tasks: Path, sshd: RunningSshd, display: str, reset_command: str
 async def test_the_reset_command_runs_on_this_host_before_each_task_and_a_failing_one_stops_it(
     sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path
 ) -> None:
+    """The runner's path per task (runner.run_one): the --machine-reset command, the adapter's wait for the machine
+    (a new SSH login), then the adapter's reset (the task's own steps)."""
     folder = f"arena-{tmp_path.name}"
     tasks, resets = tmp_path / "tasks", tmp_path / "resets.txt"
     write_tasks(tasks, folder)
-    script = tmp_path / "reset.sh"
-    script.write_text(f'#!/bin/sh\necho "$MACOSARENA_MACHINE" >> {resets}\n')
-    script.chmod(0o755)
-    adapter = adapter_for(tasks, sshd, xdisplay.name, str(script))
-    environment = Environment("env-0", xdisplay.name, tmp_path / "env-0", SpawnServer())
+    reset = f"sh -c {shlex.quote(f'echo {{index}} {{url}} >> {resets}')}"
+    adapter = adapter_for(tasks, sshd, xdisplay.name)
+    environment = machine_environment(0, sshd.url, load_settings(), tmp_path / "env-0", (), reset)
     [task] = adapter.list_tasks(TaskFilter(task_ids=("terminal_1",)))
     no_outcome = cast(TaskOutcome, None)  # the checks read the machine, never the agent's outcome
     await adapter.setup(environment)
     try:
+        await asyncio.to_thread(reset_machine, environment, adapter.wait_for_machine)
         assert "[m1]" in await adapter.reset(environment, task)
-        assert resets.read_text() == f"{sshd.url}\n" and (sshd.home / folder).is_dir()  # reset, then the steps
+        assert resets.read_text() == f"0 {sshd.url}\n" and (sshd.home / folder).is_dir()  # reset, then the steps
         score = await adapter.evaluate(environment, task, no_outcome)
         assert score.value == 0.0 and "-> False" in score.detail
         (sshd.home / folder / "1.txt").write_text("")
         assert (await adapter.evaluate(environment, task, no_outcome)).value == 1.0
+        await asyncio.to_thread(reset_machine, environment, adapter.wait_for_machine)
         await adapter.reset(environment, task)  # the task's own steps remove it again
         assert resets.read_text().count(sshd.url) == 2 and not (sshd.home / folder / "1.txt").exists()
-        assert "machines reset before each task by" in adapter.scope(4, 5, 0)
+        failing = replace(environment, machine_reset="sh -c 'echo no VM left >&2; exit 3'")
+        with pytest.raises(MachineResetError, match=r"exited with 3: .*no VM left"):
+            await asyncio.to_thread(reset_machine, failing, adapter.wait_for_machine)
     finally:
-        await adapter.teardown(environment)
+        await adapter.close()
         shutil.rmtree(sshd.home / folder, ignore_errors=True)
-    failing = adapter_for(tasks, sshd, xdisplay.name, "sh -c 'echo no VM left >&2; exit 3'")
-    await failing.setup(environment)
-    try:
-        with pytest.raises(SetupError, match=r"exited with 3: .*no VM left"):
-            await failing.reset(environment, task)
-    finally:
-        await failing.close()
 
 
 def test_the_shell_getters_read_the_machine_as_upstreams_do(

@@ -1,26 +1,34 @@
 """WindowsAgentArena through the runner: task JSONs of WAA's shape (made here: WAA's own are written for Windows
 paths and apps), set up through a real stand-in of WAA's server (testkit/waa_server) on the tests' Xvfb, run by the
 real orchestrator loop (a stand-in planner over real HTTP, the real server spawned on the WAA backend, a real xterm
-the planner opens on the "machine" and types into), scored by OSWorld's metric functions over WAA's getters.
+the planner opens on the "machine" and types into), scored by OSWorld's metric functions over WAA's getters. The
+machines are given as for every remote benchmark (`bench --machines`, `--machine-reset`: bench/machines.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
-from symphony_mcp.bench.environments import started_environments
+from symphony_mcp.bench.command import run_bench
+from symphony_mcp.bench.machines import machine_environments
+from symphony_mcp.bench.registry import adapter_spec
+from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import read_evaluation, task_dir
-from symphony_mcp.bench.runner import make_plan, run_local
+from symphony_mcp.bench.summary import BenchSummary
 from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
 from symphony_mcp.bench.waa.adapter import WaaAdapter
-from symphony_mcp.config import Settings
+from symphony_mcp.config import Settings, load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.errors import SettingsError
 from testkit.file_host import FileHost, file_host
 from testkit.model_server import StandInModel
 from testkit.osworld_runs import Answer, Planner, settings_for
@@ -106,40 +114,49 @@ def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
     ]
 
 
-async def run(adapter: WaaAdapter, settings: Settings, results: Path, *ids: str) -> dict[str, TaskEvaluation]:
-    plan = make_plan(adapter, TaskFilter(task_ids=ids), results, force=True)
-    assert {t.task_id for t in plan.pending} == set(ids), [(t.task_id, t.skip_reason) for t in plan.skipped]
-    with started_environments(1, settings, results / "environments") as environments:
-        await run_local(adapter, environments, plan, settings, results)
+def bench(
+    examples: Path, machine: RunningWaaServer, settings: Settings, results: Path, reset: str, *ids: str
+) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
+    """`symphony-mcp bench waa --option tasks_dir=... --machines URL --machine-reset CMD --tasks ...`."""
+    request = BenchRequest(
+        adapter_spec("waa", None),
+        TaskFilter(task_ids=ids),
+        (("tasks_dir", str(examples)),),
+        force=True,
+        quiet=True,
+        machines=(machine.url,),
+        machine_reset=reset,
+    )
+    orchestrator = settings.orchestrator.model_copy(update={"results_dir": results})
+    summary, _ = run_bench(
+        request, settings.model_copy(update={"orchestrator": orchestrator}), Console(file=io.StringIO())
+    )
     found = {}
-    for task in plan.pending:
+    for task in WaaAdapter(examples).list_tasks(TaskFilter(task_ids=ids)):
         evaluation = read_evaluation(task_dir(results, task))
         assert evaluation is not None
         found[task.task_id] = evaluation
-    return found
+    return summary, found
 
 
 def test_tasks_are_listed_runnable_or_with_the_reason(machine: RunningWaaServer, tmp_path: Path) -> None:
     examples = waa_tasks(tmp_path / "waa", machine.home / "Documents", "http://127.0.0.1:9/gold")
-    adapter = WaaAdapter(examples, machines=[machine.url])
+    adapter = WaaAdapter(examples)
     tasks = {t.task_id: t for t in adapter.list_tasks(TaskFilter())}
     assert list(tasks) == [DRAFT, REFUSE, EXPLORER, PDF]  # test_all.json's order
     assert tasks[DRAFT].skip_reason is None and tasks[REFUSE].infeasible and tasks[REFUSE].skip_reason is None
     assert "getter 'is_details_view' is not run here" in str(tasks[EXPLORER].skip_reason)
     assert "metric module vscode needs PyPDF2" in str(tasks[PDF].skip_reason)  # not in this install
     assert [t.task_id for t in adapter.list_tasks(TaskFilter(domains=("notepad",)))] == [DRAFT, REFUSE]
-    scope = adapter.scope(2, 4, 1)
-    assert scope.startswith("WindowsAgentArena on 1 machine: 2 of 4 tasks, 1 infeasible")
 
 
 @pytest.mark.timeout(300)
-async def test_a_task_runs_end_to_end_on_the_machine_and_is_scored(
+def test_a_task_runs_end_to_end_on_the_machine_and_is_scored(
     machine: RunningWaaServer, gold: FileHost, stand_in: StandInModel, tmp_path: Path
 ) -> None:
     documents = machine.home / "Documents"
     examples = waa_tasks(tmp_path / "waa", documents, f"{gold.base}/draft_gold.txt")
-    adapter = WaaAdapter(examples, machines=[machine.url])
-    tasks = {t.task_id: t for t in adapter.list_tasks(TaskFilter())}
+    tasks = {t.task_id: t for t in WaaAdapter(examples).list_tasks(TaskFilter())}
     agent = Planner({task_id: str(task.instruction) for task_id, task in tasks.items()})
     stand_in.script(default=agent)
     settings = settings_for(stand_in)
@@ -152,7 +169,14 @@ async def test_a_task_runs_end_to_end_on_the_machine_and_is_scored(
         DRAFT: in_xterm(f"printf 'Hello WAA\\n' > {draft}", draft.exists),
         REFUSE: [act('fail(reason="There is no printer on this machine")')],
     }
-    scored = await run(adapter, settings, results, DRAFT, REFUSE)
+    resets = tmp_path / "resets.log"  # the user's reset command, run here before each task with the machine's URL
+    reset = f"sh -c {shlex.quote(f'echo {{index}} {{url}} >> {resets}')}"
+    summary, scored = bench(examples, machine, settings, results, reset, DRAFT, REFUSE)
+    assert resets.read_text().splitlines() == [f"0 {machine.url}"] * 2
+    assert summary.scope == (
+        "WindowsAgentArena on 1 machine: 2 of 2 tasks, 1 infeasible (the selected tasks whose setup, getters and "
+        "metrics run through this adapter; each reset before every task; not WindowsAgentArena's score)"
+    )
     assert (scored[DRAFT].score, scored[DRAFT].failure) == (1.0, None), scored[DRAFT]
     assert "exact_match(1.0) = 1" in scored[DRAFT].detail and "diff_text_file(" in scored[DRAFT].detail
     assert (documents / "notes.txt").read_text() == "seed"  # the setup step ran on the machine
@@ -161,22 +185,22 @@ async def test_a_task_runs_end_to_end_on_the_machine_and_is_scored(
 
     draft.unlink()
     agent.plans = {DRAFT: [act("done()")], REFUSE: [act("done()")]}  # nothing done: both score 0
-    scored = await run(adapter, settings, results, DRAFT, REFUSE)
+    _, scored = bench(examples, machine, settings, results, "true", DRAFT, REFUSE)
     assert (scored[DRAFT].score, scored[DRAFT].failure) == (0.0, "scored_zero")
     assert "exact_match(0.0) = 0" in scored[DRAFT].detail
     assert scored[REFUSE].score == 0.0 and scored[REFUSE].detail == "infeasible task: the agent did not say fail"
 
 
-async def test_an_environment_without_a_machine_takes_no_tasks(tmp_path: Path, stand_in: StandInModel) -> None:
-    examples = waa_tasks(tmp_path / "waa", tmp_path / "Documents", "http://127.0.0.1:9/gold")
-    adapter = WaaAdapter(examples, machines=[])
-    plan = make_plan(adapter, TaskFilter(task_ids=(REFUSE,)), tmp_path / "results", force=True)
-    settings = settings_for(stand_in)
-    with (
-        started_environments(1, settings, tmp_path / "environments") as environments,
-        pytest.raises(Exception, match="env-0 has no WAA machine: 0 given"),
-    ):
-        await run_local(adapter, environments, plan, settings, tmp_path / "results")
+def test_machines_are_given_with_bench_machines_as_http_urls(tmp_path: Path) -> None:
+    quiet, waa = Console(file=io.StringIO()), adapter_spec("waa", None)
+    options = (("tasks_dir", str(tmp_path)),)
+    with pytest.raises(SettingsError, match="waa runs on remote machines: give them with --machines http://"):
+        run_bench(BenchRequest(waa, TaskFilter(), options), load_settings(), quiet)
+    mac = BenchRequest(waa, TaskFilter(), options, machines=("ssh://me@10.0.0.5:22",))
+    with pytest.raises(SettingsError, match="waa takes machines as http:// or https:// URLs"):
+        run_bench(mac, load_settings(), quiet)
+    with pytest.raises(SettingsError, match="does not take these options"):  # the machines option is gone
+        run_bench(BenchRequest(waa, TaskFilter(), (*options, ("machines", ["http://a:5000"]))), load_settings(), quiet)
 
 
 async def test_each_environment_drives_its_own_machine(
@@ -186,9 +210,11 @@ async def test_each_environment_drives_its_own_machine(
     with (
         running_waa_server(tmp_path / "machine-0") as first,
         running_waa_server(tmp_path / "machine-1") as second,
-        started_environments(2, settings_for(stand_in), tmp_path / "environments") as environments,
+        machine_environments(
+            (first.url, second.url), settings_for(stand_in), tmp_path / "environments"
+        ) as environments,
     ):
-        adapter = WaaAdapter(examples, machines=f"{first.url},{second.url}")  # as WAA_MACHINES gives them
+        adapter = WaaAdapter(examples)
         refuse = next(t for t in adapter.list_tasks(TaskFilter(task_ids=(REFUSE,))))
         leftovers = [machine.home / "Downloads" / "left.txt" for machine in (first, second)]
         for leftover in leftovers:

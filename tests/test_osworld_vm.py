@@ -181,7 +181,7 @@ def test_osworld_tasks_run_on_two_machines_scored_by_osworlds_own_getters(
         assert "setup step 1 (open) failed" in scored[BROKEN].message
         assert "no-such-report.docx" in scored[BROKEN].message
         assert summary.scope.startswith("OSWorld on 2 machines: 3 of 3 tasks")
-        assert "machines NOT reset between tasks" in summary.scope
+        assert "machines NOT reset between tasks" in summary.scope and "not OSWorld's score" in summary.scope
 
         # Not solved: 0. The user's reset command reverts each machine before every task (here: an empty Desktop),
         # so the last run's rename is gone and doing nothing does not pass.
@@ -208,7 +208,7 @@ def test_a_failing_reset_command_says_what_it_said(stand_in: StandInModel, tmp_p
         3, "http://127.0.0.1:9", settings_for(stand_in), tmp_path, (), "sh -c 'echo no snapshot {index} >&2; exit 4'"
     )
     with pytest.raises(MachineResetError, match="exited with 4: 'no snapshot 3'"):
-        reset_machine(environment)
+        reset_machine(environment, OSWorldVmAdapter().wait_for_machine)
 
 
 def test_machines_and_reset_commands_are_checked() -> None:
@@ -216,7 +216,8 @@ def test_machines_and_reset_commands_are_checked() -> None:
         "http://10.0.0.5:5000",
         "http://10.0.0.6:5000",
     )
-    with pytest.raises(SettingsError, match="controller URLs like"):
+    assert parse_machines(["ssh://admin@mac-mini.local:22"]) == ("ssh://admin@mac-mini.local:22",)
+    with pytest.raises(SettingsError, match="URLs like"):
         parse_machines(["10.0.0.5:5000"])
     with pytest.raises(SettingsError, match="twice"):
         parse_machines(["http://a:5000", "http://a:5000/"])
@@ -228,8 +229,11 @@ def test_machines_and_reset_commands_are_checked() -> None:
     with pytest.raises(SettingsError, match="--backend local"):
         BenchRequest("m:f", TaskFilter(), machines=("http://a:5000",), backend="ray")
     quiet = Console(file=io.StringIO())
-    with pytest.raises(SettingsError, match="osworld-vm runs on remote machines: give their controllers"):
-        run_bench(BenchRequest(adapter_spec("osworld-vm", None), TaskFilter()), load_settings(), quiet)
+    vm = adapter_spec("osworld-vm", None)
+    with pytest.raises(SettingsError, match="osworld-vm runs on remote machines: give them with --machines http://"):
+        run_bench(BenchRequest(vm, TaskFilter()), load_settings(), quiet)
+    with pytest.raises(SettingsError, match="osworld-vm takes machines as http:// or https:// URLs"):
+        run_bench(BenchRequest(vm, TaskFilter(), machines=("ssh://me@10.0.0.5:22",)), load_settings(), quiet)
     local = BenchRequest(adapter_spec("osworld", None), TaskFilter(), machines=("http://10.0.0.5:5000",))
     with pytest.raises(SettingsError, match="osworld runs on this host's displays"):
         run_bench(local, load_settings(), quiet)

@@ -15,21 +15,14 @@ from typing import TypeVar
 from rich.console import Console
 
 from symphony_mcp.bench.environments import started_environments
-from symphony_mcp.bench.machines import machine_environments
+from symphony_mcp.bench.machines import check_schemes, machine_environments
 from symphony_mcp.bench.progress import progress_view
 from symphony_mcp.bench.registry import AdapterOptions, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import (
-    Adapter,
-    DescribesScope,
-    DrivesMachines,
-    ExplainsListing,
-    TaskFilter,
-    brings_own_display,
-)
+from symphony_mcp.bench.types import Adapter, DrivesMachines, ExplainsListing, TaskFilter, brings_own_display
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
@@ -80,11 +73,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
             result = run(adapter, request, plan, settings, results, observer)
     runnable = len(plan.pending) + len(plan.earlier)
     counts = (runnable, runnable + len(plan.skipped), plan.infeasible)
-    scope = (
-        adapter.scope(*counts)
-        if isinstance(adapter, DescribesScope)
-        else scope_of(plan.title, *counts, _machines(request))
-    )
+    scope = scope_of(plan.title, *counts, _machines(adapter, request))
     summary = summarise(
         plan.benchmark,
         [*plan.earlier, *result.evaluations],
@@ -139,9 +128,14 @@ def _run_on_machines(
 def _check_machines(adapter: Adapter, request: BenchRequest) -> None:
     """Remote machines for an adapter that drives them, displays here for the others."""
     if request.machines and not isinstance(adapter, DrivesMachines):
-        raise SettingsError(f"{adapter.name} runs on this host's displays: --machines is for e.g. osworld-vm")
-    if isinstance(adapter, DrivesMachines) and not request.machines:
-        raise SettingsError(f"{adapter.name} runs on remote machines: give their controllers with --machines URL,...")
+        raise SettingsError(
+            f"{adapter.name} runs on this host's displays: --machines is for osworld-vm, waa and macosarena"
+        )
+    if isinstance(adapter, DrivesMachines):
+        if not request.machines:
+            schemes = " or ".join(f"{scheme}://..." for scheme in adapter.machine_schemes)
+            raise SettingsError(f"{adapter.name} runs on remote machines: give them with --machines {schemes},...")
+        check_schemes(adapter.name, request.machines, adapter.machine_schemes)
 
 
 def _slots(request: BenchRequest) -> int:
@@ -149,8 +143,10 @@ def _slots(request: BenchRequest) -> int:
     return len(request.machines) or request.parallel
 
 
-def _machines(request: BenchRequest) -> MachineScope | None:
-    return MachineScope(len(request.machines), request.machine_reset is not None) if request.machines else None
+def _machines(adapter: Adapter, request: BenchRequest) -> MachineScope | None:
+    if not request.machines or not isinstance(adapter, DrivesMachines):
+        return None
+    return MachineScope(len(request.machines), request.machine_reset is not None, adapter.machine_note)
 
 
 def run_until_signalled(make: Callable[[], Awaitable[T]]) -> T:

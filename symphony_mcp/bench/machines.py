@@ -1,10 +1,12 @@
 """Remote machines as a run's environments (`bench --machines URL,...`): one environment per machine, no display here.
 
-Each environment is the machine its controller URL names (OSWorld's in-VM server on port 5000, say); the adapter's
-server drives it through a remote desktop backend. The user may give a reset command (`--machine-reset`), run on
-this host before every task with `{url}`, `{host}`, `{port}` and `{index}` filled in (e.g. a hypervisor's snapshot
-revert, or a container restart); the runner then waits until the controller answers again. Without one, machines
-are not reset between tasks, and the run's summary says so.
+The one rule for every adapter that drives machines (types.DrivesMachines: osworld-vm, waa, macosarena). Each
+environment is the machine its URL names (OSWorld's or WAA's in-VM server on port 5000, a Mac's ssh://user@host);
+the adapter's server drives it through a remote desktop backend, and the adapter says which URL schemes it takes.
+The user may give a reset command (`--machine-reset`), run on this host before every task with `{url}`, `{host}`,
+`{port}` and `{index}` filled in (e.g. a hypervisor's snapshot revert, or a container restart); the runner then
+waits as the adapter says until the machine answers again. Without one, machines are not reset between tasks, and
+the run's summary says so.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,7 +32,6 @@ from symphony_mcp.orchestrator.connection import SpawnServer
 RESET_SECONDS = 900.0  # a snapshot revert or a VM boot
 READY_SECONDS = 300.0  # the controller answering again after a reset
 READY_POLL_SECONDS = 1.0
-READY_ROUTE = "/screenshot"  # OSWorld's docker provider treats 200 here as "the VM is ready"
 
 
 class MachineResetError(SymphonyError):
@@ -38,15 +39,25 @@ class MachineResetError(SymphonyError):
 
 
 def parse_machines(urls: list[str]) -> tuple[str, ...]:
-    """The controller URLs, checked: http(s)://host[:port], each once."""
-    machines = tuple(url.rstrip("/") for url in urls if url.strip())
+    """The machines' URLs, checked: scheme://host[:port], each once (which schemes: check_schemes)."""
+    machines = tuple(url.strip().rstrip("/") for url in urls if url.strip())
     for url in machines:
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SettingsError(f"--machines takes controller URLs like http://192.168.122.10:5000, got {url!r}")
+        if not parts.scheme or not parts.hostname:
+            raise SettingsError(
+                f"--machines takes URLs like http://192.168.122.10:5000 or ssh://admin@mac-mini.local:22, got {url!r}"
+            )
     if len(set(machines)) != len(machines):
         raise SettingsError(f"--machines names a machine twice: {', '.join(machines)}")
     return machines
+
+
+def check_schemes(benchmark: str, machines: tuple[str, ...], schemes: tuple[str, ...]) -> None:
+    """Each machine's URL has one of the schemes the benchmark's adapter drives (http(s) controllers, ssh logins)."""
+    for url in machines:
+        if urlsplit(url).scheme not in schemes:
+            accepted = " or ".join(f"{scheme}://" for scheme in schemes)
+            raise SettingsError(f"{benchmark} takes machines as {accepted} URLs in --machines, got {url!r}")
 
 
 def reset_argv(template: str, url: str, index: int) -> list[str]:
@@ -100,9 +111,14 @@ def machine_environments(
         ]
 
 
-def reset_machine(environment: Environment, timeout: float = RESET_SECONDS, ready: float = READY_SECONDS) -> None:
-    """Run the environment's reset command (blocking: call it from a worker thread), then wait until its machine's
-    controller answers; MachineResetError with the command's output when either fails."""
+WaitForMachine = Callable[[Environment, float], None]  # DrivesMachines.wait_for_machine
+
+
+def reset_machine(
+    environment: Environment, wait: WaitForMachine, timeout: float = RESET_SECONDS, ready: float = READY_SECONDS
+) -> None:
+    """Run the environment's reset command (blocking: call it from a worker thread), then `wait` (the adapter's) until
+    its machine answers; MachineResetError with the command's output when the command fails."""
     if environment.machine is None or environment.machine_reset is None:
         return
     index = int(environment.name.rpartition("-")[2] or 0)
@@ -116,17 +132,18 @@ def reset_machine(environment: Environment, timeout: float = RESET_SECONDS, read
         raise MachineResetError(
             f"resetting {environment.machine}: {shlex.join(argv)} exited with {done.returncode}: {clip(said)}"
         )
-    wait_until_ready(environment.machine, ready)
+    wait(environment, ready)
 
 
-def wait_until_ready(url: str, timeout: float = READY_SECONDS) -> None:
-    """Until the controller answers 200 (its screenshot), or MachineResetError after `timeout` seconds."""
+def wait_for_route(url: str, route: str, timeout: float = READY_SECONDS) -> None:
+    """Until the controller at `url` answers 200 on `route` (OSWorld's /screenshot, WAA's /probe), or
+    MachineResetError after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     last = "no answer yet"
     with httpx.Client(base_url=url, timeout=30.0) as client:
         while True:
             try:
-                status = client.get(READY_ROUTE).status_code
+                status = client.get(route).status_code
             except httpx.HTTPError as exc:
                 last = f"{type(exc).__name__}: {exc}"
             else:

@@ -19,7 +19,15 @@ from typing import Protocol
 from symphony_mcp.bench.environments import server_for_task
 from symphony_mcp.bench.machines import reset_machine
 from symphony_mcp.bench.results_layout import domain_dir, read_evaluation, task_dir, write_evaluation
-from symphony_mcp.bench.types import Adapter, BenchTask, Environment, FailureReason, TaskEvaluation, TaskFilter
+from symphony_mcp.bench.types import (
+    Adapter,
+    BenchTask,
+    DrivesMachines,
+    Environment,
+    FailureReason,
+    TaskEvaluation,
+    TaskFilter,
+)
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SymphonyError, clip_message
 from symphony_mcp.orchestrator.api import TaskOutcome, run_task
@@ -148,7 +156,8 @@ async def run_one(
     )
     clock = time.monotonic()
     try:
-        await asyncio.to_thread(reset_machine, environment)  # a remote machine's revert, when the user gave one
+        if isinstance(adapter, DrivesMachines):  # a remote machine's revert, when the user gave one
+            await asyncio.to_thread(reset_machine, environment, adapter.wait_for_machine)
         evaluation.instruction = await adapter.reset(environment, task)
     except Exception as exc:
         _failed(evaluation, "setup_error", exc, task)

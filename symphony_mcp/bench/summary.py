@@ -112,19 +112,25 @@ def summarise(
 
 @dataclass(frozen=True)
 class MachineScope:
-    """A run on remote machines (bench --machines): how many, and whether a command reset them before each task."""
+    """A run on remote machines (bench --machines): how many, whether a command reset them before each task, and the
+    adapter's word on which tasks they run (DrivesMachines.machine_note)."""
 
     machines: int
     reset: bool
+    note: str
 
 
 def scope_of(title: str, runnable: int, listed: int, infeasible: int, machines: MachineScope | None = None) -> str:
     """The subset a run's figures cover, said so that nobody takes them for the benchmark's own score."""
     if machines is not None:
-        reset = "each reset before every task" if machines.reset else "machines NOT reset between tasks"
+        reset = (
+            "each reset before every task"
+            if machines.reset
+            else "machines NOT reset between tasks: a task starts where the last one left"
+        )
         return (
             f"{title} on {machines.machines} machine{'s' if machines.machines != 1 else ''}: {runnable} of {listed} "
-            f"tasks, {infeasible} infeasible ({reset}; the selected tasks the machines can run)"
+            f"tasks, {infeasible} infeasible ({machines.note}; {reset}; not {title}'s score)"
         )
     return (
         f"{title} local: {runnable} of {listed} tasks, {infeasible} infeasible "

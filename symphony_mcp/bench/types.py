@@ -159,17 +159,15 @@ class ExplainsListing(Protocol):
 
 @runtime_checkable
 class DrivesMachines(Protocol):
-    """An adapter whose environments are remote machines (`bench --machines`), not displays of this host."""
+    """An adapter whose environments are remote machines (`bench --machines URL,...`, one environment each, no
+    display here), reset before each task by the user's `--machine-reset` command when one is given (machines.py).
+    What differs per benchmark is said here: the URLs it takes, how a machine is known to be up again, and what its
+    figures cover."""
 
-    def machine_backend(self) -> str:
-        """The desktop backend its server drives a machine with (e.g. osworld)."""
-        ...
+    machine_schemes: tuple[str, ...]  # the URL schemes of its machines (http, https; ssh)
+    machine_note: str  # the summary's word on the tasks its machines run (e.g. "the tasks whose checks are ...")
 
-
-@runtime_checkable
-class DescribesScope(Protocol):
-    """An adapter whose runs cover something other than this machine's tasks (remote machines) says what."""
-
-    def scope(self, runnable: int, listed: int, infeasible: int) -> str:
-        """The summary's scope line: what the figures cover, so nobody takes them for the benchmark's score."""
+    def wait_for_machine(self, environment: Environment, timeout: float) -> None:
+        """Block until the environment's machine answers again after its reset (its controller, its SSH login);
+        raise when it does not within `timeout` seconds."""
         ...

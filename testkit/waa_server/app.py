@@ -242,7 +242,7 @@ def build_app() -> Starlette:
         ("GET", "/probe"): lambda _: JSONResponse({"status": "Probe successful", "message": "Service is operational"}),
         ("GET", "/platform"): lambda _: PlainTextResponse("Linux"),
         ("POST", "/screen_size"): lambda _: screen_size(),
-        ("GET", "/screenshot"): lambda _: screenshot(Faults()),
+        ("GET", "/screenshot"): lambda _: screenshot(Faults()),  # no faults: WAA's screenshot as is
         ("GET", "/cursor_position"): lambda _: JSONResponse(
             {"status": "error", "message": "The view function did not return a valid response tuple."}, 500
         ),

@@ -1,28 +1,24 @@
-"""One MacOSArena machine as the adapter uses it: reached over SSH with its host key checked, reset by the user's
-command when one is given, its setup commands and checks run on it, and the settings that put a task's
-symphony-mcp server on it (the SSH backend)."""
+"""One MacOSArena machine as the adapter uses it: reached over SSH with its host key checked (again after the runner's
+reset of it), its setup commands and checks run on it, and the settings that put a task's symphony-mcp server on it
+(the SSH backend)."""
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from symphony_mcp.bench.macosarena.getters import ShellOutput
 from symphony_mcp.desktop.remote.ssh_machine import CommandResult, HostKeyRefusedError, SshMachine
-from symphony_mcp.errors import DisplayUnavailableError, SymphonyError, clip
+from symphony_mcp.errors import DisplayUnavailableError, SymphonyError
 
 COMMAND_SECONDS = 120.0  # a setup command or a check (conda list on a cold machine takes tens of seconds)
 OUTPUT_CAP = 1 << 20
 _RECONNECT_PAUSE = 2.0
-MACHINE_VARIABLE = "MACOSARENA_MACHINE"  # the reset command's environment: the machine's ssh:// URL
 
 
 class SetupError(SymphonyError):
-    """A task's setup did not complete on its machine (a command failed, the reset command failed)."""
+    """A task's setup did not complete on its machine (a command failed, no machine for the environment)."""
 
 
 @dataclass(frozen=True)
@@ -72,25 +68,6 @@ class ArenaMachine:
     def _output(result: CommandResult) -> ShellOutput:
         text = (result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace"))
         return ShellOutput(result.status, *text)
-
-    def reset(self, reset_command: str | None, timeout: float) -> None:
-        """Run the user's reset command for this machine (on this host), then wait until it logs in again."""
-        if reset_command is None:
-            return
-        self._ssh.close()
-        env = {**os.environ, MACHINE_VARIABLE: self.access.url}
-        try:
-            done = subprocess.run(
-                shlex.split(reset_command), env=env, capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SetupError(f"the reset command {clip(reset_command)} for {self.access.url} failed: {exc}") from None
-        if done.returncode != 0:
-            raise SetupError(
-                f"the reset command {clip(reset_command)} for {self.access.url} exited with {done.returncode}: "
-                f"{clip(done.stderr.strip(), 500)}"
-            )
-        self.wait_for_login(timeout)
 
     def wait_for_login(self, timeout: float) -> None:
         """Log in and start the agent, trying again while the machine is not up yet (a refused host key is final)."""

@@ -1,9 +1,10 @@
 """OSWorld on its own VMs: `symphony-mcp bench osworld-vm --machines http://VM1:5000,http://VM2:5000`.
 
 Each environment is one machine running OSWorld's in-VM controller (its Ubuntu image, port 5000), named by its URL
-(bench/machines.py; a reset command given with `--machine-reset` reverts it before each task, else machines are not
-reset). Per task: OSWorld's setup steps through the machine's controller (remote_setup.py), the agent's server on
-the OSWorld desktop backend at that URL (every tool acts on the machine), then OSWorld's evaluation with its own
+(bench/machines.py; a reset command given with `--machine-reset` reverts it before each task, then the runner waits
+until its controller answers `/screenshot`, else machines are not reset). Per task: OSWorld's setup steps through
+the machine's controller (remote_setup.py), the agent's server on the OSWorld desktop backend at that URL (every
+tool acts on the machine), then OSWorld's evaluation with its own
 getters and metrics (evaluate.evaluate_on, the local adapter's path), the getters on a stand-in `env` whose
 controller is OSWorld's own `PythonController` on the machine's URL, the metrics here. The task set is OSWorld's
 whole list by default (remote_tasks.py says what is skipped and why); results go to `<results>/osworld-vm/`.
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 
+from symphony_mcp.bench.machines import wait_for_route
 from symphony_mcp.bench.osworld.adapter import CACHE_FOLDER, TASKS_VARIABLE, OSWorldError, said_fail
 from symphony_mcp.bench.osworld.evaluate import evaluate_on
 from symphony_mcp.bench.osworld.getters import GetterContext, GetterEnv
@@ -35,11 +37,14 @@ from symphony_mcp.orchestrator.connection import SpawnServer
 
 READ_SECONDS = 60.0  # one controller request (a screenshot, a file) before it counts as unanswered
 GETTER_RETRY_SECONDS = 1.0  # OSWorld's PythonController waits 5 s between its 3 tries
+READY_ROUTE = "/screenshot"  # OSWorld's docker provider treats 200 here as "the VM is ready"
 
 
 class OSWorldVmAdapter:
     name = REMOTE_BENCHMARK
     title = "OSWorld"
+    machine_schemes = ("http", "https")  # the controllers of OSWorld's VMs (port 5000)
+    machine_note = "the selected tasks the machines can run"
 
     def __init__(
         self,
@@ -63,8 +68,8 @@ class OSWorldVmAdapter:
         self._task_set: TaskSet | None = None
         self._runners: dict[str, RemoteSetupRunner] = {}
 
-    def machine_backend(self) -> str:
-        return "osworld"
+    def wait_for_machine(self, environment: Environment, timeout: float) -> None:
+        wait_for_route(self._url(environment), READY_ROUTE, timeout)
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
         if self.tasks_dir is None:
@@ -107,7 +112,7 @@ class OSWorldVmAdapter:
     def server(self, environment: Environment, server: SpawnServer) -> SpawnServer:
         """The agent's server on the OSWorld backend at the environment's machine: its tools and code act there."""
         url = self._url(environment)
-        backend = {"SYMPHONY_DESKTOP__BACKEND": self.machine_backend(), "SYMPHONY_DESKTOP__URL": url}
+        backend = {"SYMPHONY_DESKTOP__BACKEND": "osworld", "SYMPHONY_DESKTOP__URL": url}
         return replace(server, env={**server.env, **backend})
 
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:

@@ -1,16 +1,15 @@
 """The WindowsAgentArena adapter: WAA's task JSONs run on WAA machines through their servers, one machine per
 environment, scored by OSWorld's metric functions over WAA's getters (getters.py).
 
-    symphony-mcp bench run waa --parallel 2 --option tasks_dir=~/WindowsAgentArena/src/win-arena-container/\
-client/evaluation_examples_windows/examples --option 'machines=["http://10.0.0.5:5000","http://10.0.0.6:5000"]'
+    symphony-mcp bench waa --option tasks_dir=~/WindowsAgentArena/src/win-arena-container/\
+client/evaluation_examples_windows/examples --machines http://10.0.0.5:5000,http://10.0.0.6:5000
 
-(or WAA_TASKS and WAA_MACHINES, comma-separated). Environment env-i drives machine i: `--parallel` up to the
-number of machines; an environment without a machine fails its setup and takes no tasks. Per task: WAA's reset
-(close every window, wait for `/probe`, empty Downloads: setup.py), the task's setup steps through the server's
-routes, then the agent's `symphony-mcp serve` on this host with the WAA backend pointed at the machine (every tool
-and the code tools act there), then postconfig and the metrics. Tasks whose steps, getters or metrics cannot run
-here are listed with the reason (tasks.py). The machines' list is this adapter's own option (the OSWorld-over-VMs
-adapter has its own).
+(or WAA_TASKS for the task folder). Machines come as for every remote benchmark (bench/machines.py): `--machines`,
+one environment each, and `--machine-reset CMD` to revert one before each task, after which the runner waits until
+its server answers `/probe`. Per task: WAA's reset (close every window, wait for `/probe`, empty Downloads:
+setup.py), the task's setup steps through the server's routes, then the agent's `symphony-mcp serve` on this host
+with the WAA backend pointed at the machine (every tool and the code tools act there), then postconfig and the
+metrics. Tasks whose steps, getters or metrics cannot run here are listed with the reason (tasks.py).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from symphony_mcp.bench.machines import wait_for_route
 from symphony_mcp.bench.osworld.adapter import said_fail
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.bench.waa.getters import Getting, score
@@ -32,31 +32,29 @@ from symphony_mcp.orchestrator.api import TaskOutcome
 from symphony_mcp.orchestrator.connection import SpawnServer
 
 TASKS_VARIABLE = "WAA_TASKS"
-MACHINES_VARIABLE = "WAA_MACHINES"
+READY_ROUTE = "/probe"  # WAA's health check
 CACHE_FOLDER = "waa-cache"
 
 
 class WaaError(SymphonyError):
-    """The adapter cannot reach a machine or run a task (no task folder, no machine for an environment)."""
+    """The adapter cannot reach a machine or run a task (no task folder, an environment that is no machine)."""
 
 
 class WaaAdapter:
     name = BENCHMARK
     title = "WindowsAgentArena"
+    machine_schemes = ("http", "https")  # the WAA servers in the Windows VMs (port 5000)
+    machine_note = "the selected tasks whose setup, getters and metrics run through this adapter"
 
     def __init__(
         self,
         tasks_dir: Path | None = None,
         *,
-        machines: list[str] | str | None = None,
         task_list: Path | None = None,
         timeout: float = 30.0,
     ) -> None:
         folder = tasks_dir or os.environ.get(TASKS_VARIABLE)
         self.tasks_dir = Path(folder).expanduser() if folder else None
-        given = machines if machines is not None else os.environ.get(MACHINES_VARIABLE, "")
-        self.machines = [url.strip().rstrip("/") for url in (given.split(",") if isinstance(given, str) else given)]
-        self.machines = [url for url in self.machines if url]
         self.task_list = Path(task_list).expanduser() if task_list else None
         self.timeout = timeout
         self._controllers: dict[str, WaaController] = {}
@@ -71,14 +69,8 @@ class WaaAdapter:
             raise WaaError(f"no WAA task folder at {self.tasks_dir} (WAA's evaluation_examples_windows/examples)")
         return [to_bench_task(task) for task in select(load_tasks(self.tasks_dir, self.task_list), selection)]
 
-    def scope(self, runnable: int, listed: int, infeasible: int) -> str:
-        """What a run's figures cover: the tasks these machines ran, not WAA's published score."""
-        count = len(self.machines)
-        return (
-            f"WindowsAgentArena on {count} machine{'s' if count != 1 else ''}: {runnable} of {listed} tasks, "
-            f"{infeasible} infeasible (the selected tasks whose setup, getters and metrics run through this "
-            "adapter; not WindowsAgentArena's score)"
-        )
+    def wait_for_machine(self, environment: Environment, timeout: float) -> None:
+        wait_for_route(self._machine(environment), READY_ROUTE, timeout)
 
     async def setup(self, environment: Environment) -> None:
         url = self._machine(environment)
@@ -127,13 +119,11 @@ class WaaAdapter:
             self._controllers.pop(name).close()
 
     def _machine(self, environment: Environment) -> str:
-        index = int(environment.name.rsplit("-", 1)[-1])
-        if index >= len(self.machines):
+        if environment.machine is None:
             raise WaaError(
-                f"{environment.name} has no WAA machine: {len(self.machines)} given ({MACHINES_VARIABLE} or "
-                "--option machines=[...]); give one URL per environment (--parallel)"
+                f"{environment.name} is no WAA machine: give the machines with --machines http://VM:5000,..."
             )
-        return self.machines[index]
+        return environment.machine
 
     def _controller(self, environment: Environment) -> WaaController:
         controller = self._controllers.get(environment.name)
