@@ -40,4 +40,6 @@ EXPECTED_TOOLS = {
     "code_agent",
     "search_tutorial",
     "search_docs",
+    "upload_file",
+    "download_file",
 }
