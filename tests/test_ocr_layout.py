@@ -39,8 +39,8 @@ def test_windows_side_by_side_are_never_one_block() -> None:
     # they glued the windows' text into one block, half on white and half on black, which Tesseract misread.
     image = Image.new("RGB", (1280, 720), "#3a6ea5")
     draw = ImageDraw.Draw(image)
-    terminal(draw, (2, 2, 636, 716), "black", "white", first_top=10)
-    terminal(draw, (642, 2, 1276, 716), "#e0e0e0", "#101820", first_top=17)  # lines between the left one's
+    terminal(draw, (2, 2, 636, 716), "black", "white", first_top=4)
+    terminal(draw, (642, 2, 1276, 716), "#e0e0e0", "#101820", first_top=11)  # lines between the left one's
     blocks = blocks_of(image)
     assert blocks
     assert all(block.right <= 640 or block.left >= 640 for block in blocks), blocks
