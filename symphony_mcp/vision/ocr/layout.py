@@ -20,6 +20,7 @@ INK_CONTRAST = 24  # grey-level step between neighbours that counts as ink...
 HUE_CONTRAST = 64  # ...and step in one colour channel
 RULE_FRACTION = 0.6  # a line inked along this share of a block's extent is a rule, not text
 RULE_MIN_EXTENT = 48  # only blocks at least this long in that direction can have rules
+RULE_MAX_LENGTH = 256  # an unbroken run this long is a rule in a block of any size: no glyph stroke is
 MIN_TEXT_EXTENT = 2  # a leaf this thin (px) is a line fragment or a dot
 
 
@@ -45,13 +46,15 @@ class CutRules:
 
     Large blocks that no ordinary gap splits (a terminal, a dense listing) are cut at the thin gaps
     between lines too: each engine call costs ~7 ms, so small text stays in paragraph blocks, but a
-    big block would make every edit inside it expensive to re-read.
+    big block would make every edit inside it expensive to re-read. Such a cut makes pieces of
+    `fine_lines` lines, not single lines: Tesseract misreads small (bitmap) fonts more on a one-line crop.
     """
 
     row_gap: int = 6
     column_gap: int = 14
     fine_row_gap: int = 2
     fine_min_area: int = 120_000
+    fine_lines: int = 6
     max_depth: int = 24
 
 
@@ -102,14 +105,20 @@ class _Ink:
         """
         text = self.ink[block.top : block.bottom, block.left : block.right]
         if block.height >= RULE_MIN_EXTENT:
-            length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * block.height))
+            length = _rule_length(block.height)
             runs = self.down[block.top + length - 1 : block.bottom, block.left : block.right]
             text = text & ~np.asarray((runs >= length).any(axis=0))[None, :]
         if block.width >= RULE_MIN_EXTENT:
-            length = max(RULE_MIN_EXTENT, int(RULE_FRACTION * block.width))
+            length = _rule_length(block.width)
             runs = self.across[block.top : block.bottom, block.left + length - 1 : block.right]
             text = text & ~np.asarray((runs >= length).any(axis=1))[:, None]
         return text
+
+
+def _rule_length(extent: int) -> int:
+    """How long a run must be to be a rule in a block of this extent: most of the block, but never more than
+    RULE_MAX_LENGTH, so the border of one of two windows side by side (half a block that spans both) is a rule too."""
+    return max(RULE_MIN_EXTENT, min(int(RULE_FRACTION * extent), RULE_MAX_LENGTH))
 
 
 def _run_lengths(ink: NDArray[np.bool_]) -> NDArray[np.uint16]:
@@ -167,6 +176,15 @@ def _gaps(blank: NDArray[np.bool_], min_gap: int) -> list[tuple[int, int]]:
     return gaps
 
 
+def _every_nth_gap(gaps: list[tuple[int, int]], lines: int) -> list[tuple[int, int]]:
+    """The gaps that cut a run of lines into pieces of `lines` lines (all of them for 1), the last piece
+    taking up to 2 * lines - 1 of them (no short remainder)."""
+    kept = gaps[lines - 1 :: lines]
+    if kept and len(gaps) + 1 - lines * len(kept) < lines:
+        kept.pop()
+    return kept
+
+
 def _cut(ink: _Ink, block: Block, depth: int, rules: CutRules, out: list[Block]) -> None:
     found = _trim(ink, block)
     if found is None:
@@ -175,12 +193,12 @@ def _cut(ink: _Ink, block: Block, depth: int, rules: CutRules, out: list[Block])
     if depth < rules.max_depth:
         # Horizontal cuts first (rows of text), then vertical (columns), alternating by depth.
         order = (1, 0) if depth % 2 == 0 else (0, 1)
-        attempts = [(axis, rules.row_gap if axis == 1 else rules.column_gap) for axis in order]
+        attempts = [(axis, rules.row_gap if axis == 1 else rules.column_gap, 1) for axis in order]
         if trimmed.width * trimmed.height >= rules.fine_min_area:
-            attempts.append((1, rules.fine_row_gap))
-        for axis, min_gap in attempts:
+            attempts.append((1, rules.fine_row_gap, rules.fine_lines))
+        for axis, min_gap, lines in attempts:
             blank = np.asarray(~text.any(axis=axis), dtype=bool)
-            gaps = _gaps(blank, min_gap)
+            gaps = _every_nth_gap(_gaps(blank, min_gap), lines)
             if not gaps:
                 continue
             bounds = [0, *((start + end) // 2 for start, end in gaps), blank.size]
