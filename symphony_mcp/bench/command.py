@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -22,7 +23,14 @@ from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import benchmark_dir
 from symphony_mcp.bench.runner import Plan, RunObserver, RunResult, make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary, MachineScope, scope_of, summarise, write_summary
-from symphony_mcp.bench.types import Adapter, DrivesMachines, ExplainsListing, TaskFilter, brings_own_display
+from symphony_mcp.bench.types import (
+    Adapter,
+    DrivesMachines,
+    Environment,
+    ExplainsListing,
+    TaskFilter,
+    brings_own_display,
+)
 from symphony_mcp.config import Settings
 from symphony_mcp.errors import SettingsError
 from symphony_mcp.stop_signals import STOP_SIGNALS
@@ -69,8 +77,7 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
 
             result = run_ray(request, plan, settings, results, observer)
         else:
-            run = _run_on_machines if request.machines else _run_with_local_environments
-            result = run(adapter, request, plan, settings, results, observer)
+            result = _run_in_environments(adapter, request, plan, settings, results, observer)
     runnable = len(plan.pending) + len(plan.earlier)
     counts = (runnable, runnable + len(plan.skipped), plan.infeasible)
     scope = scope_of(plan.title, *counts, _machines(adapter, request))
@@ -86,10 +93,11 @@ def run_bench(request: BenchRequest, settings: Settings, console: Console) -> tu
     return summary, write_summary(benchmark_dir(results, plan.benchmark), summary)
 
 
-def _run_with_local_environments(
+def _run_in_environments(
     adapter: Adapter, request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver
 ) -> RunResult:
-    """Everything async of the adapter (setup, tasks, teardown, close) in one event loop."""
+    """The pending tasks in their environments (_environments); everything async of the adapter (setup, tasks,
+    teardown, close) in one event loop."""
 
     async def closing(run: Awaitable[RunResult]) -> RunResult:
         try:
@@ -99,30 +107,20 @@ def _run_with_local_environments(
 
     if not plan.pending:
         return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
-    count = min(request.parallel, len(plan.pending))
+    with _environments(adapter, request, len(plan.pending), settings) as environments:
+        return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+
+
+def _environments(
+    adapter: Adapter, request: BenchRequest, pending: int, settings: Settings
+) -> AbstractContextManager[list[Environment]]:
+    """One environment per machine of --machines (no display here), else --parallel ones on this host."""
+    if request.machines:
+        machines = request.machines[:pending]
+        return machine_environments(machines, settings, server_args=request.server_args, reset=request.machine_reset)
+    count = min(request.parallel, pending)
     own = brings_own_display(adapter)
-    with started_environments(count, settings, server_args=request.server_args, own_display=own) as environments:
-        return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
-
-
-def _run_on_machines(
-    adapter: Adapter, request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver
-) -> RunResult:
-    """One environment per machine of --machines (no display here); everything async of the adapter in one loop."""
-
-    async def closing(run: Awaitable[RunResult]) -> RunResult:
-        try:
-            return await run
-        finally:
-            await adapter.close()
-
-    if not plan.pending:
-        return run_until_signalled(lambda: closing(asyncio.sleep(0, RunResult(plan))))
-    machines = request.machines[: len(plan.pending)]
-    with machine_environments(
-        machines, settings, server_args=request.server_args, reset=request.machine_reset
-    ) as environments:
-        return run_until_signalled(lambda: closing(run_local(adapter, environments, plan, settings, results, observer)))
+    return started_environments(count, settings, server_args=request.server_args, own_display=own)
 
 
 def _check_machines(adapter: Adapter, request: BenchRequest) -> None:
