@@ -35,6 +35,7 @@ from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import find_task_user
 from symphony_mcp.bench.osworld.adapter import OSWorldError
 from symphony_mcp.bench.osworld.image import installed_schemas
+from symphony_mcp.bench.osworld.local_setup import SandboxMachine
 from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
@@ -230,7 +231,7 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(task_user: str
     sandbox = Sandbox.start(user)
     sandbox.wait_ready()
     namespace = sandbox.namespace
-    runner = SetupRunner(sandbox, tmp_path / "cache", (1920, 1080), open_timeout=20)
+    runner = SetupRunner(SandboxMachine(sandbox, (1920, 1080)), tmp_path / "cache", "", None, open_timeout=20)
     try:
         # execute: placeholders filled, as `user` in its home, stdout saved into the task's cache; a failing
         # command does not stop the setup (OSWorld logs it); `until` runs the command again until it matches.
@@ -293,7 +294,7 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(task_user: str
                     }
                 ]
             )
-        with pytest.raises(SetupError, match="step 1: unknown type 'chrome_open_tabs'"):
+        with pytest.raises(SetupError, match="step 1: type 'chrome_open_tabs' is not run on the local environment"):
             runner.run([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["about:blank"]}}])
         with pytest.raises(SetupError, match=r"application or file not found: ~/Desktop/absent\.txt"):
             runner.run([{"type": "open", "parameters": {"path": "~/Desktop/absent.txt"}}])

@@ -34,6 +34,7 @@ from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
 from symphony_mcp.bench.osworld.desktop import SCREEN
 from symphony_mcp.bench.osworld.evaluate import evaluate
 from symphony_mcp.bench.osworld.image import prepare
+from symphony_mcp.bench.osworld.local_setup import SandboxMachine
 from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.sandbox import Sandbox, sandbox_problem
@@ -79,7 +80,7 @@ class OSWorldAdapter:
         self.task_list = Path(task_list).expanduser() if task_list else None  # default: OSWorld's test_all.json
         self.user_name, self.password, self.open_timeout = user, password, open_timeout
         self._task_set: TaskSet | None = None
-        self._runners: dict[str, SetupRunner] = {}
+        self._runners: dict[str, SetupRunner[SandboxMachine]] = {}
         self._sandboxes: dict[str, Sandbox] = {}
 
     def list_tasks(self, selection: TaskFilter) -> list[BenchTask]:
@@ -153,18 +154,16 @@ class OSWorldAdapter:
         if sandbox is not None:
             await anyio.to_thread.run_sync(sandbox.stop)
 
-    def _prepare(self, runner: SetupRunner, task: BenchTask) -> None:
+    def _prepare(self, runner: SetupRunner[SandboxMachine], task: BenchTask) -> None:
         shutil.rmtree(runner.cache_dir, ignore_errors=True)  # this task's files from an earlier attempt
-        prepare(runner.sandbox, task.data)  # what OSWorld's image holds (google-chrome, the apps' first-run state)
+        prepare(runner.machine.sandbox, task.data)  # what OSWorld's image holds (google-chrome, first-run state)
         runner.run(task.data.get("config", []))
 
-    def _runner(self, environment: Environment, task: BenchTask, sandbox: Sandbox) -> SetupRunner:
+    def _runner(self, environment: Environment, task: BenchTask, sandbox: Sandbox) -> SetupRunner[SandboxMachine]:
         cache = environment.workdir / CACHE_FOLDER / task.task_id
-        runner = self._runners.get(environment.name)
-        if runner is None:
-            runner = SetupRunner(sandbox, cache, SCREEN, self.open_timeout, self.cache)
-            self._runners[environment.name] = runner
-        runner.sandbox, runner.cache_dir, runner.task_id = sandbox, cache, task.task_id
+        machine = SandboxMachine(sandbox, SCREEN)
+        runner = SetupRunner(machine, cache, task.task_id, self.cache, self.open_timeout)
+        self._runners[environment.name] = runner
         return runner
 
     def _user(self) -> TaskUser:

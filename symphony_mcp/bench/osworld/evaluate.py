@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony_mcp.bench.osworld.getters import GetterContext, GetterEnv, get, getter_env
+from symphony_mcp.bench.osworld.local_setup import SandboxMachine
 from symphony_mcp.bench.osworld.metrics import load_metric, quiet
 from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.types import Score
@@ -47,9 +48,10 @@ def metrics_of(evaluator: dict[str, Any]) -> list[Metric]:
     return [Metric(f, r, e or None, o or {}) for f, r, e, o in zip(funcs, results, expected, options, strict=True)]
 
 
-def evaluate(evaluator: dict[str, Any], runner: SetupRunner, agent_failed: bool) -> Score:
+def evaluate(evaluator: dict[str, Any], runner: SetupRunner[SandboxMachine], agent_failed: bool) -> Score:
     """A task of a local environment: its sandbox's steps and stand-in server (getters.getter_env)."""
-    context = GetterContext(runner.sandbox, runner.cache_dir, runner.screen_size, runner.task_id, runner.offline)
+    machine = runner.machine
+    context = GetterContext(machine.sandbox, runner.cache_dir, machine.screen_size, runner.task_id, runner.offline)
     return evaluate_on(evaluator, runner.run, lambda: getter_env(context), context, agent_failed)
 
 

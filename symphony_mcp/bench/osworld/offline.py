@@ -27,8 +27,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from symphony_mcp.bench.osworld.sandbox import Sandbox
-
 CACHE_VARIABLE = "OSWORLD_CACHE"
 MANIFEST_FILE = "manifest.json"
 OSWORLD_DOWNLOAD_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}_(?P<name>.+)$")
@@ -168,13 +166,3 @@ def download_copy(cache: Path | None, task_id: str, url: str, path: str) -> Path
 def cloud_copy(cache: Path | None, task_id: str, dest: str, url: str = "") -> Path | None:
     """Where the cache keeps a cloud_file getter's gold file, checked against the manifest, if it is there."""
     return find(cache, TaskFile(task_id, "cloud_file", dest, url), verify=True)
-
-
-def place(sandbox: Sandbox, source: Path, path: str) -> str:
-    """Put a file where the task's VM path says, inside the environment as the task user, as OSWorld's
-    /setup/upload does (`~` and variables expanded, a relative path from the user's home, missing folders made)."""
-    user = sandbox.user
-    expanded = os.path.expandvars(user.expand(path))
-    target = expanded if os.path.isabs(expanded) else str(user.home / expanded)
-    sandbox.write_file(target, source.read_bytes())
-    return target

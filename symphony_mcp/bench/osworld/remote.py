@@ -27,8 +27,9 @@ from symphony_mcp.bench.osworld.adapter import CACHE_FOLDER, TASKS_VARIABLE, OSW
 from symphony_mcp.bench.osworld.evaluate import evaluate_on
 from symphony_mcp.bench.osworld.getters import GetterContext, GetterEnv
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
-from symphony_mcp.bench.osworld.remote_setup import RemoteSetupRunner
+from symphony_mcp.bench.osworld.remote_setup import ControllerMachine
 from symphony_mcp.bench.osworld.remote_tasks import REMOTE_BENCHMARK, Machines, to_remote_task
+from symphony_mcp.bench.osworld.setup import SetupRunner
 from symphony_mcp.bench.osworld.tasks import TaskSet, load_task_set, select
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController, controller_for
@@ -66,7 +67,7 @@ class OSWorldVmAdapter:
         self.password, self.open_timeout, self.network = password, open_timeout, network
         self.chromium_port, self.vlc_port = chromium_port, vlc_port  # the machines' Chrome DevTools and VLC ports
         self._task_set: TaskSet | None = None
-        self._runners: dict[str, RemoteSetupRunner] = {}
+        self._runners: dict[str, SetupRunner[ControllerMachine]] = {}
 
     def wait_for_machine(self, environment: Environment, timeout: float) -> None:
         wait_for_route(self._url(environment), READY_ROUTE, timeout)
@@ -94,16 +95,14 @@ class OSWorldVmAdapter:
     async def reset(self, environment: Environment, task: BenchTask) -> str:
         if task.skip_reason:
             raise OSWorldError(f"task {task.task_id} cannot run on the machines: {task.skip_reason}")
-        runner = RemoteSetupRunner(
+        machine = ControllerMachine(
             self._controller(environment),
-            environment.workdir / CACHE_FOLDER / task.task_id,
-            task.task_id,
             password=self.password,
-            open_timeout=self.open_timeout,
-            offline=self.cache,
             network=self.network,
-            chrome=f"http://{urlsplit(self._url(environment)).hostname}:{self.chromium_port}",
+            devtools=f"http://{urlsplit(self._url(environment)).hostname}:{self.chromium_port}",
         )
+        cache = environment.workdir / CACHE_FOLDER / task.task_id
+        runner = SetupRunner(machine, cache, task.task_id, self.cache, self.open_timeout)
         self._runners[environment.name] = runner
         shutil.rmtree(runner.cache_dir, ignore_errors=True)  # this task's files from an earlier attempt
         await anyio.to_thread.run_sync(runner.run, task.data.get("config", []))
@@ -118,7 +117,8 @@ class OSWorldVmAdapter:
     async def evaluate(self, environment: Environment, task: BenchTask, outcome: TaskOutcome) -> Score:
         runner = self._runners[environment.name]
         url = self._url(environment)
-        context = GetterContext(None, runner.cache_dir, runner.screen_size, task.task_id, self.cache, self.network)
+        screen = runner.machine.screen_size
+        context = GetterContext(None, runner.cache_dir, screen, task.task_id, self.cache, self.network)
 
         def getters() -> contextlib.AbstractContextManager[GetterEnv]:
             return machine_getter_env(url, runner.cache_dir, self.chromium_port, self.vlc_port)

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from symphony_mcp.bench.osworld.setup import SetupError
+from symphony_mcp.errors import SymphonyError
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 CONNECT_SECONDS = 60.0
 CONNECT_PAUSE_SECONDS = 1.0
 PAGE_MS = 60_000  # OSWorld's page.goto timeout; a page that takes longer is logged, not fatal
+
+
+class ChromeUnreachableError(SymphonyError):
+    """The machine's Chrome did not answer on its DevTools port (the tab step cannot be done)."""
 
 
 def open_tabs(endpoint: str, urls: list[str]) -> None:
@@ -65,7 +69,7 @@ def _connect(playwright: Playwright, endpoint: str) -> Browser:
         except Error as exc:
             if time.monotonic() > deadline:
                 why = f"Chrome's DevTools at {endpoint} did not answer within {CONNECT_SECONDS:g} s: {exc}"
-                raise SetupError(why) from exc
+                raise ChromeUnreachableError(why) from exc
             time.sleep(CONNECT_PAUSE_SECONDS)
 
 

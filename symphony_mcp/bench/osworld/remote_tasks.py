@@ -1,7 +1,7 @@
 """Which OSWorld tasks a run on remote machines (OSWorld's own Ubuntu VMs) can take, and why not the others.
 
 The machines are OSWorld's image, so what its apps, GNOME, sudo or systemd need is there: the whole task set is
-listed runnable except a task whose setup step this adapter does not run on a machine (remote_setup.REMOTE_STEPS:
+listed runnable except a task whose setup step this adapter does not run on a machine (setup.REMOTE_STEPS:
 Google Drive, logins, proxies, a downloaded browsing history), whose getter or metric OSWorld lacks or cannot
 import here (metrics run on this host), or, when the user says there is no network (network=false), one whose files are
 not in the copy of OSWorld's cache or that needs the live web. With the network, files the copy lacks are
@@ -19,7 +19,7 @@ from symphony_mcp.bench.osworld.evaluate import INFEASIBLE, metrics_of
 from symphony_mcp.bench.osworld.getters import available, load_getter
 from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, find, task_files
-from symphony_mcp.bench.osworld.remote_setup import REMOTE_STEPS
+from symphony_mcp.bench.osworld.setup import REMOTE_STEPS
 from symphony_mcp.bench.osworld.tasks import LIVE_WEB, NETWORK_GETTERS, NETWORK_STEPS, URL
 from symphony_mcp.bench.types import BenchTask
 

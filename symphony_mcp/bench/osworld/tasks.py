@@ -36,7 +36,7 @@ from symphony_mcp.bench.osworld.getters import available, load_getter
 from symphony_mcp.bench.osworld.image import PULSEAUDIO, chrome_available, installed_schemas
 from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, find, task_files
-from symphony_mcp.bench.osworld.setup import SETUP_STEPS
+from symphony_mcp.bench.osworld.setup import LOCAL_STEPS
 from symphony_mcp.bench.types import BenchTask, TaskFilter
 
 BENCHMARK = "osworld"
@@ -411,7 +411,7 @@ def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
             URL.match(str(u)) for u in step.get("parameters", {}).get("urls_to_open", [])
         ):
             yield "needs the live web (its setup opens live sites in Chrome)"
-        elif kind not in SETUP_STEPS:
+        elif kind not in LOCAL_STEPS:
             yield f"setup step {kind!r} is not supported locally (needs Chrome, a VM or an account)"
         parameters = step.get("parameters", {})
         command = parameters.get("command")
