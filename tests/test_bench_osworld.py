@@ -39,7 +39,7 @@ from symphony_mcp.bench.osworld.local_setup import SandboxMachine
 from symphony_mcp.bench.osworld.loopback import loopback_ports
 from symphony_mcp.bench.osworld.sandbox import Sandbox, processes_in
 from symphony_mcp.bench.osworld.setup import SetupError, SetupRunner
-from symphony_mcp.bench.osworld.tasks import Host, load_tasks, skip_reason, to_bench_task
+from symphony_mcp.bench.osworld.tasks import IMAGE_ASSUMPTIONS, Host, Machines, load_tasks, skip_reason, to_bench_task
 from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter, brings_own_display
 from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.types import WindowInfo
@@ -126,6 +126,26 @@ def test_every_os_task_is_listed_runnable_or_with_its_reason(task_user: str, tmp
         "needs GNOME's settings (gsettings with dconf: apt-get install gsettings-desktop-schemas "
         "dconf-gsettings-backend); the task account 'user' does not exist: create it"
     )
+
+
+def test_an_image_assumption_holds_for_its_own_domains_task_not_another_with_its_id(
+    task_user: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OSWorld gives a Chrome task and a Thunderbird task one id (99146c54): an image assumption of the Chrome task
+    skips it alone, the Thunderbird task is classified on its own; machines with OSWorld's image skip neither."""
+    shared = "99146c54-4f37-4ab8-9327-5f3291665e1e"
+    monkeypatch.setitem(IMAGE_ASSUMPTIONS, ("chrome", shared), (lambda: False, "a Chrome profile assumption"))
+    for domain in ("chrome", "thunderbird"):
+        (tmp_path / domain).mkdir()
+        task = {"id": shared, "instruction": f"A {domain} task.", "config": [], "evaluator": {"func": "infeasible"}}
+        (tmp_path / domain / f"{shared}.json").write_text(json.dumps(task))
+    chrome, thunderbird = load_tasks(tmp_path)
+    assert (chrome["_domain"], thunderbird["_domain"]) == ("chrome", "thunderbird")
+    here = host(sudo=True)
+    assert skip_reason(chrome, here) == "a Chrome profile assumption"
+    assert skip_reason(thunderbird, here) is None
+    machines = Machines(cache=None, network=False)
+    assert skip_reason(chrome, machines) is None and skip_reason(thunderbird, machines) is None
 
 
 @needs_desktop_env

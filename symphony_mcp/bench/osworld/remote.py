@@ -7,7 +7,7 @@ the machine's controller (remote_setup.py), the agent's server on the OSWorld de
 tool acts on the machine), then OSWorld's evaluation with its own
 getters and metrics (evaluate.evaluate_on, the local adapter's path), the getters on a stand-in `env` whose
 controller is OSWorld's own `PythonController` on the machine's URL, the metrics here. The task set is OSWorld's
-whole list by default (remote_tasks.py says what is skipped and why); results go to `<results>/osworld-vm/`.
+whole list by default (tasks.Machines: what is skipped on them and why); results go to `<results>/osworld-vm/`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from symphony_mcp.bench.osworld.evaluate import evaluate_on
 from symphony_mcp.bench.osworld.getters import GetterContext, GetterEnv
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE
 from symphony_mcp.bench.osworld.remote_setup import ControllerMachine
-from symphony_mcp.bench.osworld.remote_tasks import REMOTE_BENCHMARK, Machines, to_remote_task
 from symphony_mcp.bench.osworld.setup import SetupRunner
-from symphony_mcp.bench.osworld.tasks import TaskSet, load_task_set, select
+from symphony_mcp.bench.osworld.tasks import REMOTE_BENCHMARK, Machines, TaskSet, load_task_set, select, to_bench_task
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController, controller_for
 from symphony_mcp.orchestrator.api import TaskOutcome
@@ -82,7 +81,7 @@ class OSWorldVmAdapter:
         machines = Machines(self.cache, self.network)
         if not selection.task_ids and not selection.domains:
             selection = TaskFilter(everything=True)  # machines with OSWorld's image run the whole task list
-        return [to_remote_task(t, machines) for t in select(self._task_set.tasks, selection, ())]
+        return [to_bench_task(t, machines) for t in select(self._task_set.tasks, selection, ())]
 
     def listing_notes(self) -> list[str]:
         return self._task_set.notes() if self._task_set else []

@@ -1,15 +1,19 @@
-"""OSWorld task JSONs: loading from a folder, and whether each can run on this machine (else why not).
+"""OSWorld task JSONs: loading from a folder, and whether each can run where the tasks are run (else why not).
 
 A task folder is OSWorld's `evaluation_examples/examples` (one sub-folder per domain) or one domain's
 folder; the tasks are the ones OSWorld's task list names (test_all.json beside the examples folder, or one
 chosen), and what else the folder holds is counted with why it is not listed (OSWorld's Windows set, tasks
 not in its test set, `template.json` with no id, the Windows variants of Linux tasks `<id>-win.json`).
-Every task listed that cannot run here carries every reason, not only the first: a download or cloud file that
-is not in the offline copy of OSWorld's cache, a URL, the live web (named in LIVE_WEB where the JSON does not
-say so), a package install when the package registries are not reachable, GNOME (gsettings, GNOME Shell, the
-GNOME Terminal text getter), a Windows or proprietary app, an app, program or service this machine lacks, sudo
-for the task user, no evaluator, or a setup step, getter or metric this adapter or desktop-env does not
-provide (a metric module that fails to import).
+Every task listed that cannot run carries every reason, not only the first, written once here for both places a
+task runs: this host's environments (`Host`, the `osworld` adapter) and remote machines with OSWorld's own image
+(`Machines`, `osworld-vm`). Everywhere: a Windows task, no evaluator, a setup step the place does not run
+(setup.LOCAL_STEPS, REMOTE_STEPS), a getter or metric desktop-env does not provide or that fails to import (metrics
+run on this host); without the network (always here, `network=false` for machines): a download or cloud file that is
+not in the copy of OSWorld's cache, a URL, the live web (named in LIVE_WEB where the JSON does not say so), a package
+install when the package registries are not reachable. Only here, as OSWorld's image has them: what the image holds
+that a task takes for granted (IMAGE_ASSUMPTIONS, keyed by domain and id: OSWorld reuses ids across domains), GNOME
+(gsettings, GNOME Shell, the GNOME Terminal text getter), a Windows or proprietary app, an app, program or service
+this machine lacks, the task account and sudo for it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from symphony_mcp.bench.osworld.account import TaskUser
 from symphony_mcp.bench.osworld.commands import is_pyautogui
@@ -36,19 +40,16 @@ from symphony_mcp.bench.osworld.getters import available, load_getter
 from symphony_mcp.bench.osworld.image import PULSEAUDIO, chrome_available, installed_schemas
 from symphony_mcp.bench.osworld.metrics import MetricUnavailableError, load_metric
 from symphony_mcp.bench.osworld.offline import CACHE_VARIABLE, CacheError, find, task_files
-from symphony_mcp.bench.osworld.setup import LOCAL_STEPS
+from symphony_mcp.bench.osworld.setup import LOCAL_STEPS, REMOTE_STEPS
 from symphony_mcp.bench.types import BenchTask, TaskFilter
 
 BENCHMARK = "osworld"
+REMOTE_BENCHMARK = "osworld-vm"  # its own results folder: scores on OSWorld's VMs, beside the local adapter's
 TASK_LIST = "test_all.json"  # OSWorld's list of its test set (evaluation_examples/)
 NETWORK_STEPS = frozenset({"googledrive", "login", "proxy", "upload_file", "change_wallpaper"})
 NETWORK_GETTERS = frozenset({"googledrive_file", "pdf_from_url", "info_from_website"})
 URL = re.compile(r"https?://")
-# (pattern in a command, reason): what OSWorld's Ubuntu image has and this desktop does not.
-COMMAND_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bgnome-"), "needs GNOME (GNOME Shell or a GNOME app)"),
-    (URL, "needs the network (a URL in a command)"),
-)
+GNOME_PROGRAM = re.compile(r"\bgnome-")  # GNOME Shell or a GNOME app, which OSWorld's image has and this host not
 # GNOME's settings (gsettings through dconf on the environment's session bus) and PulseAudio (its daemon with a null
 # sink, image.PULSEAUDIO) run in every environment (image.py) when installed; a command naming a schema not installed
 # here cannot.
@@ -91,30 +92,37 @@ def _default_video_player() -> str:
     return done.stdout.strip()
 
 
-# What OSWorld's VM image has installed that a task takes for granted (task id -> (check, reason)).
-IMAGE_ASSUMPTIONS: dict[str, tuple[Callable[[], bool], str]] = {
-    "94d95f96-9699-4208-98ba-3c3119edf9c2": (lambda: False, "installs Spotify: a proprietary app, from the network"),
-    "ddc75b62-7311-4af8-bfb3-859558542b36": (
+# What OSWorld's VM image has installed that a task takes for granted ((domain, task id) -> (check, reason)): keyed by
+# domain too, as OSWorld gives tasks of two domains one id (chrome's and thunderbird's 99146c54).
+IMAGE_ASSUMPTIONS: dict[tuple[str, str], tuple[Callable[[], bool], str]] = {
+    ("os", "94d95f96-9699-4208-98ba-3c3119edf9c2"): (
+        lambda: False,
+        "installs Spotify: a proprietary app, from the network",
+    ),
+    ("os", "ddc75b62-7311-4af8-bfb3-859558542b36"): (
         lambda: Path("/usr/share/doc/gnome-mahjongg").exists(),
         "uninstalls GNOME Mahjongg, which OSWorld's image has and this machine does not (doing nothing would pass)",
     ),
-    "e1fc0df3-c8b9-4ee7-864c-d0b590d3aa56": (lambda: False, "installs a LibreOffice extension from the network"),
-    "ae039631-2b12-4637-84f6-c67d51511be3": (
+    ("multi_apps", "e1fc0df3-c8b9-4ee7-864c-d0b590d3aa56"): (
+        lambda: False,
+        "installs a LibreOffice extension from the network",
+    ),
+    ("os", "ae039631-2b12-4637-84f6-c67d51511be3"): (
         lambda: Path("/usr/share/applications/firefox.desktop").exists(),
         "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
     ),
-    "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": (
+    ("libreoffice_impress", "ef9d12bd-bcee-4ba0-a40e-918400f43ddf"): (
         lambda: False,
         "its metric looks for the Slide Pane in the accessibility tree, and Debian's LibreOffice 7.4 does not put a "
         "reopened Slide Pane back there (measured: the pane shows, its 'Slides View' node does not): solving it could "
         "not score 1",
     ),
-    "99146c54-4f37-4ab8-9327-5f3291665e1e": (
+    ("chrome", "99146c54-4f37-4ab8-9327-5f3291665e1e"): (
         lambda: False,
         "its getter takes any content setting in Chrome's profile for 'delete data on close', and Chromium's first "
         "run writes some (doing nothing would pass)",
     ),
-    "937087b6-f668-4ba6-9110-60682ee33441": (
+    ("multi_apps", "937087b6-f668-4ba6-9110-60682ee33441"): (
         lambda: _default_video_player() != "vlc.desktop",
         "checks that VLC becomes the default video player; OSWorld's image has Totem as the default, here VLC "
         "already is (doing nothing would pass)",
@@ -153,7 +161,12 @@ GETTER_NEEDS = {
 
 @dataclass(frozen=True)
 class Host:
-    """What classification depends on, read once from this machine."""
+    """This host's environments, where the `osworld` adapter runs tasks: what classification depends on, read once."""
+
+    benchmark: ClassVar[str] = BENCHMARK
+    where: ClassVar[str] = "locally"
+    steps: ClassVar[frozenset[str]] = LOCAL_STEPS
+    network: ClassVar[bool] = False  # files come from the copy of OSWorld's cache only; the live web is not reached
 
     user: TaskUser | None
     user_problem: str
@@ -179,6 +192,27 @@ class Host:
     @property
     def sudo(self) -> bool:
         return self.user is not None and self.user.in_sudo_group and self.programs("sudo")
+
+
+@dataclass(frozen=True)
+class Machines:
+    """Remote machines with OSWorld's own image (`osworld-vm`): what its apps, GNOME, sudo or systemd need is there, so
+    only what differs from this host is said: the setup steps run there (REMOTE_STEPS), and the network, by which
+    files the copy of OSWorld's cache lacks are fetched on this host as OSWorld's harness fetches them."""
+
+    benchmark: ClassVar[str] = REMOTE_BENCHMARK
+    where: ClassVar[str] = "on remote machines"
+    steps: ClassVar[frozenset[str]] = REMOTE_STEPS
+
+    cache: Path | None
+    network: bool
+
+    @property
+    def registries(self) -> bool:
+        return self.network
+
+
+Place = Host | Machines  # where the tasks are run, as their classification sees it
 
 
 @functools.cache
@@ -323,13 +357,14 @@ def select(
     return tasks
 
 
-def to_bench_task(data: dict[str, Any], host: Host) -> BenchTask:
+def to_bench_task(data: dict[str, Any], place: Place) -> BenchTask:
+    """The task as the place's adapter lists it: its benchmark, and why it cannot run there, if so."""
     try:
-        reason = skip_reason(data, host)
+        reason = skip_reason(data, place)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a JSON this adapter cannot read
         reason = f"the task JSON is not in the format this adapter reads: {type(exc).__name__}: {exc}"
     return BenchTask(
-        benchmark=BENCHMARK,
+        benchmark=place.benchmark,
         domain=data["_domain"],
         task_id=data["id"],
         instruction=data["instruction"],
@@ -339,44 +374,44 @@ def to_bench_task(data: dict[str, Any], host: Host) -> BenchTask:
     )
 
 
-def skip_reason(task: dict[str, Any], host: Host) -> str | None:
-    """Every reason the task cannot run here (each once, in the order found, joined by '; '), or None."""
-    reasons = list(dict.fromkeys(_reasons(task, host)))
+def skip_reason(task: dict[str, Any], place: Place) -> str | None:
+    """Every reason the task cannot run there (each once, in the order found, joined by '; '), or None."""
+    reasons = list(dict.fromkeys(_reasons(task, place)))
     return "; ".join(reasons) if reasons else None
 
 
-def _reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
+def _reasons(task: dict[str, Any], place: Place) -> Iterator[str]:
+    """The reasons of every place; those about what OSWorld's image holds only where the host stands in for it."""
+    host = _stand_in(place)
     if task["_domain"].startswith("Windows"):
-        yield "needs Windows and Microsoft Office (proprietary)"
+        yield "a Windows task: needs OSWorld's Windows VMs and Microsoft Office (this adapter runs its Ubuntu tasks)"
         return
     evaluator = task.get("evaluator") or {}
     func = evaluator.get("func")
     if not func:
         yield "the benchmark gives this task no evaluator (func is empty)"
         return
-    assumption = IMAGE_ASSUMPTIONS.get(task["id"])
-    if assumption is not None and not assumption[0]():
+    assumption = IMAGE_ASSUMPTIONS.get((task["_domain"], task["id"]))
+    if host is not None and assumption is not None and not assumption[0]():
         yield assumption[1]
-    if task["id"] in LIVE_WEB:
+    if not place.network and task["id"] in LIVE_WEB:
         yield "needs the live web (its evaluation or inputs come from live sites, though its JSON does not say so)"
-    if URL.search(str(task.get("instruction", ""))):
+    if not place.network and URL.search(str(task.get("instruction", ""))):
         yield "needs the network (the instruction names a URL)"
-    for app in task.get("related_apps", []):
-        program, name = APP_PROGRAMS.get(str(app).lower(), ("", ""))
-        if program is None:
-            yield f"needs {name}"
-        elif program and not host.programs(program):
-            yield f"needs {name}, which is not installed here"
+    if host is not None:
+        yield from _app_reasons(task, host)
     steps = [*task.get("config", []), *evaluator.get("postconfig", [])]
-    yield from _step_reasons(steps, host)
-    yield from _cache_reasons(task, host)
+    yield from _step_reasons(steps, place)
+    yield from _cache_reasons(task, place)
     infeasible = func == INFEASIBLE
     if not infeasible:
-        yield from _evaluator_reasons(evaluator, host)
+        yield from _evaluator_reasons(evaluator, place)
     commands = [c for c in _commands(steps) if not is_pyautogui(c)]
     if not infeasible:
         commands += list(_getter_commands(evaluator))
-    yield from _command_reasons(commands, host)
+    yield from _command_reasons(commands, place)
+    if host is None:
+        return
     if host.user is None:
         yield host.user_problem
     elif not infeasible and not host.sudo and any(re.search(r"\bsudo\b", _text(c)) for c in commands):
@@ -386,33 +421,52 @@ def _reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
         )
 
 
-def _cache_reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
+def _stand_in(place: Place) -> Host | None:
+    """This host, where its environments stand in for OSWorld's image; None on machines with the image itself."""
+    return place if isinstance(place, Host) else None
+
+
+def _app_reasons(task: dict[str, Any], host: Host) -> Iterator[str]:
+    for app in task.get("related_apps", []):
+        program, name = APP_PROGRAMS.get(str(app).lower(), ("", ""))
+        if program is None:
+            yield f"needs {name}"
+        elif program and not host.programs(program):
+            yield f"needs {name}, which is not installed here"
+
+
+def _cache_reasons(task: dict[str, Any], place: Place) -> Iterator[str]:
     for file in task_files(task):
         if file.kind == "cloud_file" and task.get("evaluator", {}).get("func") == INFEASIBLE:
             continue
         try:
-            found = find(host.cache, file)
+            found = find(place.cache, file)
         except CacheError as exc:
             yield f"its cached file {file.name} is damaged: {exc}"
             continue
-        if found is None:
+        if found is None and not place.network:
             step = "a download step" if file.kind == "download" else "a cloud_file getter"
             yield f"needs the network ({step}; offline: OSWorld's cache in {CACHE_VARIABLE})"
 
 
-def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
+def _step_reasons(steps: list[dict[str, Any]], place: Place) -> Iterator[str]:
+    host = _stand_in(place)
     for step in steps:
         kind = step.get("type")
         if kind == "download":
             continue
-        if kind in NETWORK_STEPS:
+        if kind in NETWORK_STEPS and not place.network:
             yield f"needs the network (a {kind} step)"
-        elif kind == "chrome_open_tabs" and any(
-            URL.match(str(u)) for u in step.get("parameters", {}).get("urls_to_open", [])
+        elif (
+            kind == "chrome_open_tabs"
+            and not place.network
+            and any(URL.match(str(u)) for u in step.get("parameters", {}).get("urls_to_open", []))
         ):
             yield "needs the live web (its setup opens live sites in Chrome)"
-        elif kind not in LOCAL_STEPS:
-            yield f"setup step {kind!r} is not supported locally (needs Chrome, a VM or an account)"
+        elif kind not in place.steps:
+            yield f"setup step {kind!r} is not run {place.where} by this adapter"
+        if host is None:
+            continue
         parameters = step.get("parameters", {})
         command = parameters.get("command")
         if kind in ("execute", "command") and is_pyautogui(command) and not host.pyautogui:
@@ -423,7 +477,8 @@ def _step_reasons(steps: list[dict[str, Any]], host: Host) -> Iterator[str]:
                 yield f"launches {program}, which is not installed here"
 
 
-def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
+def _evaluator_reasons(evaluator: dict[str, Any], place: Place) -> Iterator[str]:
+    host = _stand_in(place)
     try:
         metrics = metrics_of(evaluator)
     except (ValueError, TypeError) as exc:
@@ -436,11 +491,11 @@ def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
             kind = str(getter.get("type"))
             if kind == "cloud_file":
                 continue  # its gold file: _cache_reasons
-            if kind in NETWORK_GETTERS:
+            if kind in NETWORK_GETTERS and not place.network:
                 yield f"needs the network (the {kind} getter)"
-            elif kind in GETTER_NEEDS:
+            elif host is not None and kind in GETTER_NEEDS:
                 yield GETTER_NEEDS[kind]
-            elif kind in GETTER_PROGRAMS and not host.programs(GETTER_PROGRAMS[kind][0]):
+            elif host is not None and kind in GETTER_PROGRAMS and not host.programs(GETTER_PROGRAMS[kind][0]):
                 yield f"needs {GETTER_PROGRAMS[kind][1]}, which is not installed here"
             elif not available(kind):
                 yield f"OSWorld has no getter {kind!r}"
@@ -455,23 +510,29 @@ def _evaluator_reasons(evaluator: dict[str, Any], host: Host) -> Iterator[str]:
             yield str(exc)
 
 
-def _command_reasons(commands: list[str | list[str]], host: Host) -> Iterator[str]:
+def _command_reasons(commands: list[str | list[str]], place: Place) -> Iterator[str]:
+    host = _stand_in(place)
     for command in commands:
         text = _text(command)
-        for pattern, reason in COMMAND_NEEDS:
-            if pattern.search(text):
-                yield reason
-        if SETTINGS.search(text):
+        if host is not None and GNOME_PROGRAM.search(text):
+            yield "needs GNOME (GNOME Shell or a GNOME app)"
+        if not place.network and URL.search(text):
+            yield "needs the network (a URL in a command)"
+        if host is not None and SETTINGS.search(text):
             yield from _settings_reasons(text, host)
-        if PULSEAUDIO.search(text) and not (host.programs("pulseaudio") and host.programs("pactl")):
+        if (
+            host is not None
+            and PULSEAUDIO.search(text)
+            and not (host.programs("pulseaudio") and host.programs("pactl"))
+        ):
             yield "needs PulseAudio (pulseaudio and pactl: apt-get install pulseaudio pulseaudio-utils)"
-        if PACKAGE_INSTALL.search(text) and not host.registries:
+        if PACKAGE_INSTALL.search(text) and not place.registries:
             yield "needs the network (installs packages; Debian's archive or PyPI does not answer here)"
-        if STORE_INSTALL.search(text):
+        if STORE_INSTALL.search(text) and not place.network:
             yield "needs the network (installs a snap from the Snap Store)"
-        if SYSTEMD_PROGRAMS.search(text) and not host.systemd:
+        if host is not None and SYSTEMD_PROGRAMS.search(text) and not host.systemd:
             yield "needs systemd (timedatectl, loginctl...), which is not running here"
-        if isinstance(command, list) and command and not host.programs(command[0]):
+        if host is not None and isinstance(command, list) and command and not host.programs(command[0]):
             yield f"runs {command[0]}, which is not installed here"
 
 
