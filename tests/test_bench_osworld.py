@@ -16,6 +16,7 @@ import io
 import json
 import os
 import pwd
+import sqlite3
 import subprocess
 import sys
 import urllib.request
@@ -318,11 +319,43 @@ def test_setup_steps_run_as_the_task_user_with_osworlds_semantics(task_user: str
             runner.run([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["about:blank"]}}])
         with pytest.raises(SetupError, match=r"application or file not found: ~/Desktop/absent\.txt"):
             runner.run([{"type": "open", "parameters": {"path": "~/Desktop/absent.txt"}}])
+        # download: the file from the copy of OSWorld's cache, put where the task says as the task user.
+        offline = offline_cache(tmp_path / "osworld-cache", TASKS / "os" / f"{TRASH}.json")
+        [download] = [
+            s for s in json.loads((TASKS / "os" / f"{TRASH}.json").read_text())["config"] if s["type"] == "download"
+        ]
+        [copy] = (offline / TRASH).iterdir()
+        SetupRunner(runner.machine, tmp_path / "cache", TRASH, offline, open_timeout=20).run([download])
+        assert sandbox.read_file("/home/user/Desktop/poster_party_night.webp") == copy.read_bytes()
+        # update_browse_history: the profile's History emptied, then the task's visits written into it.
+        history = tmp_path / "History"
+        with contextlib.closing(sqlite3.connect(history)) as database:
+            database.executescript(CHROME_HISTORY_TABLES)
+            database.execute("INSERT INTO urls (url, title) VALUES ('https://old.example/', 'Old')")
+            database.commit()
+        profile_history = "/home/user/.config/google-chrome/Default/History"
+        sandbox.write_file(profile_history, history.read_bytes())
+        visit = {"url": "https://example.org/", "title": "Example", "visit_time_from_now_in_seconds": 3600}
+        runner.run([{"type": "update_browse_history", "parameters": {"history": [visit]}}])
+        written = sandbox.read_file(profile_history)
+        assert written is not None
+        history.write_bytes(written)
+        with contextlib.closing(sqlite3.connect(history)) as database:
+            assert database.execute("SELECT url, title FROM urls").fetchall() == [("https://example.org/", "Example")]
+            assert database.execute("SELECT transition FROM visits").fetchall() == [(805306368,)]
         assert not Path("/home/user/Desktop/made").exists()  # all of it happened inside the environment
     finally:
         sandbox.stop()
     # The launched terminal and xdg-open's viewer (launched by the open step) end with the environment.
     assert processes_in(namespace) == []
+
+
+CHROME_HISTORY_TABLES = """
+CREATE TABLE urls (id INTEGER PRIMARY KEY, url TEXT, title TEXT, visit_count INTEGER DEFAULT 0,
+    typed_count INTEGER DEFAULT 0, last_visit_time INTEGER DEFAULT 0, hidden INTEGER DEFAULT 0);
+CREATE TABLE visits (id INTEGER PRIMARY KEY, url INTEGER, visit_time INTEGER, from_visit INTEGER,
+    transition INTEGER, segment_id INTEGER, visit_duration INTEGER);
+"""  # the columns of Chrome's History that OSWorld's update_browse_history step writes
 
 
 # End to end through the runner and the real orchestrator loop.
