@@ -46,7 +46,7 @@ from symphony_mcp.elements.osworld_source import OsworldTreeSource
 from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.elements.waa_tree import WAA_NO_ACTIONS, osworld_shaped
 from symphony_mcp.errors import SettingsError, clip, clip_message
-from symphony_mcp.files.machines import FolderFiles, MachineFiles, OsworldFiles, RefusedFiles, SshFiles
+from symphony_mcp.files.machines import FolderFiles, MachineFiles, OsworldFiles, SshFiles, WaaFiles
 from symphony_mcp.files.transfer import TRANSFER_FOLDER, FileTransfer
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -284,13 +284,7 @@ def _file_transfer(
     elif isinstance(executor, SshExecutor):
         machine = SshFiles(executor.machine)
     elif isinstance(executor, WaaExecutor):
-        refusal = _remote_refusal(
-            settings,
-            "upload_file and download_file",
-            "files are not moved on WindowsAgentArena machines yet; "
-            "run_code runs on the machine and can read or write a file there",
-        )
-        machine = RefusedFiles(refusal or "")
+        machine = WaaFiles(executor.controller)
     else:
         machine = FolderFiles(executor.roots, "the code tools' work directory and writable paths")
     folder = settings.memory.trajectory_dir.expanduser().resolve() / TRANSFER_FOLDER
