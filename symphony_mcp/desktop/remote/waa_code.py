@@ -209,7 +209,7 @@ except OSError as _failure:
     answer["error"] = _failure.strerror or str(_failure)
 else:
     answer["size"] = _found.st_size
-    _kinds = {stat.S_IFREG: "file", stat.S_IFDIR: "directory"}
+    _kinds = {{stat.S_IFREG: "file", stat.S_IFDIR: "directory"}}
     answer["kind"] = _kinds.get(stat.S_IFMT(_found.st_mode), "other")
 """
 
