@@ -4,7 +4,7 @@ and WindowsAgentArena tests and the remote throughput benchmarks)."""
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -86,7 +86,7 @@ def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
 
 def bench_on_machines(
     benchmark: str,
-    options: dict[str, object],
+    options: Mapping[str, object],
     machines: Sequence[str],
     settings: Settings,
     results: Path,

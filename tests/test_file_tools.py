@@ -82,6 +82,19 @@ async def moves_both_ways(
     assert "no file" in error
 
 
+async def large_files_are_capped(client: Client, tmp_path: Path, place: Callable[[str], str], folder: Path) -> None:
+    """A file over 2 MiB comes only through the transfer folder, one over 8 MiB not at all. `place(name)` is a path on
+    the machine, `folder` where the machine keeps it."""
+    (folder / "large.bin").write_bytes(b"\1" * (MAX_INLINE_FILE_BYTES + 1))
+    error = await call_error(client, "download_file", src=place("large.bin"))
+    assert "with save_as it is saved in the transfer folder" in error
+    saved = await call_ok(client, "download_file", src=place("large.bin"), save_as="large.bin")
+    assert saved["bytes"] == MAX_INLINE_FILE_BYTES + 1 and Path(saved["host_file"]).stat().st_size == saved["bytes"]
+    (folder / "huge.bin").write_bytes(b"\1" * (MAX_TRANSFER_BYTES + 1))
+    error = await call_error(client, "download_file", src=place("huge.bin"), save_as="huge.bin")
+    assert f"at most {MAX_TRANSFER_BYTES} bytes" in error and not (transfers(tmp_path) / "huge.bin").exists()
+
+
 async def test_local_backend_moves_files_only_inside_the_code_folders(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
     workdir, writable = tmp_path / "work", tmp_path / "writable"
     writable.mkdir()
@@ -143,14 +156,7 @@ async def test_the_transfer_folder_is_the_only_host_folder_named_and_sizes_are_c
         error = await call_error(client, "upload_file", dest="bad.bin", content="not base64!", encoding="base64")
         assert "not valid base64" in error and not (workdir / "bad.bin").exists()
 
-        (workdir / "large.bin").write_bytes(b"\1" * (MAX_INLINE_FILE_BYTES + 1))
-        error = await call_error(client, "download_file", src="large.bin")
-        assert "with save_as it is saved in the transfer folder" in error
-        saved = await call_ok(client, "download_file", src="large.bin", save_as="large.bin")
-        assert saved["bytes"] == MAX_INLINE_FILE_BYTES + 1 and Path(saved["host_file"]).stat().st_size == saved["bytes"]
-        (workdir / "huge.bin").write_bytes(b"\1" * (MAX_TRANSFER_BYTES + 1))
-        error = await call_error(client, "download_file", src="huge.bin", save_as="huge.bin")
-        assert f"at most {MAX_TRANSFER_BYTES} bytes" in error and not (transfers(tmp_path) / "huge.bin").exists()
+        await large_files_are_capped(client, tmp_path, lambda name: name, workdir)
 
 
 async def test_osworld_backend_moves_files_through_the_controller(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
@@ -178,14 +184,7 @@ async def test_waa_backend_moves_files_through_its_server(xdisplay: VirtualDispl
             assert "is a directory, not a regular file" in error
             error = await call_error(client, "upload_file", dest=str(home / "docs"), content="no", overwrite=True)
             assert "is a directory; not replaced" in error and (home / "docs").is_dir()
-            (home / "large.bin").write_bytes(b"\1" * (MAX_INLINE_FILE_BYTES + 1))
-            error = await call_error(client, "download_file", src=str(home / "large.bin"))
-            assert "with save_as it is saved in the transfer folder" in error
-            saved = await call_ok(client, "download_file", src=str(home / "large.bin"), save_as="large.bin")
-            assert Path(saved["host_file"]).stat().st_size == MAX_INLINE_FILE_BYTES + 1
-            (home / "huge.bin").write_bytes(b"\1" * (MAX_TRANSFER_BYTES + 1))
-            error = await call_error(client, "download_file", src=str(home / "huge.bin"), save_as="huge.bin")
-            assert f"at most {MAX_TRANSFER_BYTES} bytes" in error and not (transfers(tmp_path) / "huge.bin").exists()
+            await large_files_are_capped(client, tmp_path, lambda name: str(home / name), home)
 
 
 @pytest.fixture
