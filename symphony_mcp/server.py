@@ -34,11 +34,11 @@ from symphony_mcp.desktop.protocol import Desktop
 from symphony_mcp.desktop.recorder import ActionRecorder
 from symphony_mcp.desktop.records import ActionLog
 from symphony_mcp.desktop.remote.osworld import OsworldDesktop
-from symphony_mcp.desktop.remote.osworld_controller import controller_for
+from symphony_mcp.desktop.remote.osworld_controller import controller_for, shared_client
 from symphony_mcp.desktop.remote.ssh import SshDesktop
 from symphony_mcp.desktop.remote.ssh_machine import SshMachine
 from symphony_mcp.desktop.remote.waa import WaaDesktop
-from symphony_mcp.desktop.remote.waa_controller import waa_controller_for
+from symphony_mcp.desktop.remote.waa_controller import WaaController
 from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.elements.acting import ElementActions
@@ -46,7 +46,7 @@ from symphony_mcp.elements.osworld_source import OsworldTreeSource
 from symphony_mcp.elements.reader import ElementReader
 from symphony_mcp.elements.waa_tree import WAA_NO_ACTIONS, osworld_shaped
 from symphony_mcp.errors import SettingsError, clip, clip_message
-from symphony_mcp.files.machines import FolderFiles, MachineFiles, OsworldFiles, RefusedFiles, SshFiles
+from symphony_mcp.files.machines import FolderFiles, MachineFiles, OsworldFiles, SshFiles, WaaFiles
 from symphony_mcp.files.transfer import TRANSFER_FOLDER, FileTransfer
 from symphony_mcp.http_auth import BearerTokenMiddleware
 from symphony_mcp.imaging.geometry import Rect
@@ -248,7 +248,7 @@ def _machine(
         )
     if settings.desktop.backend == "waa":
         assert settings.desktop.url is not None  # DesktopSettings refuses the backend without it
-        waa = waa_controller_for(settings.desktop.url, settings.desktop.timeout_seconds)
+        waa = shared_client(WaaController, settings.desktop.url, settings.desktop.timeout_seconds)
         pacing = settings.input
         return (
             lambda: WaaDesktop(waa, pacing.type_interval, pacing.click_interval, programs),
@@ -284,13 +284,7 @@ def _file_transfer(
     elif isinstance(executor, SshExecutor):
         machine = SshFiles(executor.machine)
     elif isinstance(executor, WaaExecutor):
-        refusal = _remote_refusal(
-            settings,
-            "upload_file and download_file",
-            "files are not moved on WindowsAgentArena machines yet; "
-            "run_code runs on the machine and can read or write a file there",
-        )
-        machine = RefusedFiles(refusal or "")
+        machine = WaaFiles(executor.controller)
     else:
         machine = FolderFiles(executor.roots, "the code tools' work directory and writable paths")
     folder = settings.memory.trajectory_dir.expanduser().resolve() / TRANSFER_FOLDER
@@ -306,7 +300,7 @@ def _remote_tree_source(settings: Settings) -> OsworldTreeSource | None:
         return None
     if desktop.backend == "osworld":
         return OsworldTreeSource(controller_for(desktop.url, desktop.timeout_seconds).accessibility_tree)
-    waa = waa_controller_for(desktop.url, desktop.timeout_seconds)
+    waa = shared_client(WaaController, desktop.url, desktop.timeout_seconds)
     return OsworldTreeSource(lambda: osworld_shaped(waa.accessibility_tree()), WAA_NO_ACTIONS)
 
 

@@ -1,18 +1,27 @@
-"""Runs of OSWorld tasks through the benchmark runner with a scripted stand-in planner (shared by the OSWorld tests)."""
+"""Runs of OSWorld-shaped tasks through the benchmark runner with a scripted stand-in planner (shared by the OSWorld
+and WindowsAgentArena tests and the remote throughput benchmarks)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import io
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from rich.console import Console
+
+from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
+from symphony_mcp.bench.registry import adapter_spec
+from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
-from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
+from symphony_mcp.bench.summary import BenchSummary
+from symphony_mcp.bench.types import EVALUATION_FILE, TaskEvaluation, TaskFilter
 from symphony_mcp.config import Settings, load_settings
 from testkit.model_server import ModelRequest, StandInModel
-from testkit.scripted_planner import PLANNER
+from testkit.scripted_planner import PLANNER, act
+from testkit.waiting import wait_for
 
 Answer = str | Callable[[], str]
 
@@ -57,3 +66,53 @@ async def run(adapter: OSWorldAdapter, settings: Settings, results: Path, *ids: 
         assert (task_dir(results, task) / "result.txt").read_text().strip() == str(evaluation.score)
         evaluations[task.task_id] = evaluation
     return evaluations
+
+
+def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
+    """Open a terminal on the machine, type the command, press Enter; say done once it has run there (what it makes
+    is there: a real planner would see the prompt come back)."""
+
+    def done() -> str:
+        wait_for(finished, timeout=30)
+        return act("done()", "The command has run.")
+
+    return [
+        act("open_app(target='xterm -e bash --norc --noprofile', wait_seconds=30)", "Open a terminal."),
+        act(f"type(text={command!r})", "Type the command."),
+        act('hotkey(keys=["enter"])', "Run it."),
+        done,
+    ]
+
+
+def bench_on_machines(
+    benchmark: str,
+    options: Mapping[str, object],
+    machines: Sequence[str],
+    settings: Settings,
+    results: Path,
+    *,
+    ids: Sequence[str] = (),
+    force: bool = True,
+    reset: str | None = None,
+) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
+    """`symphony-mcp bench BENCHMARK --option ... --machines URL,... [--machine-reset CMD] [--tasks ...]` run here
+    into `results`: its summary and every finished task's evaluation there, by task id."""
+    request = BenchRequest(
+        adapter_spec(benchmark, None),
+        TaskFilter(task_ids=tuple(ids)),
+        tuple(options.items()),
+        force=force,
+        quiet=True,
+        machines=tuple(machines),
+        machine_reset=reset,
+    )
+    orchestrator = settings.orchestrator.model_copy(update={"results_dir": results})
+    run_settings = settings.model_copy(update={"orchestrator": orchestrator})
+    summary, written = run_bench(request, run_settings, Console(file=io.StringIO()))
+    evaluations = {}
+    for found in written.parent.glob(f"*/*/{EVALUATION_FILE}"):  # <benchmark>/<domain>/<task>/
+        evaluation = read_evaluation(found.parent)
+        assert evaluation is not None, found
+        if found.parent.name == evaluation.task_id:  # not a <task>.attempt-<time> folder set aside by a rerun
+            evaluations[evaluation.task_id] = evaluation
+    return summary, evaluations

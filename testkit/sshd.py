@@ -33,10 +33,16 @@ class RunningSshd:
     known_hosts: Path  # holds this server's host key
     folder: Path  # the keys, config and logs
     process: subprocess.Popen[bytes]
+    ports: tuple[int, ...]  # every port it listens on, `port` first
 
     @property
     def url(self) -> str:
         return f"ssh://{self.user}@127.0.0.1:{self.port}"
+
+    @property
+    def urls(self) -> list[str]:
+        """One URL per port: as many "machines" (one account, one home) as the runner sees."""
+        return [f"ssh://{self.user}@127.0.0.1:{port}" for port in self.ports]
 
     def log(self) -> str:
         return (self.folder / "sshd.log").read_text(errors="replace")
@@ -71,8 +77,9 @@ def keygen(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def running_sshd() -> Iterator[RunningSshd]:
-    """sshd on a free loopback port in the foreground, stopped by its pid afterwards (its sessions with it)."""
+def running_sshd(port_count: int = 1) -> Iterator[RunningSshd]:
+    """sshd on `port_count` free loopback ports in the foreground, stopped by its pid afterwards (its sessions with
+    it)."""
     user = ensure_user()
     folder = Path(tempfile.mkdtemp(prefix="symphony-sshd-"))
     folder.chmod(0o755)  # sshd reads authorized_keys as the user it logs in
@@ -81,13 +88,18 @@ def running_sshd() -> Iterator[RunningSshd]:
         user_public = keygen(folder / "user_key")
         (folder / "authorized_keys").write_text(user_public + "\n")
         (folder / "authorized_keys").chmod(0o644)
-        port = free_port()
-        (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(host_public.split()[:2])}\n")
+        found: list[int] = []
+        while len(found) < port_count:  # distinct ones: the system may hand the same free port out twice
+            found += [candidate] if (candidate := free_port()) not in found else []
+        ports = tuple(found)
+        port = ports[0]
+        host_key = " ".join(host_public.split()[:2])
+        (folder / "known_hosts").write_text("".join(f"[127.0.0.1]:{each} {host_key}\n" for each in ports))
         config = folder / "sshd_config"
         config.write_text(
             "\n".join(
                 [
-                    f"Port {port}",
+                    *(f"Port {each}" for each in ports),
                     "ListenAddress 127.0.0.1",
                     f"HostKey {folder / 'host_key'}",
                     f"PidFile {folder / 'sshd.pid'}",
@@ -106,11 +118,11 @@ def running_sshd() -> Iterator[RunningSshd]:
         with (folder / "sshd.log").open("wb") as log:
             process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stderr=log, start_new_session=True)
         try:
-            wait_for(lambda: port_open(port) or process.poll() is not None, timeout=15)
+            wait_for(lambda: all(map(port_open, ports)) or process.poll() is not None, timeout=15)
             if process.poll() is not None:
                 raise RuntimeError(f"sshd exited with {process.returncode}: {(folder / 'sshd.log').read_text()}")
             yield RunningSshd(
-                port, SSH_USER, Path(user.pw_dir), folder / "user_key", folder / "known_hosts", folder, process
+                port, SSH_USER, Path(user.pw_dir), folder / "user_key", folder / "known_hosts", folder, process, ports
             )
         finally:
             stop_sessions(process.pid)

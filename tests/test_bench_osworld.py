@@ -51,7 +51,7 @@ from symphony_mcp.orchestrator.records import RunRecord
 from testkit.model_server import ModelRequest, StandInModel
 from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
 from testkit.osworld_host import TASKS, host, task_account
-from testkit.osworld_runs import Answer, Planner, run, settings_for
+from testkit.osworld_runs import Answer, Planner, in_xterm, run, settings_for
 from testkit.scripted_planner import CODER, PLANNER, act, said
 from testkit.swatch import red_centroid
 from testkit.waiting import wait_for
@@ -359,22 +359,6 @@ CREATE TABLE visits (id INTEGER PRIMARY KEY, url INTEGER, visit_time INTEGER, fr
 
 
 # End to end through the runner and the real orchestrator loop.
-
-
-def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
-    """Open a terminal, type the command, press Enter; say done once the screen would show it has run (what it
-    makes is there, inside the environment: a real planner would see the prompt come back)."""
-
-    def done() -> str:
-        wait_for(finished, timeout=20)
-        return act("done()", "The command has run.")
-
-    return [
-        act("open_app(target='xterm -e bash --norc --noprofile', wait_seconds=30)", "Open a terminal."),
-        act(f"type(text={command!r})", "Type the command."),
-        act('hotkey(keys=["enter"])', "Run it."),
-        done,
-    ]
 
 
 def inside(adapter: OSWorldAdapter, path: str, environment: str = "env-0") -> Callable[[], bool]:

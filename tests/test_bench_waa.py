@@ -11,7 +11,7 @@ import importlib.util
 import io
 import json
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +22,16 @@ from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.machines import machine_environments
 from symphony_mcp.bench.registry import adapter_spec
 from symphony_mcp.bench.request import BenchRequest
-from symphony_mcp.bench.results_layout import read_evaluation, task_dir
-from symphony_mcp.bench.summary import BenchSummary
-from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
+from symphony_mcp.bench.types import TaskFilter
 from symphony_mcp.bench.waa.adapter import WaaAdapter
-from symphony_mcp.config import Settings, load_settings
+from symphony_mcp.config import load_settings
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.errors import SettingsError
 from testkit.file_host import FileHost, file_host
 from testkit.model_server import StandInModel
-from testkit.osworld_runs import Answer, Planner, settings_for
+from testkit.osworld_runs import Planner, bench_on_machines, in_xterm, settings_for
 from testkit.scripted_planner import act
 from testkit.waa_server.process import RunningWaaServer, running_waa_server
-from testkit.waiting import wait_for
 
 HAS_DESKTOP_ENV = importlib.util.find_spec("desktop_env") is not None
 pytestmark = [
@@ -101,44 +98,6 @@ def waa_tasks(root: Path, documents: Path, gold_url: str) -> Path:
     return examples
 
 
-def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
-    def done() -> str:
-        wait_for(finished, timeout=20)
-        return act("done()", "The command has run.")
-
-    return [
-        act("open_app(target='xterm -e bash --norc --noprofile', wait_seconds=30)", "Open a terminal."),
-        act(f"type(text={command!r})", "Type the command."),
-        act('hotkey(keys=["enter"])', "Run it."),
-        done,
-    ]
-
-
-def bench(
-    examples: Path, machine: RunningWaaServer, settings: Settings, results: Path, reset: str, *ids: str
-) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
-    """`symphony-mcp bench waa --option tasks_dir=... --machines URL --machine-reset CMD --tasks ...`."""
-    request = BenchRequest(
-        adapter_spec("waa", None),
-        TaskFilter(task_ids=ids),
-        (("tasks_dir", str(examples)),),
-        force=True,
-        quiet=True,
-        machines=(machine.url,),
-        machine_reset=reset,
-    )
-    orchestrator = settings.orchestrator.model_copy(update={"results_dir": results})
-    summary, _ = run_bench(
-        request, settings.model_copy(update={"orchestrator": orchestrator}), Console(file=io.StringIO())
-    )
-    found = {}
-    for task in WaaAdapter(examples).list_tasks(TaskFilter(task_ids=ids)):
-        evaluation = read_evaluation(task_dir(results, task))
-        assert evaluation is not None
-        found[task.task_id] = evaluation
-    return summary, found
-
-
 def test_tasks_are_listed_runnable_or_with_the_reason(machine: RunningWaaServer, tmp_path: Path) -> None:
     examples = waa_tasks(tmp_path / "waa", machine.home / "Documents", "http://127.0.0.1:9/gold")
     adapter = WaaAdapter(examples)
@@ -164,14 +123,15 @@ def test_a_task_runs_end_to_end_on_the_machine_and_is_scored(
     leftover = machine.home / "Downloads" / "from-the-last-task.txt"
     leftover.write_text("x", encoding="utf-8")
 
-    draft = documents / "draft.txt"
+    draft, ids = documents / "draft.txt", (DRAFT, REFUSE)
     agent.plans = {
         DRAFT: in_xterm(f"printf 'Hello WAA\\n' > {draft}", draft.exists),
         REFUSE: [act('fail(reason="There is no printer on this machine")')],
     }
     resets = tmp_path / "resets.log"  # the user's reset command, run here before each task with the machine's URL
     reset = f"sh -c {shlex.quote(f'echo {{index}} {{url}} >> {resets}')}"
-    summary, scored = bench(examples, machine, settings, results, reset, DRAFT, REFUSE)
+    options = {"tasks_dir": str(examples)}
+    summary, scored = bench_on_machines("waa", options, [machine.url], settings, results, ids=ids, reset=reset)
     assert resets.read_text().splitlines() == [f"0 {machine.url}"] * 2
     assert summary.scope == (
         "WindowsAgentArena on 1 machine: 2 of 2 tasks, 1 infeasible (the selected tasks whose setup, getters and "
@@ -185,8 +145,8 @@ def test_a_task_runs_end_to_end_on_the_machine_and_is_scored(
 
     draft.unlink()
     agent.plans = {DRAFT: [act("done()")], REFUSE: [act("done()")]}  # nothing done: both score 0
-    _, scored = bench(examples, machine, settings, results, "true", DRAFT, REFUSE)
-    assert (scored[DRAFT].score, scored[DRAFT].failure) == (0.0, "scored_zero")
+    _, scored = bench_on_machines("waa", options, [machine.url], settings, results, ids=ids, reset="true")
+    assert (scored[DRAFT].score, scored[DRAFT].failure) == (0.0, "scored_zero"), scored[DRAFT]
     assert "exact_match(0.0) = 0" in scored[DRAFT].detail
     assert scored[REFUSE].score == 0.0 and scored[REFUSE].detail == "infeasible task: the agent did not say fail"
 

@@ -1,8 +1,9 @@
 """upload_file and download_file through the real MCP client (in memory) on each backend: this host (only inside the
 code tools' folders), the OSWorld stand-in controller (testkit/osworld_controller: /setup/upload and /file for real
-on its files) and a real local sshd (testkit/sshd.py: SFTP as another account). Values from one result are passed
-unchanged to the next call; the files are checked on disk where each machine keeps them. Bad input (paths out of the
-allowed folders, links, oversize, an existing file) is refused and changes nothing.
+on its files), the WindowsAgentArena stand-in server (testkit/waa_server: the same routes, an upload that makes no
+folder, paths looked at inside the server process) and a real local sshd (testkit/sshd.py: SFTP as another account).
+Values from one result are passed unchanged to the next call; the files are checked on disk where each machine keeps
+them. Bad input (paths out of the allowed folders, links, oversize, an existing file) is refused and changes nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from symphony_mcp.server import build_server
 from testkit.mcp_calls import call_error, call_ok
 from testkit.osworld_controller.process import running_controller
 from testkit.sshd import RunningSshd, running_sshd, sshd_unavailable
+from testkit.waa_server.process import running_waa_server
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +80,19 @@ async def moves_both_ways(
     assert on_disk(up["path"]).read_text() == "replaced"
     error = await call_error(client, "download_file", src=place("docs/no-such-file.txt"))
     assert "no file" in error
+
+
+async def large_files_are_capped(client: Client, tmp_path: Path, place: Callable[[str], str], folder: Path) -> None:
+    """A file over 2 MiB comes only through the transfer folder, one over 8 MiB not at all. `place(name)` is a path on
+    the machine, `folder` where the machine keeps it."""
+    (folder / "large.bin").write_bytes(b"\1" * (MAX_INLINE_FILE_BYTES + 1))
+    error = await call_error(client, "download_file", src=place("large.bin"))
+    assert "with save_as it is saved in the transfer folder" in error
+    saved = await call_ok(client, "download_file", src=place("large.bin"), save_as="large.bin")
+    assert saved["bytes"] == MAX_INLINE_FILE_BYTES + 1 and Path(saved["host_file"]).stat().st_size == saved["bytes"]
+    (folder / "huge.bin").write_bytes(b"\1" * (MAX_TRANSFER_BYTES + 1))
+    error = await call_error(client, "download_file", src=place("huge.bin"), save_as="huge.bin")
+    assert f"at most {MAX_TRANSFER_BYTES} bytes" in error and not (transfers(tmp_path) / "huge.bin").exists()
 
 
 async def test_local_backend_moves_files_only_inside_the_code_folders(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
@@ -141,14 +156,7 @@ async def test_the_transfer_folder_is_the_only_host_folder_named_and_sizes_are_c
         error = await call_error(client, "upload_file", dest="bad.bin", content="not base64!", encoding="base64")
         assert "not valid base64" in error and not (workdir / "bad.bin").exists()
 
-        (workdir / "large.bin").write_bytes(b"\1" * (MAX_INLINE_FILE_BYTES + 1))
-        error = await call_error(client, "download_file", src="large.bin")
-        assert "with save_as it is saved in the transfer folder" in error
-        saved = await call_ok(client, "download_file", src="large.bin", save_as="large.bin")
-        assert saved["bytes"] == MAX_INLINE_FILE_BYTES + 1 and Path(saved["host_file"]).stat().st_size == saved["bytes"]
-        (workdir / "huge.bin").write_bytes(b"\1" * (MAX_TRANSFER_BYTES + 1))
-        error = await call_error(client, "download_file", src="huge.bin", save_as="huge.bin")
-        assert f"at most {MAX_TRANSFER_BYTES} bytes" in error and not (transfers(tmp_path) / "huge.bin").exists()
+        await large_files_are_capped(client, tmp_path, lambda name: name, workdir)
 
 
 async def test_osworld_backend_moves_files_through_the_controller(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
@@ -160,6 +168,23 @@ async def test_osworld_backend_moves_files_through_the_controller(xdisplay: Virt
             assert "give an absolute path on the VM" in error and not (home / "relative.txt").exists()
             error = await call_error(client, "download_file", src=str(home / "docs"))
             assert "is a directory, not a regular file" in error
+
+
+async def test_waa_backend_moves_files_through_its_server(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
+    home = tmp_path / "vm-home"
+    with running_waa_server(home) as vm:
+        async with served(tmp_path, desktop={"backend": "waa", "url": vm.url}) as client:
+            await moves_both_ways(client, tmp_path, lambda name: str(home / name), Path)
+            home_relative = await call_ok(client, "upload_file", dest="~/Documents/draft.txt", content="draft")
+            assert home_relative["path"] == str(home / "Documents" / "draft.txt")  # expanded as the server does
+            assert (home / "Documents" / "draft.txt").read_text() == "draft"
+            error = await call_error(client, "upload_file", dest="relative.txt", content="no")
+            assert "give an absolute path on the machine" in error and not (home / "relative.txt").exists()
+            error = await call_error(client, "download_file", src=str(home / "docs"))
+            assert "is a directory, not a regular file" in error
+            error = await call_error(client, "upload_file", dest=str(home / "docs"), content="no", overwrite=True)
+            assert "is a directory; not replaced" in error and (home / "docs").is_dir()
+            await large_files_are_capped(client, tmp_path, lambda name: str(home / name), home)
 
 
 @pytest.fixture

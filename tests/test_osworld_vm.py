@@ -36,15 +36,14 @@ from symphony_mcp.bench.osworld.remote import OSWorldVmAdapter
 from symphony_mcp.bench.registry import adapter_spec
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import read_evaluation
-from symphony_mcp.bench.summary import BenchSummary
-from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
-from symphony_mcp.config import Settings, load_settings
+from symphony_mcp.bench.types import TaskFilter
+from symphony_mcp.config import load_settings
 from symphony_mcp.errors import SettingsError
 from testkit.model_server import StandInModel
 from testkit.osworld_controller.process import RunningController
 from testkit.osworld_host import TASKS
 from testkit.osworld_machines import stand_in_machines
-from testkit.osworld_runs import Answer, Planner, settings_for
+from testkit.osworld_runs import Planner, bench_on_machines, in_xterm, settings_for
 from testkit.ports import free_port
 from testkit.scripted_planner import act
 from testkit.waiting import wait_for
@@ -100,44 +99,8 @@ def task_folder(root: Path) -> Path:
     return folder
 
 
-def in_xterm(command: str, finished: Callable[[], bool]) -> list[Answer]:
-    """Open a terminal on the machine, type the command, press Enter; say done once it has run there."""
-
-    def done() -> str:
-        wait_for(finished, timeout=30)
-        return act("done()", "The command has run.")
-
-    return [
-        act("open_app(target='xterm -e bash --norc --noprofile', wait_seconds=30)", "Open a terminal."),
-        act(f"type(text={command!r})", "Type the command."),
-        act('hotkey(keys=["enter"])', "Run it."),
-        done,
-    ]
-
-
 def on_some_machine(machines: list[RunningController], path: str) -> Callable[[], bool]:
     return lambda: any((machine.home / path).exists() for machine in machines)
-
-
-def bench(
-    settings: Settings, tasks: Path, machines: list[RunningController], *, force: bool, reset: str | None = None
-) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
-    request = BenchRequest(
-        adapter_spec("osworld-vm", None),
-        TaskFilter(),
-        (("tasks_dir", str(tasks)), ("network", False)),
-        force=force,
-        quiet=True,
-        machines=tuple(machine.url for machine in machines),
-        machine_reset=reset,
-    )
-    summary, path = run_bench(request, settings, Console(file=io.StringIO()))
-    evaluations = {}
-    for task_id in (RENAME, NOTE, BROKEN):
-        evaluation = read_evaluation(path.parent / "os" / task_id)
-        assert evaluation is not None, task_id
-        evaluations[task_id] = evaluation
-    return summary, evaluations
 
 
 @needs_desktop_env
@@ -149,10 +112,8 @@ def test_osworld_tasks_run_on_two_machines_scored_by_osworlds_own_getters(
     with stand_in_machines(2, tmp_path / "machines") as machines:
         agent = Planner({t.task_id: str(t.instruction) for t in OSWorldVmAdapter(tasks).list_tasks(TaskFilter())})
         stand_in.script(default=agent)
-        settings = settings_for(stand_in)
-        settings = settings.model_copy(
-            update={"orchestrator": settings.orchestrator.model_copy(update={"results_dir": tmp_path / "results"})}
-        )
+        settings, results, urls = settings_for(stand_in), tmp_path / "results", [machine.url for machine in machines]
+        options = {"tasks_dir": str(tasks), "network": False}
 
         # Solved: 1 by OSWorld's exact_match, on whichever machine took the task, the two side by side.
         agent.plans = {
@@ -162,7 +123,7 @@ def test_osworld_tasks_run_on_two_machines_scored_by_osworlds_own_getters(
             ),
             NOTE: in_xterm("echo hello > ~/Desktop/note.txt", on_some_machine(machines, "Desktop/note.txt")),
         }
-        summary, scored = bench(settings, tasks, machines, force=True)
+        summary, scored = bench_on_machines("osworld-vm", options, urls, settings, results)
         assert (scored[RENAME].score, scored[RENAME].failure) == (1.0, None), scored[RENAME]
         assert "exact_match('Directory exists.\\n') = 1" in scored[RENAME].detail
         assert (scored[NOTE].score, scored[NOTE].failure) == (1.0, None), scored[NOTE]
@@ -187,7 +148,7 @@ def test_osworld_tasks_run_on_two_machines_scored_by_osworlds_own_getters(
         # so the last run's rename is gone and doing nothing does not pass.
         reset = f"sh -c {shlex.quote(f'rm -rf {tmp_path}/machines/machine-{{index}}/Desktop/*')}"
         agent.plans = {RENAME: [act("done()")], NOTE: [act("done()")]}
-        summary, scored = bench(settings, tasks, machines, force=True, reset=reset)
+        summary, scored = bench_on_machines("osworld-vm", options, urls, settings, results, reset=reset)
         assert scored[RENAME].score == 0.0 and "Directory does not exist." in scored[RENAME].detail
         assert (scored[RENAME].failure, scored[NOTE].score, scored[NOTE].failure) == ("scored_zero", 0.0, "scored_zero")
         assert not any((machine.home / "Desktop/todo_list_Jan_2").exists() for machine in machines)
@@ -195,7 +156,7 @@ def test_osworld_tasks_run_on_two_machines_scored_by_osworlds_own_getters(
 
         # Resume: every task has its evaluation, so nothing runs again (the planner has no answers left to give).
         agent.plans = {}
-        summary, again = bench(settings, tasks, machines, force=False)
+        summary, again = bench_on_machines("osworld-vm", options, urls, settings, results, force=False)
         assert summary.ran_now == 0 and summary.overall.finished == 3
         assert {task_id: e.ended_at for task_id, e in again.items()} == {
             task_id: e.ended_at for task_id, e in scored.items()

@@ -144,11 +144,11 @@ async def test_screenshot_click_and_keys_act_on_the_vm(remote: Client, tk_probe:
     assert (info["backend"], info["platform"], info["display"]) == ("waa", "linux", None)
 
 
-async def test_files_are_refused_on_a_waa_machine_saying_what_to_use(remote: Client) -> None:
-    error = await call_error(remote, "upload_file", dest="C:/Users/Docker/note.txt", content="hello")
-    assert "upload_file and download_file cannot act on the waa machine" in error and "run_code" in error, error
-    error = await call_error(remote, "download_file", src="C:/Users/Docker/note.txt")
-    assert "not moved on WindowsAgentArena machines yet" in error, error
+async def test_files_move_to_and_from_the_vm(remote: Client, vm: RunningWaaServer) -> None:
+    up = await call_ok(remote, "upload_file", dest="~/Documents/new folder/note.txt", content="héllo → 日本")
+    assert (vm.home / "Documents" / "new folder" / "note.txt").read_text(encoding="utf-8") == "héllo → 日本"
+    down = await call_ok(remote, "download_file", src=up["path"])
+    assert (down["path"], down["text"], down["sha256"]) == (up["path"], "héllo → 日本", up["sha256"])
 
 
 async def test_drag_and_scroll_act_on_the_vm(remote: Client, tk_probe: TkProbe) -> None:

@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import json
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from rich.console import Console
-
-from benchmarks.common import REPO, interpreter, log, machine_facts, publish_report, table
-from symphony_mcp.bench.command import run_bench
-from symphony_mcp.bench.registry import adapter_spec
-from symphony_mcp.bench.request import BenchRequest
-from symphony_mcp.bench.results_layout import read_evaluation
-from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
+from benchmarks.common import (
+    REPO,
+    ThroughputRound,
+    interpreter,
+    log,
+    machine_facts,
+    publish_report,
+    setup_solved_task,
+    solved_round,
+    throughput_table,
+)
 from symphony_mcp.config import load_settings
 from testkit.model_server import StandInModel
 from testkit.osworld_controller.process import RunningController
@@ -39,92 +39,28 @@ from testkit.scripted_planner import PLANNER, act
 
 TASKS = 8
 MACHINES = (1, 2, 4)
-Round = tuple[float, list[TaskEvaluation]]  # the run_bench call's seconds, the tasks' evaluations
 
 
-def write_tasks(folder: Path) -> list[str]:
+def write_tasks(folder: Path) -> None:
     """TASKS `os` tasks in OSWorld's format that the setup itself solves (the agent only says done)."""
     (folder / "os").mkdir(parents=True)
-    ids = []
     for number in range(TASKS):
         task_id = f"7a7a7a7a-0000-4000-8000-{number:012d}"
-        setup = f"mkdir -p ~/Desktop/t{number} && echo ok > ~/Desktop/t{number}/state"
-        task = {
-            "id": task_id,
-            "snapshot": "os",
-            "instruction": f"Check that the folder t{number} on my Desktop holds its state file.",
-            "config": [
-                {"type": "execute", "parameters": {"command": setup, "shell": True}},
-                {
-                    "type": "execute",
-                    "parameters": {"command": ["python", "-c", "import pyautogui; pyautogui.click(960, 540)"]},
-                },
-                {"type": "sleep", "parameters": {"seconds": 0.5}},
-            ],
-            "related_apps": ["os"],
-            "evaluator": {
-                "func": "exact_match",
-                "result": {"type": "vm_command_line", "command": f"cat ~/Desktop/t{number}/state", "shell": True},
-                "expected": {"type": "rule", "rules": {"expected": "ok\n"}},
-            },
-        }
+        task = setup_solved_task(task_id, "os", f"Desktop/t{number}")
         (folder / "os" / f"{task_id}.json").write_text(json.dumps(task), encoding="utf-8")
-        ids.append(task_id)
-    return ids
 
 
-def one_round(
-    stand_in: StandInModel, tasks: Path, ids: list[str], machines: list[RunningController], root: Path
-) -> Round:
-    results = root / "results"
+def one_round(stand_in: StandInModel, tasks: Path, machines: list[RunningController], root: Path) -> ThroughputRound:
     settings = load_settings(
         models={"orchestrator": {"base_url": stand_in.url, "model": PLANNER}},
-        orchestrator={"results_dir": str(results), "max_steps": 3, "reflection": False},
+        orchestrator={"max_steps": 3, "reflection": False},
         ocr={"warm_up": False},
     )
-    request = BenchRequest(
-        adapter_spec("osworld-vm", None),
-        TaskFilter(task_ids=tuple(ids)),
-        (("tasks_dir", str(tasks)), ("network", False)),
-        force=True,
-        quiet=True,
-        machines=tuple(m.url for m in machines),
-    )
-    start = time.monotonic()
-    run_bench(request, settings, Console(file=io.StringIO()))
-    whole = time.monotonic() - start
-    found = [read_evaluation(results / "osworld-vm" / "os" / task_id) for task_id in ids]
-    evaluations = [e for e in found if e is not None]
-    assert len(evaluations) == len(ids) and all(e.score == 1.0 for e in evaluations), [
-        (e.failure, e.message) for e in evaluations
-    ]
-    return whole, evaluations
+    options = {"tasks_dir": str(tasks), "network": False}
+    return solved_round("osworld-vm", options, [m.url for m in machines], settings, root / "results")
 
 
-def wall(evaluations: list[TaskEvaluation]) -> float:
-    return max(e.ended_at for e in evaluations) - min(e.started_at for e in evaluations)
-
-
-def report(rounds: dict[int, list[Round]], command: str) -> str:
-    rows = []
-    rates: dict[int, float] = {}
-    for count, measured in rounds.items():
-        tasks = [e for _, evaluations in measured for e in evaluations]
-        walls = [wall(evaluations) for _, evaluations in measured]
-        rates[count] = TASKS / statistics.median(walls) * 3600
-        rows.append(
-            [
-                str(count),
-                str(len(measured)),
-                f"{statistics.median(walls):.2f}",
-                f"{rates[count]:.0f}",
-                f"{rates[count] / rates[MACHINES[0]]:.2f}x" if MACHINES[0] in rates else "",
-                f"{statistics.median(e.reset_seconds for e in tasks):.2f}",
-                f"{statistics.median(e.run_seconds for e in tasks):.2f}",
-                f"{statistics.median(e.evaluate_seconds for e in tasks):.2f}",
-                f"{statistics.median(whole - w for (whole, _), w in zip(measured, walls, strict=True)):.2f}",
-            ]
-        )
+def report(rounds: dict[int, list[ThroughputRound]], command: str) -> str:
     lines = [
         "# OSWorld on VMs: runner throughput with 1, 2 and 4 machines",
         "",
@@ -139,20 +75,7 @@ def report(rounds: dict[int, list[Round]], command: str) -> str:
         "runner, the agents' servers and all the machines share this host's 2 cores (see the load average), so "
         "the scaling is this host's, not a VM farm's",
         "",
-        *table(
-            [
-                "machines",
-                "rounds",
-                f"wall s for {TASKS} tasks (median)",
-                "tasks per hour",
-                "vs 1 machine",
-                "reset s (median per task)",
-                "run s (median)",
-                "evaluate s (median)",
-                "outside the tasks s (plan, environments, summary)",
-            ],
-            rows,
-        ),
+        *throughput_table(rounds),
         "",
         "Wall time is the first task's start to the last task's end; tasks per hour = tasks / wall. reset is "
         "OSWorld's setup steps through the controller (0.5 s of it the task's own sleep); run is run_task: "
@@ -172,20 +95,20 @@ def main() -> None:
     args = parser.parse_args()
     stand_in = StandInModel().start()
     stand_in.script(default=lambda request: act("done()", "The state is there."))
-    rounds: dict[int, list[Round]] = {count: [] for count in MACHINES}
+    rounds: dict[int, list[ThroughputRound]] = {count: [] for count in MACHINES}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-osworld-vm-") as temp:
             root = Path(temp)
-            ids = write_tasks(root / "tasks")
+            write_tasks(root / "tasks")
             with stand_in_machines(max(MACHINES), root / "machines") as machines:
                 log("warm-up round")
-                one_round(stand_in, root / "tasks", ids, machines[:2], root / "warm-up")
+                one_round(stand_in, root / "tasks", machines[:2], root / "warm-up")
                 for number in range(args.rounds):
                     order = MACHINES[number % len(MACHINES) :] + MACHINES[: number % len(MACHINES)]
                     for count in order:
                         log(f"round {number + 1}, {count} machines")
                         where = root / f"r{number}-{count}"
-                        rounds[count].append(one_round(stand_in, root / "tasks", ids, machines[:count], where))
+                        rounds[count].append(one_round(stand_in, root / "tasks", machines[:count], where))
     finally:
         stand_in.stop()
     command = f"{interpreter()} -m benchmarks.overhead.osworld_vm_throughput" + (

@@ -1,5 +1,6 @@
 """Files on the machine the tools act on, one class per backend: this host (only inside the code tools' folders), an
-OSWorld VM (its controller's /setup/upload and /file) or an SSH machine (SFTP).
+OSWorld VM (its controller's /setup/upload and /file), a WindowsAgentArena machine (the same routes on its server) or
+an SSH machine (SFTP).
 
 Each refuses before it changes anything: a path outside what it may reach, a file over the cap, a file that exists
 when overwriting was not asked for. A remote machine is the user's to give: any path its user can reach is allowed
@@ -17,9 +18,11 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from symphony_mcp.code.folders import OpenDirectory, normalised, open_directory
+from symphony_mcp.desktop.remote import waa_code
 from symphony_mcp.desktop.remote.osworld_controller import OsworldController
 from symphony_mcp.desktop.remote.ssh_machine import SshMachine
-from symphony_mcp.errors import InvalidInputError, RemoteActionError, clip
+from symphony_mcp.desktop.remote.waa_controller import WaaController
+from symphony_mcp.errors import InvalidInputError, clip
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -35,19 +38,6 @@ class MachineFiles(Protocol):
     def write(self, path: str, data: bytes, overwrite: bool) -> str:
         """Write `data` at `path` (missing directories made); the path as the machine names it."""
         ...
-
-
-class RefusedFiles:
-    """A machine whose files the tools cannot move yet: every call says why, and what to use instead."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def read(self, path: str, cap: int) -> tuple[str, bytes]:
-        raise RemoteActionError(self.reason)
-
-    def write(self, path: str, data: bytes, overwrite: bool) -> str:
-        raise RemoteActionError(self.reason)
 
 
 class FileTooBigError(InvalidInputError):
@@ -193,6 +183,53 @@ class OsworldFiles:
         self.controller.check(["mkdir", "-p", parent], f"making {shlex.quote(parent)}")
         self.controller.upload(path, data)
         return path
+
+
+class WaaFiles:
+    """Files on a WindowsAgentArena machine through its server: what is at the path asked for in the server process
+    (`/execute_windows`, so Windows paths mean what they mean there, `~` and `%VARS%` expanded as its `/file` and
+    `/setup/upload` expand them), then `/file` (a read, retried) or `/setup/upload`, whose save makes no folder: the
+    missing ones are made first."""
+
+    def __init__(self, controller: WaaController) -> None:
+        self.controller = controller
+
+    def _found(self, path: str) -> tuple[str, str | None, int]:
+        """The path as the machine names it, what is there (file, directory, other, or None) and its size."""
+        path = _remote_path(path, absolute_only=False)
+        answer = self.controller.ask(waa_code.file_stat(path), f"looking at {clip(path)}")
+        full = str(answer["path"])
+        if not answer["absolute"]:
+            raise InvalidInputError(
+                f"{clip(path)}: give an absolute path on the machine (C:\\Users\\... on Windows, or one under ~); "
+                "its server has no working folder for us"
+            )
+        if answer["error"]:
+            raise InvalidInputError(f"{clip(full)} on {self.controller.url}: {answer['error']}")
+        return full, answer["kind"], int(answer["size"])
+
+    def read(self, path: str, cap: int) -> tuple[str, bytes]:
+        full, kind, size = self._found(path)
+        if kind is None:
+            raise InvalidInputError(f"no file {clip(full)} on {self.controller.url}")
+        if kind != "file":
+            raise InvalidInputError(f"{clip(full)} on {self.controller.url} is a {kind}, not a regular file")
+        if size > cap:
+            raise too_big(full, size, cap)
+        data = self.controller.download(full)
+        if len(data) > cap:  # grew since it was looked at
+            raise too_big(full, len(data), cap)
+        return full, data
+
+    def write(self, path: str, data: bytes, overwrite: bool) -> str:
+        full, kind, _ = self._found(path)
+        if kind is not None and not overwrite:
+            raise exists_already(full)
+        if kind not in (None, "file"):
+            raise InvalidInputError(f"{clip(full)} on {self.controller.url} is a {kind}; not replaced")
+        self.controller.run(waa_code.make_parents(full), f"making the folder of {clip(full)}")
+        self.controller.upload(full, data)
+        return full
 
 
 class SshFiles:

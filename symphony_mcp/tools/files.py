@@ -1,5 +1,6 @@
 """MCP tools that move files to and from the machine the tools act on (files/transfer.py): on an OSWorld VM through
-its controller, on an SSH machine over SFTP, on this host only inside the code tools' folders."""
+its controller, on a WindowsAgentArena machine through its server, on an SSH machine over SFTP, on this host only
+inside the code tools' folders."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ MachinePath = Annotated[
     Field(
         min_length=1,
         max_length=MAX_PATH,
-        description="the file on the machine (osworld: absolute; ssh: also ~/ or home-relative; local: in the code "
-        "work directory or writable paths)",
+        description="the file on the machine (osworld: absolute; waa: absolute, or under ~; ssh: also ~/ or "
+        "home-relative; local: in the code work directory or writable paths)",
     ),
 ]
 HostFile = Annotated[str | None, Field(min_length=1, max_length=MAX_PATH, description=HOST_FILE)]

@@ -1,6 +1,7 @@
-"""The stand-in controller as a process of its own, like the VM's: its own HOME (the "VM's" files), a marker in its
-environment that only commands run by it see, and `python` on its PATH the way OSWorld's client expects it (this
-environment's, which has pyautogui)."""
+"""A stand-in VM's server as a process of its own, like the VM's: its own HOME (the "VM's" files), a marker in its
+environment that only commands run by it see, and `python` on its PATH the way the benchmarks' clients expect it
+(this environment's, which has pyautogui). The OSWorld controller here; WAA's server (testkit/waa_server/process.py)
+starts the same way."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from testkit.paths import ROOT
 from testkit.ports import free_port, port_open
 from testkit.waiting import wait_for
 
-VM_MARKER = "SYMPHONY_TEST_VM_MARKER"  # set in the controller's environment only: code that sees it ran "on the VM"
+VM_MARKER = "SYMPHONY_TEST_VM_MARKER"  # set in the server's environment only: code that sees it ran "on the VM"
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,14 @@ class RunningController:
 
 
 @contextlib.contextmanager
-def running_controller(
-    home: Path, faults: Faults | None = None, display: str | None = None
+def running_vm_server(
+    module: str, flags: Sequence[str], home: Path, folders: Sequence[str], display: str | None
 ) -> Iterator[RunningController]:
-    """The controller on `display` (default: this process's DISPLAY), on a free loopback port; stopped by its pid
-    afterwards."""
+    """`python -m module --port N *flags` on `display` (default: this process's DISPLAY), on a free loopback port,
+    with `folders` made in `home`; stopped by its pid afterwards."""
     port = free_port()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "Desktop").mkdir(exist_ok=True)
+    for folder in folders:
+        (home / folder).mkdir(parents=True, exist_ok=True)
     marker = f"vm-{port}"
     env = {
         **os.environ,
@@ -47,21 +48,11 @@ def running_controller(
         "PYTHONPATH": str(ROOT),
         **({"DISPLAY": display} if display else {}),
     }
-    faults = faults or Faults()
-    flags = [
-        *(["--bash-script-500"] if faults.bash_script_500 else []),
-        *(["--wedge-when-parallel"] if faults.wedge_when_parallel else []),
-        *(["--accessibility-500"] if faults.accessibility_500 else []),
-        *(["--accessibility-file", faults.accessibility_file] if faults.accessibility_file else []),
-        *(["--screenshot-flood"] if faults.screenshot_flood else []),
-    ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "testkit.osworld_controller", "--port", str(port), *flags], env=env, cwd=home
-    )
+    process = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), *flags], env=env, cwd=home)
     try:
         wait_for(lambda: port_open(port) or process.poll() is not None, timeout=30)
         if process.poll() is not None:
-            raise RuntimeError(f"the stand-in controller exited with {process.returncode}")
+            raise RuntimeError(f"the stand-in {module} exited with {process.returncode}")
         yield RunningController(f"http://127.0.0.1:{port}", port, home, marker, process)
     finally:
         process.terminate()
@@ -70,3 +61,18 @@ def running_controller(
         except subprocess.TimeoutExpired:  # a wedged server's threads never end: stop it outright
             process.kill()
             process.wait(timeout=5)
+
+
+def running_controller(
+    home: Path, faults: Faults | None = None, display: str | None = None
+) -> contextlib.AbstractContextManager[RunningController]:
+    """The OSWorld controller stand-in, with the faults asked for."""
+    faults = faults or Faults()
+    flags = [
+        *(["--bash-script-500"] if faults.bash_script_500 else []),
+        *(["--wedge-when-parallel"] if faults.wedge_when_parallel else []),
+        *(["--accessibility-500"] if faults.accessibility_500 else []),
+        *(["--accessibility-file", faults.accessibility_file] if faults.accessibility_file else []),
+        *(["--screenshot-flood"] if faults.screenshot_flood else []),
+    ]
+    return running_vm_server("testkit.osworld_controller", flags, home, ("Desktop",), display)

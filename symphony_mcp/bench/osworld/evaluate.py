@@ -76,13 +76,19 @@ def evaluate_on(
 
 
 def _score(evaluator: dict[str, Any], env: GetterEnv, context: GetterContext) -> Score:
+    return metric_score(evaluator, lambda config: _get(env, context, config))
+
+
+def metric_score(evaluator: dict[str, Any], get: Callable[[dict[str, Any] | None], Any]) -> Score:
+    """The evaluator's metrics over the values `get` reads for its getter configs (None for none), combined by
+    `conj` as OSWorld does (this module's docstring); shared by every benchmark scored with OSWorld's metrics."""
     conj = evaluator.get("conj", "and")
     values: list[float] = []
     details: list[str] = []
     metrics = metrics_of(evaluator)
     for metric in metrics:
         try:
-            result = _get(env, context, metric.result)
+            result = get(metric.result)
         except FileNotFoundError as exc:
             details.append(f"{metric.func}: result file not found ({exc})")
             if conj == "and" or len(metrics) == 1:
@@ -91,7 +97,7 @@ def _score(evaluator: dict[str, Any], env: GetterEnv, context: GetterContext) ->
         function = load_metric(metric.func)
         with quiet():
             if metric.expected is not None:
-                value = float(function(result, _get(env, context, metric.expected), **metric.options))
+                value = float(function(result, get(metric.expected), **metric.options))
             else:
                 value = float(function(result, **metric.options))
         details.append(f"{metric.func}({_short(result)}) = {value:g}")

@@ -17,11 +17,10 @@ from typing import Any
 
 import httpx
 
-from symphony_mcp.bench.osworld.evaluate import metrics_of
-from symphony_mcp.bench.osworld.metrics import load_metric, quiet
+from symphony_mcp.bench.osworld.evaluate import metric_score
 from symphony_mcp.bench.types import Score
 from symphony_mcp.desktop.remote.waa_controller import WaaController
-from symphony_mcp.errors import RemoteActionError, clip
+from symphony_mcp.errors import RemoteActionError
 
 CLOUD_SECONDS = 120
 
@@ -86,25 +85,7 @@ GETTERS: dict[str, Callable[[Getting, dict[str, Any]], Any]] = {
 def score(evaluator: dict[str, Any], getting: Getting) -> Score:
     """The task's metrics over its getters' values, combined by `conj` (infeasible and postconfig are the
     adapter's: see WaaAdapter.evaluate)."""
-    conj = evaluator.get("conj", "and")
-    values: list[float] = []
-    details: list[str] = []
-    for metric in metrics_of(evaluator):
-        result = _get(getting, metric.result)
-        function = load_metric(metric.func)
-        with quiet():
-            if metric.expected is not None:
-                value = float(function(result, _get(getting, metric.expected), **metric.options))
-            else:
-                value = float(function(result, **metric.options))
-        details.append(f"{metric.func}({clip(result, 120)}) = {value:g}")
-        if conj == "and" and value == 0.0:
-            return Score(value=0.0, detail="; ".join(details))
-        if conj == "or" and value == 1.0:
-            return Score(value=1.0, detail="; ".join(details))
-        values.append(value)
-    total = sum(values) / len(values) if conj == "and" else max(values)
-    return Score(value=min(max(total, 0.0), 1.0), detail="; ".join(details))
+    return metric_score(evaluator, lambda config: _get(getting, config))
 
 
 def _get(getting: Getting, config: dict[str, Any] | None) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -44,7 +44,7 @@ class CommandResult:
 
 
 class OsworldController:
-    """One machine's controller: one HTTP client, one lock. Get it with `controller_for(url)`."""
+    """One machine's controller: one HTTP client, one lock. Get it with `controller_for(url, ...)`."""
 
     def __init__(self, url: str, read_timeout: float) -> None:
         self.url = url.rstrip("/")
@@ -192,14 +192,22 @@ class OsworldController:
         return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=request)
 
 
-_controllers: dict[str, OsworldController] = {}
-_controllers_lock = threading.Lock()
+Client = TypeVar("Client", bound=OsworldController)
+_clients: dict[tuple[type[OsworldController], str], OsworldController] = {}
+_clients_lock = threading.Lock()
+
+
+def shared_client(kind: type[Client], url: str, read_timeout: float) -> Client:
+    """The one client of `kind` (OSWorld's controller, WAA's server) for a machine in this process, shared by every
+    caller, the desktop and the code tools (so calls to it are serialised)."""
+    key = (kind, url.rstrip("/"))
+    with _clients_lock:
+        found = _clients.get(key)
+        if not isinstance(found, kind):
+            found = _clients[key] = kind(key[1], read_timeout)
+        return found
 
 
 def controller_for(url: str, read_timeout: float) -> OsworldController:
-    """The one controller client of a machine, shared by every caller in this process (so calls are serialised)."""
-    key = url.rstrip("/")
-    with _controllers_lock:
-        if key not in _controllers:
-            _controllers[key] = OsworldController(key, read_timeout)
-        return _controllers[key]
+    """The one OSWorld controller client of a machine in this process."""
+    return shared_client(OsworldController, url, read_timeout)

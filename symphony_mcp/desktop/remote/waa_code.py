@@ -193,3 +193,32 @@ def start(command: str) -> str:
         "try:\n    _status = _process.wait(timeout=0.5)\nexcept subprocess.TimeoutExpired:\n    _status = None\n"
         "answer = {'pid': _process.pid, 'status': _status}"
     )
+
+
+# The path as the server's `/file` and `/setup/upload` read it (both expand ~ and environment variables), and what is
+# there (links followed, as those routes follow them): `kind` is None for nothing there, `error` an OSError's text.
+_FILE_STAT = """
+import os, stat
+_path = os.path.expandvars(os.path.expanduser({path!r}))
+answer = {{"path": _path, "absolute": os.path.isabs(_path), "kind": None, "size": 0, "error": None}}
+try:
+    _found = os.stat(_path)
+except (FileNotFoundError, NotADirectoryError):
+    pass
+except OSError as _failure:
+    answer["error"] = _failure.strerror or str(_failure)
+else:
+    answer["size"] = _found.st_size
+    _kinds = {{stat.S_IFREG: "file", stat.S_IFDIR: "directory"}}
+    answer["kind"] = _kinds.get(stat.S_IFMT(_found.st_mode), "other")
+"""
+
+
+def file_stat(path: str) -> str:
+    """`answer`: the expanded path, whether it is absolute, its kind (file, directory, other or None) and size."""
+    return _FILE_STAT.format(path=path)
+
+
+def make_parents(path: str) -> str:
+    """Make the folders above `path` (an expanded path): WAA's `/setup/upload` saves without making them."""
+    return f"import os\nos.makedirs(os.path.dirname({path!r}) or '.', exist_ok=True)"

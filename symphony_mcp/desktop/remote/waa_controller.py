@@ -34,7 +34,7 @@ _NO = 400  # WAA's routes answer a false check with HTTP 400
 
 
 class WaaController(OsworldController):
-    """One WAA machine's server: one HTTP client, one lock. Get it with `waa_controller_for(url)`."""
+    """One WAA machine's server: one HTTP client, one lock. Get it with `shared_client(WaaController, url, ...)`."""
 
     def __init__(self, url: str, read_timeout: float) -> None:
         super().__init__(url, read_timeout)
@@ -83,15 +83,3 @@ class WaaController(OsworldController):
         """A `/setup/...` step of a task (launch, open_file, create_file, close_all, ...): its answer's text."""
         return self._request("POST", f"/setup/{route}", idempotent=False, json=payload, timeout=timeout).text
 
-
-_controllers: dict[str, WaaController] = {}
-_controllers_lock = threading.Lock()
-
-
-def waa_controller_for(url: str, read_timeout: float) -> WaaController:
-    """The one client of a WAA machine in this process, shared by the desktop and the code tools (serialised)."""
-    key = url.rstrip("/")
-    with _controllers_lock:
-        if key not in _controllers:
-            _controllers[key] = WaaController(key, read_timeout)
-        return _controllers[key]
