@@ -8,9 +8,11 @@ code runs as the SSH user, files move over SFTP, a dropped connection is made ag
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import pwd
+import shutil
 import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from symphony_mcp.desktop.remote.ssh_machine import HostKeyRefusedError, SshMachine
+from symphony_mcp.desktop.remote.ssh_machine import AGENT_PATH, AGENT_SOURCE, HostKeyRefusedError, SshMachine
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
 from symphony_mcp.desktop.x11_windows import X11WindowManager
 from symphony_mcp.doctor import LOCAL_ONLY
@@ -37,6 +39,7 @@ pytestmark = [
     pytest.mark.skipif(sshd_unavailable() is not None, reason=str(sshd_unavailable())),
 ]
 
+ROUNDS_OF_CONNECTIONS_AT_ONCE = 6
 UNICODE = 'héllo → 日本 a<b>c ñ € ✓ "quoted" ~`{}|? Ωmega ß'
 
 
@@ -141,6 +144,27 @@ def test_files_move_both_ways_over_sftp(sshd: RunningSshd, xdisplay: VirtualDisp
             machine.download("~/no-such-file.bin")
     finally:
         machine.close()
+
+
+def test_machines_connecting_at_once_to_an_account_without_the_agent_all_start_it(
+    sshd: RunningSshd, xdisplay: VirtualDisplay
+) -> None:
+    """The first upload of the agent is raced by every connection that starts together (the runner's machines share
+    one account here): each writes a part of its own and renames it into place, so none starts a half-written agent."""
+    for _ in range(ROUNDS_OF_CONNECTIONS_AT_ONCE):
+        shutil.rmtree(sshd.home / Path(AGENT_PATH).parent, ignore_errors=True)
+        machines = [
+            SshMachine(sshd.url, sshd.known_hosts, sshd.key_file, "/usr/bin/python3", xdisplay.name) for _ in range(8)
+        ]
+        try:
+            with concurrent.futures.ThreadPoolExecutor(len(machines)) as pool:
+                hellos = list(pool.map(lambda machine: machine.hello(), machines))
+            assert len({hello.pid for hello in hellos}) == len(machines)
+            assert (sshd.home / AGENT_PATH).read_bytes() == AGENT_SOURCE
+            assert not list((sshd.home / Path(AGENT_PATH).parent).glob("*.part"))
+        finally:
+            for machine in machines:
+                machine.close()
 
 
 def test_a_wrong_host_key_is_refused(sshd: RunningSshd, xdisplay: VirtualDisplay, tmp_path: Path) -> None:

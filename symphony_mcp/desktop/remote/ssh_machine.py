@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import shlex
 import socket
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -178,9 +180,12 @@ class SshMachine:
                 sftp.stat(path)
             except FileNotFoundError:
                 _makedirs(sftp, _AGENT_DIR)
-                with sftp.open(path + ".part", "wb") as file:
+                # a part of this connection's own: connections starting at once would otherwise truncate one
+                # another's part, and one could start the agent while another is still writing it
+                part = f"{path}.{secrets.token_hex(8)}.part"
+                with sftp.open(part, "wb") as file:
                     file.write(AGENT_SOURCE)
-                sftp.posix_rename(path + ".part", path)
+                sftp.posix_rename(part, path)  # atomic: the agent's path is whole or absent
         command = f"DISPLAY={shlex.quote(self._display)} exec {shlex.quote(self._python)} -u {path} serve"
         channel = self._open_channel(client)
         channel.exec_command(command)
@@ -373,13 +378,15 @@ def _home_relative(path: str) -> str:
 
 
 def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
+    """Each folder of `path` made unless there; another connection making it at the same moment is no error."""
     current = PurePosixPath()
     for part in PurePosixPath(path).parts:
         current /= part
         try:
-            sftp.stat(str(current))
-        except FileNotFoundError:
             sftp.mkdir(str(current))
+        except OSError:  # SFTP answers a bare "Failure" when it exists: what counts is a folder there now
+            if not stat.S_ISDIR(sftp.stat(str(current)).st_mode or 0):
+                raise
 
 
 def _fingerprint(key: paramiko.PKey) -> str:
