@@ -103,7 +103,7 @@ class OsworldDesktop:
         """The machine's screenshot decoded once; converted, resized and cropped only where it must be (each is a
         copy of the whole frame)."""
         screen = self._screen_rect()
-        image = Image.open(io.BytesIO(self._controller.screenshot()))
+        image: Image.Image = Image.open(io.BytesIO(self._controller.screenshot()))
         image.load()  # decoded here, so a broken PNG fails this call, not a later reader of the frame
         image = image.convert("RGB") if image.mode != "RGB" else image
         if image.size != (screen.width, screen.height):
