@@ -13,6 +13,7 @@ import datetime
 import hashlib
 import os
 import platform
+import random
 import shlex
 import statistics
 import subprocess
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESOLUTION = "1920x1080"
 # Where input goes: the interactive bash prompt of the bottom-right xterm (see XTERMS).
 INPUT_TARGET = Point(x=1440, y=850)
+INTERLEAVE_SEED = 24  # interleaved(): the rounds' shuffled orders, the same in every run
 XTERM_FONT = ("-fa", "DejaVu Sans Mono", "-fs", "10")
 # (geometry in characters, extra xterm options, shell command): a listing, source code, a prompt.
 XTERMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -76,17 +78,19 @@ Results = TypeVar("Results")
 
 
 def interleaved(cases: Mapping[str, Callable[[], object]], repeats: int, warmups: int) -> dict[str, Stats]:
-    """Every case once per round, rounds repeated, so the cases share whatever load the machine has; the order
-    rotates from round to round, so no case always follows the same one (a screenshot right after a spawned
-    interpreter). Times in ms."""
+    """Every case once per round, rounds repeated, so the cases share whatever load the machine has; the order is
+    shuffled each round (seeded: a rerun repeats it), so no case always follows the same one (a screenshot right
+    after a spawned interpreter). A rotation would not do: it keeps the cyclic order, so each case would follow
+    the same neighbour in every round but one. Times in ms."""
     for _ in range(warmups):
         for operation in cases.values():
             operation()
+    order = random.Random(INTERLEAVE_SEED)
     names = list(cases)
     samples: dict[str, list[float]] = {name: [] for name in cases}
-    for round_number in range(repeats):
-        shift = round_number % len(names)
-        for name in names[shift:] + names[:shift]:
+    for _ in range(repeats):
+        order.shuffle(names)
+        for name in names:
             samples[name].append(timed(cases[name]))
     return {name: Stats(tuple(values)) for name, values in samples.items()}
 
@@ -287,7 +291,7 @@ def versus_report(
         *setup,
         f"- Command: `{command}`",
         f"- Repetitions: {repeats} rounds after {warmups} warm-up rounds, the cases interleaved in each round, their "
-        "order rotated from round to round; times in ms",
+        f"order shuffled each round (seed {INTERLEAVE_SEED}); times in ms",
         "",
         f"## Targets (ratio of medians, backend / {against})",
         "",

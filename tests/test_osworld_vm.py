@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,7 +44,8 @@ from testkit.model_server import StandInModel
 from testkit.osworld_controller.process import RunningController
 from testkit.osworld_host import TASKS
 from testkit.osworld_machines import stand_in_machines
-from testkit.osworld_runs import Planner, bench_on_machines, in_xterm, settings_for
+from testkit.osworld_runs import Answer, Planner, bench_on_machines, in_xterm, settings_for
+from testkit.paths import ROOT
 from testkit.ports import free_port
 from testkit.scripted_planner import act
 from testkit.waiting import wait_for
@@ -163,6 +165,78 @@ def test_osworld_tasks_run_on_two_machines_scored_by_osworlds_own_getters(
         }
 
 
+@needs_desktop_env
+@pytest.mark.timeout(600)  # Ray's own processes, two actors and two runs of the real loop on a loaded 2-core machine
+def test_on_ray_each_actor_drives_one_machine_and_a_rerun_resumes(
+    stand_in: StandInModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench osworld-vm --backend ray --machines A,B`: a local Ray of 2 CPUs (its state in a temporary folder and HOME,
+    auth off), one actor per machine, each task's end state on the machine of the environment that ran it, scored by
+    OSWorld's getter there; the next run without --force runs only the task not finished yet, on one actor."""
+    ray = pytest.importorskip("ray", reason="the Ray backend needs ray: pip install -e '.[dev]' installs it")
+    tasks = task_folder(tmp_path)
+    with stand_in_machines(2, tmp_path / "machines") as machines:
+        agent = Planner({t.task_id: str(t.instruction) for t in OSWorldVmAdapter(tasks).list_tasks(TaskFilter())})
+        agent.plans = {
+            RENAME: in_xterm(
+                "mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2",
+                on_some_machine(machines, "Desktop/todo_list_Jan_2"),
+            ),
+            NOTE: in_xterm("echo hello > ~/Desktop/note.txt", on_some_machine(machines, "Desktop/note.txt")),
+        }
+        stand_in.script(default=agent)
+        settings = settings_for(stand_in)
+        results = tmp_path / "results"
+        settings = settings.model_copy(
+            update={"orchestrator": settings.orchestrator.model_copy(update={"results_dir": results})}
+        )
+        home = tmp_path / "home"
+        home.mkdir()
+        for name, value in {"HOME": str(home), "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}.items():
+            monkeypatch.setenv(name, value)  # the raylet inherits them, and the actors from it
+
+        def on_ray(selection: TaskFilter) -> BenchSummary:
+            request = BenchRequest(
+                adapter_spec("osworld-vm", None),
+                selection,
+                (("tasks_dir", str(tasks)), ("network", False)),
+                backend="ray",
+                quiet=True,
+                machines=tuple(machine.url for machine in machines),
+            )
+            summary, path = run_bench(request, settings, Console(file=io.StringIO()))
+            assert path.parent.parent == results
+            return summary
+
+        def scored(task_id: str) -> TaskEvaluation:
+            evaluation = read_evaluation(results / OSWorldVmAdapter.name / "os" / task_id)
+            assert evaluation is not None, task_id
+            return evaluation
+
+        ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_temp)
+            first = on_ray(TaskFilter(task_ids=(RENAME, NOTE)))
+            rename, note = scored(RENAME), scored(NOTE)
+            assert (rename.score, rename.failure, note.score, note.failure) == (1.0, None, 1.0, None), (rename, note)
+            homes = {f"env-{i}": machine.home for i, machine in enumerate(machines)}
+            assert rename.environment != note.environment
+            assert (homes[rename.environment] / "Desktop/todo_list_Jan_2").is_dir()
+            assert (homes[note.environment] / "Desktop/note.txt").read_text() == "hello\n"
+            assert not (homes[rename.environment] / "Desktop/note.txt").exists()
+            assert first.ran_now == 2 and first.scope.startswith("OSWorld on 2 machines")
+
+            agent.plans = {}  # resume: only the task without an evaluation runs (its setup fails before the agent)
+            again = on_ray(TaskFilter())
+            assert (again.ran_now, again.overall.finished) == (1, 3)
+            assert scored(BROKEN).failure == "setup_error" and scored(BROKEN).environment == "env-0"
+            assert (scored(RENAME).ended_at, scored(NOTE).ended_at) == (rename.ended_at, note.ended_at)
+        finally:
+            ray.shutdown()
+            shutil.rmtree(ray_temp, ignore_errors=True)
+    assert not (home / ".ray").exists(), "Ray left its auth token in HOME"
+
+
 def test_a_failing_reset_command_says_what_it_said(stand_in: StandInModel, tmp_path: Path) -> None:
     """No desktop needed: the reset fails before anything reaches the machine (the runner makes it a setup error)."""
     environment = machine_environment(
@@ -187,8 +261,6 @@ def test_machines_and_reset_commands_are_checked() -> None:
     ]  # fmt: skip
     with pytest.raises(SettingsError, match="--machines"):
         BenchRequest("m:f", TaskFilter(), machine_reset="true")
-    with pytest.raises(SettingsError, match="--backend local"):
-        BenchRequest("m:f", TaskFilter(), machines=("http://a:5000",), backend="ray")
     quiet = Console(file=io.StringIO())
     vm = adapter_spec("osworld-vm", None)
     with pytest.raises(SettingsError, match="osworld-vm runs on remote machines: give them with --machines http://"):

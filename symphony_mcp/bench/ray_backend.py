@@ -1,6 +1,7 @@
 """The Ray backend: one actor per environment (num_cpus=1 each), on one machine or a cluster.
 
-Each actor owns its environment (display, folder, adapter) for the whole run and runs the tasks the
+Each actor owns its environment (display, folder, adapter) for the whole run, or with `--machines` the one remote
+machine it drives (machines.py: no display; its reset command run from the actor's node), and runs the tasks the
 driver hands it, one at a time, through the same `run_one` as the local backend, so the results layout,
 the evaluation written last, and so resume are the same. The driver keeps the queue (work stealing: an
 actor that finishes gets the next task) and writes the summary. On a cluster the results folder must be
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from symphony_mcp.bench.environments import started_environment
-from symphony_mcp.bench.registry import AdapterOptions, BenchmarkUnavailableError, load_adapter
+from symphony_mcp.bench.machines import machine_environment
+from symphony_mcp.bench.registry import BenchmarkUnavailableError, load_adapter
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.runner import NoEnvironmentError, Plan, RunObserver, RunResult, run_one
 from symphony_mcp.bench.types import BenchTask, TaskEvaluation, brings_own_display
@@ -35,19 +37,24 @@ log = logging.getLogger(__name__)
 class EnvironmentActor:
     """Lives in a Ray worker process: its display is tied to that process (the worker's main thread)."""
 
-    def __init__(
-        self, name: str, spec: str, options: AdapterOptions, settings: Settings, server_args: tuple[str, ...]
-    ) -> None:
+    def __init__(self, index: int, request: BenchRequest, settings: Settings, machine: str | None = None) -> None:
+        """Environment `env-<index>`: a display of its own, or the remote `machine` (a URL of --machines)."""
         self.settings = settings
         self.loop = asyncio.new_event_loop()  # one loop for the actor's life: adapters may hold loop-bound objects
         self.stack = ExitStack()
+        name = f"env-{index}"
         workdir = Path(tempfile.mkdtemp(prefix=f"symphony-bench-{name}-"))  # on the actor's own node
         self.stack.callback(shutil.rmtree, workdir, True)
-        self.adapter = load_adapter(spec, options)
-        own = brings_own_display(self.adapter)
-        self.environment = self.stack.enter_context(
-            started_environment(name, settings, workdir, server_args, own_display=own)
-        )
+        self.adapter = load_adapter(request.spec, request.options)
+        if machine is not None:
+            self.environment = machine_environment(
+                index, machine, settings, workdir, request.server_args, request.machine_reset
+            )
+        else:
+            own = brings_own_display(self.adapter)
+            self.environment = self.stack.enter_context(
+                started_environment(name, settings, workdir, request.server_args, own_display=own)
+            )
         self.ready = False
 
     def setup(self) -> str | None:
@@ -73,7 +80,8 @@ class EnvironmentActor:
 
 
 def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path, observer: RunObserver) -> RunResult:
-    """Run `plan.pending` on min(parallel, tasks) actors; connects to `request.ray_address` or starts Ray."""
+    """Run `plan.pending` on min(parallel, tasks) actors, or one per machine of `request.machines` (as many as there
+    are tasks); connects to `request.ray_address` or starts Ray."""
     try:
         import ray
     except ImportError as exc:
@@ -84,11 +92,11 @@ def run_ray(request: BenchRequest, plan: Plan, settings: Settings, results: Path
     result = RunResult(plan)
     clock = time.monotonic()
     actor_class: Any = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=0)(EnvironmentActor)
-    count = min(request.parallel, len(plan.pending))
-    names = [f"env-{i}" for i in range(count)]
-    actors: list[Any] = [
-        actor_class.remote(name, request.spec, request.options, settings, request.server_args) for name in names
-    ]
+    machines: list[str | None] = [*request.machines[: len(plan.pending)]]
+    if not machines:
+        machines = [None] * min(request.parallel, len(plan.pending))
+    names = [f"env-{i}" for i in range(len(machines))]
+    actors: list[Any] = [actor_class.remote(i, request, settings, machine) for i, machine in enumerate(machines)]
     try:
         errors = ray.get([actor.setup.remote() for actor in actors])
         ready = [(actor, name) for actor, name, error in zip(actors, names, errors, strict=True) if error is None]

@@ -32,7 +32,5 @@ class BenchRequest:
             raise SettingsError(f"--parallel must be at least 1 (environments at once), got {self.parallel}")
         if self.ray_address and self.backend != "ray":
             raise SettingsError("--ray-address needs --backend ray")
-        if self.machines and self.backend != "local":
-            raise SettingsError("--machines runs its environments from here: use it with --backend local")
         if self.machine_reset and not self.machines:
             raise SettingsError("--machine-reset needs --machines (the machines it resets)")

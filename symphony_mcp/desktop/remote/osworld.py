@@ -100,11 +100,16 @@ class OsworldDesktop:
         return [MonitorInfo(index=0, screen_rect=screen), MonitorInfo(index=1, screen_rect=screen, primary=True)]
 
     def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
+        """The machine's screenshot decoded once; converted, resized and cropped only where it must be (each is a
+        copy of the whole frame)."""
         screen = self._screen_rect()
-        image = Image.open(io.BytesIO(self._controller.screenshot())).convert("RGB")
+        image: Image.Image = Image.open(io.BytesIO(self._controller.screenshot()))
+        image.load()  # decoded here, so a broken PNG fails this call, not a later reader of the frame
+        image = image.convert("RGB") if image.mode != "RGB" else image
         if image.size != (screen.width, screen.height):
             image = image.resize((screen.width, screen.height), Image.Resampling.BILINEAR)
-        image = image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
+        if (area.left, area.top, area.width, area.height) != (0, 0, *image.size):
+            image = image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
         return downscale(image, size) if size else image
 
     def cursor(self) -> Point:

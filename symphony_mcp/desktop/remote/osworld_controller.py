@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -26,8 +28,26 @@ _RETRY_PAUSE_SECONDS = 0.3
 ACCESSIBILITY_SECONDS = 120  # a Chromium page and a GTK window took 1.85 s upstream; a big Calc sheet far longer
 COMMAND_SECONDS = 120  # the controller's own bound on one /execute
 _ANSWER_MARGIN_SECONDS = 15  # beyond a command's bound, for the controller to answer
-_BODY_HEADERS = {"content-encoding", "content-length"}  # they describe the body as sent; it is decoded here
+# Nagle off, as requests/urllib3 do: httpx sends a POST's headers and body in two writes, and the second must not
+# wait for the machine's delayed ACK of the first.
+_SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 _SYS_PLATFORMS = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A controller's answer, its body read whole (decoded) and bounded: what the routes' callers read of it."""
+
+    status_code: int
+    content: bytes
+    encoding: str
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(self.encoding, errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 @dataclass(frozen=True)
@@ -49,7 +69,8 @@ class OsworldController:
     def __init__(self, url: str, read_timeout: float) -> None:
         self.url = url.rstrip("/")
         self._read_timeout = read_timeout
-        self._client = httpx.Client(base_url=self.url, timeout=read_timeout)
+        transport = httpx.HTTPTransport(socket_options=_SOCKET_OPTIONS)
+        self._client = httpx.Client(base_url=self.url, timeout=read_timeout, transport=transport)
         self._lock = threading.Lock()
 
     # --- reads: idempotent, retried ---------------------------------------------------------------
@@ -139,7 +160,7 @@ class OsworldController:
         timeout: float | None = None,
         answers: tuple[int, ...] = (),
         **kw: Any,
-    ) -> httpx.Response:
+    ) -> Answer:
         """The answer of a status below 400 or in `answers` (a route that says "no" with 400, as WAA's do)."""
         attempts = READ_ATTEMPTS if idempotent else 2
         with self._lock:
@@ -168,9 +189,10 @@ class OsworldController:
                     time.sleep(_RETRY_PAUSE_SECONDS * attempt)
             raise DisplayUnavailableError(f"the controller at {self.url} cannot be reached: {failure}")
 
-    def _send(self, method: str, path: str, timeout: float, **kw: Any) -> httpx.Response:
+    def _send(self, method: str, path: str, timeout: float, **kw: Any) -> Answer:
         """The answer, its body read whole but refused past `MAX_REMOTE_ANSWER` bytes or when it trickles in for
-        longer than twice `timeout` (each read is bounded by `timeout` alone); a refusal is not retried."""
+        longer than twice `timeout` (each read is bounded by `timeout` alone); a refusal is not retried. The chunks
+        are joined once into the answer (a screenshot's bytes are copied once, not rebuilt into a second response)."""
         request = self._client.build_request(method, path, timeout=timeout, **kw)
         response = self._client.send(request, stream=True)
         deadline = time.monotonic() + 2 * timeout
@@ -179,17 +201,18 @@ class OsworldController:
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > MAX_REMOTE_ANSWER:
                 raise RemoteActionError(f"{refused} {int(declared):,} bytes, more than {MAX_REMOTE_ANSWER:,}")
-            body = bytearray()
+            chunks: list[bytes] = []
+            size = 0
             for chunk in response.iter_bytes():  # decoded: a compressed answer is bounded by what it unpacks to
-                body += chunk
-                if len(body) > MAX_REMOTE_ANSWER:
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_REMOTE_ANSWER:
                     raise RemoteActionError(f"{refused} more than {MAX_REMOTE_ANSWER:,} bytes")
                 if time.monotonic() > deadline:
-                    raise RemoteActionError(f"{refused} still coming after {2 * timeout:g} s ({len(body):,} bytes)")
+                    raise RemoteActionError(f"{refused} still coming after {2 * timeout:g} s ({size:,} bytes)")
         finally:
             response.close()
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
-        return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=request)
+        return Answer(response.status_code, b"".join(chunks), response.encoding or "utf-8")
 
 
 Client = TypeVar("Client", bound=OsworldController)
