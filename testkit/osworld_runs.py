@@ -94,6 +94,7 @@ def bench_on_machines(
     ids: Sequence[str] = (),
     force: bool = True,
     reset: str | None = None,
+    backend: str = "local",
 ) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
     """`symphony-mcp bench BENCHMARK --option ... --machines URL,... [--machine-reset CMD] [--tasks ...]` run here
     into `results`: its summary and every finished task's evaluation there, by task id."""
@@ -105,6 +106,7 @@ def bench_on_machines(
         quiet=True,
         machines=tuple(machines),
         machine_reset=reset,
+        backend=backend,
     )
     orchestrator = settings.orchestrator.model_copy(update={"results_dir": results})
     run_settings = settings.model_copy(update={"orchestrator": orchestrator})

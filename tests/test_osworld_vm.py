@@ -37,14 +37,15 @@ from symphony_mcp.bench.osworld.remote import OSWorldVmAdapter
 from symphony_mcp.bench.registry import adapter_spec
 from symphony_mcp.bench.request import BenchRequest
 from symphony_mcp.bench.results_layout import read_evaluation
-from symphony_mcp.bench.types import TaskFilter
+from symphony_mcp.bench.summary import BenchSummary
+from symphony_mcp.bench.types import TaskEvaluation, TaskFilter
 from symphony_mcp.config import load_settings
 from symphony_mcp.errors import SettingsError
 from testkit.model_server import StandInModel
 from testkit.osworld_controller.process import RunningController
 from testkit.osworld_host import TASKS
 from testkit.osworld_machines import stand_in_machines
-from testkit.osworld_runs import Answer, Planner, bench_on_machines, in_xterm, settings_for
+from testkit.osworld_runs import Planner, bench_on_machines, in_xterm, settings_for
 from testkit.paths import ROOT
 from testkit.ports import free_port
 from testkit.scripted_planner import act
@@ -187,37 +188,23 @@ def test_on_ray_each_actor_drives_one_machine_and_a_rerun_resumes(
         stand_in.script(default=agent)
         settings = settings_for(stand_in)
         results = tmp_path / "results"
-        settings = settings.model_copy(
-            update={"orchestrator": settings.orchestrator.model_copy(update={"results_dir": results})}
-        )
         home = tmp_path / "home"
         home.mkdir()
         for name, value in {"HOME": str(home), "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}.items():
             monkeypatch.setenv(name, value)  # the raylet inherits them, and the actors from it
 
-        def on_ray(selection: TaskFilter) -> BenchSummary:
-            request = BenchRequest(
-                adapter_spec("osworld-vm", None),
-                selection,
-                (("tasks_dir", str(tasks)), ("network", False)),
-                backend="ray",
-                quiet=True,
-                machines=tuple(machine.url for machine in machines),
-            )
-            summary, path = run_bench(request, settings, Console(file=io.StringIO()))
-            assert path.parent.parent == results
-            return summary
-
-        def scored(task_id: str) -> TaskEvaluation:
-            evaluation = read_evaluation(results / OSWorldVmAdapter.name / "os" / task_id)
-            assert evaluation is not None, task_id
-            return evaluation
+        def on_ray(ids: tuple[str, ...] = ()) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
+            urls = [machine.url for machine in machines]
+            return bench_on_machines(
+                "osworld-vm", {"tasks_dir": str(tasks), "network": False}, urls, settings, results,
+                ids=ids, force=False, backend="ray",
+            )  # fmt: skip
 
         ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_temp)
-            first = on_ray(TaskFilter(task_ids=(RENAME, NOTE)))
-            rename, note = scored(RENAME), scored(NOTE)
+            first, scored = on_ray((RENAME, NOTE))
+            rename, note = scored[RENAME], scored[NOTE]
             assert (rename.score, rename.failure, note.score, note.failure) == (1.0, None, 1.0, None), (rename, note)
             homes = {f"env-{i}": machine.home for i, machine in enumerate(machines)}
             assert rename.environment != note.environment
@@ -227,10 +214,10 @@ def test_on_ray_each_actor_drives_one_machine_and_a_rerun_resumes(
             assert first.ran_now == 2 and first.scope.startswith("OSWorld on 2 machines")
 
             agent.plans = {}  # resume: only the task without an evaluation runs (its setup fails before the agent)
-            again = on_ray(TaskFilter())
+            again, scored = on_ray()
             assert (again.ran_now, again.overall.finished) == (1, 3)
-            assert scored(BROKEN).failure == "setup_error" and scored(BROKEN).environment == "env-0"
-            assert (scored(RENAME).ended_at, scored(NOTE).ended_at) == (rename.ended_at, note.ended_at)
+            assert scored[BROKEN].failure == "setup_error" and scored[BROKEN].environment == "env-0"
+            assert (scored[RENAME].ended_at, scored[NOTE].ended_at) == (rename.ended_at, note.ended_at)
         finally:
             ray.shutdown()
             shutil.rmtree(ray_temp, ignore_errors=True)
