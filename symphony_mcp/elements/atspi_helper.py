@@ -486,8 +486,7 @@ class Walker:
     the screen, are not gone into. Nodes in `known` (the facts of the nodes seen since the application's last change
     event) are asked only their states and box; those of `expected` (the nodes its last walk kept) are asked them
     all in one batch before the walk, so that a walk of a tree seen before (a scrolled page) waits for one round trip
-    rather than one a level (38 on the Python docs page). Text, value and action names of the nodes not known are
-    asked at the end, in two batches for the whole walk."""
+    rather than one a level (38 on the Python docs page)."""
 
     def __init__(
         self,
@@ -524,7 +523,6 @@ class Walker:
         level = [(path, index) for index, path in enumerate(windows)]
         depth = 1
         asked = self._state_and_box(self.expected, deadline)
-        undetailed: list[tuple[str, Facts]] = []
         while level and self.cut is None:
             if time.monotonic() > deadline:
                 self.cut = "time"
@@ -535,6 +533,7 @@ class Walker:
             if answers is None:
                 break
             answers.reverse()  # taken from the end, in the order asked
+            undetailed: list[tuple[str, Facts]] = []
             following: list[tuple[str, int]] = []
             for path, window in level:
                 facts: Facts | None
@@ -566,12 +565,11 @@ class Walker:
                     "window": titles[window],
                     "depth": depth,
                 }
-            if len(described) >= max_nodes:
+            self._details(undetailed, deadline)  # a level at a time: a walk cut by time lists the levels before
+            if self.cut is None and len(described) >= max_nodes:
                 self.cut = "count"
             level = following
             depth += 1
-        if self.cut != "time":
-            self._details(undetailed, deadline)
         walk["cut"] = self.cut
         objects: list[tuple[str, str]] = []
         nodes: list[dict[str, Any]] = []
