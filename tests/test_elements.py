@@ -315,6 +315,22 @@ async def test_chromium_lists_the_links_a_scroll_brings_into_view(stdio_client: 
         await matching(tolerance=1)
 
 
+async def test_chromium_links_seen_before_a_scroll_come_back_named_at_their_boxes(
+    stdio_client: Client, tmp_path: Path
+) -> None:
+    """A page scrolled down and back up: every link the page reports is listed again, named as it is and at its DOM
+    box. The walk back asks only states and boxes of the nodes seen before (their names, roles and children are kept
+    since the first walk, as no change event came), the nodes its last walk kept all at once before the walk."""
+    async with _reflow_page_open(stdio_client, tmp_path) as (page, matching):
+        await matching()
+        await call_ok(stdio_client, "scroll", vertical=-5, x=100, y=500, space="screen")
+        page.wait(lambda s: s["scrollY"] > 0)
+        await matching(tolerance=1)
+        await call_ok(stdio_client, "scroll", vertical=5, x=100, y=500, space="screen")
+        page.wait(lambda s: s["scrollY"] == 0)
+        await matching(tolerance=1)
+
+
 def result_box_top(result: dict[str, Any], name: str) -> int:
     (element,) = [e for e in result["elements"] if e["name"] == name and e["role"] == "link"]
     return int(element["box"]["top"])

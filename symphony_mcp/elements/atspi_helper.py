@@ -32,7 +32,7 @@ import sys
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +68,9 @@ _SKIP_TEXT = str.maketrans("", "", "\ufffc\ufffd")
 # A walk is kept only once the pixels under the application's windows have stood still this long: Chromium moves its
 # accessibility boxes a moment after it paints (a walk 0.1 s after a smooth scroll's last frame had boxes 8 px off).
 SETTLE_SECONDS = 0.5
+# An application's facts are kept for every node seen since its last change event (a page scrolled back and forth
+# is not asked them again), up to this many nodes; past it, only the last walk's.
+FACTS_KEPT = 50_000
 CALL_SECONDS = 5.0  # one call's limit outside a walk (a hung application must not hang the helper)
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 ACTION = "org.a11y.atspi.Action"
@@ -148,7 +151,9 @@ class Helper:
         self.trees: dict[tuple[str, int], AppTree] = {}
         self.changed_apps: set[tuple[str, int]] = set()
         self.last_views: dict[tuple[str, int], tuple[tuple[object, ...], float]] = {}  # and since when it looks so
-        self.facts: dict[tuple[str, int], dict[str, Facts]] = {}  # each application's last walk, until a change event
+        # Each application's facts of the nodes seen since its last change event, and the paths its last walk kept.
+        self.facts: dict[tuple[str, int], dict[str, Facts]] = {}
+        self.walked: dict[tuple[str, int], list[str]] = {}
         self.listener: Any = None
         self.state_nicks = {int(s): atspi.StateType(s).value_nick for s in atspi.StateType.__enum_values__.values()}
         self.role_names = {int(r): atspi.role_get_name(r) or "" for r in atspi.Role.__enum_values__.values()}
@@ -250,15 +255,17 @@ class Helper:
             if tree is None or changed or (tree.windows, tree.view, tree.limits) != (boxes, view, limits):
                 self.changed_apps.discard(key)
                 known = {} if changed else self.facts.get(key, {})
+                expected = [] if changed else self.walked.get(key, [])
                 connection = self.peers.connection(bus_name)
-                walker = Walker(connection, bus_name, self.state_nicks, self.role_names, known)
+                walker = Walker(connection, bus_name, self.state_nicks, self.role_names, known, expected)
                 try:
                     tree = walker.walk(windows, titles, boxes, view, limits, deadline, screen, app_info["name"], walk)
                 except (OSError, ValueError) as exc:  # the application went away or garbled its answers
                     self.peers.forget(bus_name)
                     walk["cut"] = walk["cut"] or f"error: {exc}"
                     continue
-                self.facts[key] = walker.facts
+                self.facts[key] = {**known, **walker.facts} if len(known) < FACTS_KEPT else walker.facts
+                self.walked[key] = list(walker.facts)
                 if walker.cut is None and settled:
                     self.trees[key] = tree
                 else:
@@ -281,6 +288,7 @@ class Helper:
             del self.last_views[gone]
         for gone in set(self.facts) - seen_apps:
             del self.facts[gone]
+            self.walked.pop(gone, None)
         reading = self.next_reading
         self.next_reading += 1
         # The caller still has the nodes of its last reading: when every tree served then is served again, unchanged,
@@ -475,8 +483,10 @@ class Facts:
 class Walker:
     """One application's walk, a tree level at a time: each level's calls are written at once and their answers read
     as they come (one round trip a level instead of about ten a node). Nodes not showing, or whose box lies outside
-    the screen, are not gone into. Nodes in `known` (the facts of the application's last walk, when no change event
-    came since) are asked only their states and box."""
+    the screen, are not gone into. Nodes in `known` (the facts of the nodes seen since the application's last change
+    event) are asked only their states and box; those of `expected` (the nodes its last walk kept) are asked them
+    all in one batch before the walk, so that a walk of a tree seen before (a scrolled page) waits for one round trip
+    rather than one a level (38 on the Python docs page)."""
 
     def __init__(
         self,
@@ -485,10 +495,12 @@ class Walker:
         state_nicks: dict[int, str],
         role_names: dict[int, str],
         known: dict[str, Facts],
+        expected: Sequence[str] = (),
     ) -> None:
         self.connection, self.bus_name = connection, bus_name
         self.state_nicks, self.role_names = state_nicks, role_names
         self.known = known
+        self.expected = [path for path in expected if path in known]
         self.facts: dict[str, Facts] = {}  # this walk's, for the next
         self.cut: str | None = None
 
@@ -510,20 +522,26 @@ class Walker:
         visited, deeper = 0, False
         level = [(path, index) for index, path in enumerate(windows)]
         depth = 1
+        asked = self._state_and_box(self.expected, deadline)
         while level and self.cut is None:
             if time.monotonic() > deadline:
                 self.cut = "time"
                 break
             visited += len(level)
-            answers = self._calls([call for path, _ in level for call in self._node_calls(path)], deadline)
+            calls = [call for path, _ in level if path not in asked for call in self._node_calls(path)]
+            answers = self._calls(calls, deadline)
             if answers is None:
                 break
             answers.reverse()  # taken from the end, in the order asked
             undetailed: list[tuple[str, Facts]] = []
             following: list[tuple[str, int]] = []
             for path, window in level:
-                states, box = _states(answers.pop()), _box(answers.pop())
-                facts = self.known.get(path) or self._facts(path, [answers.pop() for _ in range(4)])
+                facts: Facts | None
+                if path in asked:
+                    (states, box), facts = asked[path], self.known[path]
+                else:
+                    states, box = _states(answers.pop()), _box(answers.pop())
+                    facts = self.known.get(path) or self._facts(path, [answers.pop() for _ in range(4)])
                 if states is None or facts is None:
                     continue  # defunct: it went away during the walk
                 if SHOWING not in states or (box is not None and not _overlaps(box, screen)):
@@ -547,9 +565,8 @@ class Walker:
                     "window": titles[window],
                     "depth": depth,
                 }
-            if not self._details(undetailed, deadline):
-                break
-            if len(described) >= max_nodes:
+            self._details(undetailed, deadline)  # a level at a time: a walk cut by time lists the levels before
+            if self.cut is None and len(described) >= max_nodes:
                 self.cut = "count"
             level = following
             depth += 1
@@ -563,6 +580,13 @@ class Walker:
                     nodes.append({**described[path], **details, "ref": len(objects)})
                     objects.append((self.bus_name, path))
         return AppTree(nodes[:max_nodes], objects[:max_nodes], boxes, view, visited, deeper, limits)
+
+    def _state_and_box(self, paths: list[str], deadline: float) -> dict[str, tuple[set[int] | None, list[int] | None]]:
+        """States and box of each path, asked at once; empty when they did not come in time (the walk is then cut)."""
+        answers = self._calls([call for path in paths for call in self._node_calls(path)[:2]], deadline)
+        if answers is None:
+            return {}
+        return {path: (_states(state), _box(box)) for path, state, box in zip(paths, *[iter(answers)] * 2, strict=True)}
 
     def _node_calls(self, path: str) -> tuple[Any, ...]:
         """States and box; and for a node not known, its children, role, name and interfaces."""
@@ -589,43 +613,48 @@ class Walker:
             children=[child for _, child in children[0]],
         )
 
-    def _details(self, wanted: list[tuple[str, Facts]], deadline: float) -> bool:
+    def _details(self, wanted: list[tuple[str, Facts]], deadline: float) -> None:
         """Text, value and action names of the nodes that have them, in two batches (an action's name is asked by
-        its number: the batch call GetActions gives localized names, empty in Chromium); False when time ran out."""
+        its number: the batch call GetActions gives localized names, empty in Chromium). A node's details are set
+        only once every answer came (facts are kept for later walks); when time ran out, none are and the walk is
+        cut."""
         bus_name = self.bus_name
         calls: list[Any] = []
-        asked: list[tuple[str, Facts, str]] = []
+        asked: list[tuple[str, dict[str, Any], str]] = []
+        found: list[tuple[Facts, dict[str, Any]]] = []
         for path, facts in wanted:
-            facts.details = {"text": "", "value": None, "actions": []}
+            details: dict[str, Any] = {"text": "", "value": None, "actions": []}
+            found.append((facts, details))
             if TEXT in facts.interfaces:
                 calls.append(wire.Call(path, TEXT, "GetText", "ii", (0, -1), bus_name))
-                asked.append((path, facts, "text"))
+                asked.append((path, details, "text"))
             if VALUE in facts.interfaces:
                 calls.append(_property(bus_name, path, VALUE, "CurrentValue"))
-                asked.append((path, facts, "value"))
+                asked.append((path, details, "value"))
             if ACTION in facts.interfaces:
                 calls.append(_property(bus_name, path, ACTION, "NActions"))
-                asked.append((path, facts, "count"))
+                asked.append((path, details, "count"))
         answers = self._calls(calls, deadline)
         if answers is None:
-            return False
-        names: list[tuple[Facts, Any]] = []
-        for (path, facts, what), answer in zip(asked, answers, strict=True):
-            if not isinstance(answer, list) or facts.details is None:
+            return
+        names: list[tuple[dict[str, Any], Any]] = []
+        for (path, details, what), answer in zip(asked, answers, strict=True):
+            if not isinstance(answer, list):
                 continue
             if what == "text":
-                facts.details["text"] = str(answer[0])[:TEXT_CHARS].translate(_SKIP_TEXT)
+                details["text"] = str(answer[0])[:TEXT_CHARS].translate(_SKIP_TEXT)
             elif what == "value":
-                facts.details["value"] = answer[0]
+                details["value"] = answer[0]
             else:
-                names.extend((facts, wire.Call(path, ACTION, "GetName", "i", (i,), bus_name)) for i in range(answer[0]))
+                names.extend((details, _action_name(bus_name, path, n)) for n in range(answer[0]))
         answers = self._calls([call for _, call in names], deadline)
         if answers is None:
-            return False
-        for (facts, _), answer in zip(names, answers, strict=True):
-            if isinstance(answer, list) and answer[0] and facts.details is not None:
-                facts.details["actions"].append(answer[0])
-        return True
+            return
+        for (details, _), answer in zip(names, answers, strict=True):
+            if isinstance(answer, list) and answer[0]:
+                details["actions"].append(answer[0])
+        for facts, details in found:
+            facts.details = details
 
     def _calls(self, calls: list[Any], deadline: float) -> list[Any] | None:
         """The answers, or None (and the walk cut) when some did not come in time."""
@@ -715,6 +744,10 @@ def raw_node(node: Any, atspi: Any) -> dict[str, Any]:
 
 def _property(bus_name: str, path: str, interface: str, name: str) -> Any:
     return wire.Call(path, PROPERTIES, "Get", "ss", (interface, name), bus_name)
+
+
+def _action_name(bus_name: str, path: str, index: int) -> Any:
+    return wire.Call(path, ACTION, "GetName", "i", (index,), bus_name)
 
 
 def _extents_call(bus_name: str, path: str) -> Any:

@@ -23,7 +23,7 @@ from symphony_mcp.desktop.types import WindowInfo
 from symphony_mcp.elements import osworld_tree
 from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
-from symphony_mcp.elements.screen_tiles import tile_digests
+from symphony_mcp.elements.screen_tiles import ScreenTiles
 from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, SymphonyError, clip
 from symphony_mcp.imaging.geometry import Point, Rect
@@ -80,6 +80,7 @@ class ElementReader:
         self.actions = actions
         self.process: TreeSource = process or AtspiProcess()
         self._readings: OrderedDict[str, Reading] = OrderedDict()
+        self._tiles = ScreenTiles()
         # The window list and the screen's tile digests it was read with: while every pixel stays the same, no window
         # was opened, closed, moved or retitled (its title bar would show it), and the list is not read again.
         self._windows: tuple[list[Any], list[WindowInfo]] | None = None
@@ -112,7 +113,7 @@ class ElementReader:
         started = time.monotonic()
         if frame is None or frame.area != screen:
             frame = await self.screen.capture(screen)
-        tiles = await anyio.to_thread.run_sync(tile_digests, frame)
+        tiles = await anyio.to_thread.run_sync(self._tiles.digests, frame)
         windows = self._windows[1] if self._windows is not None and self._windows[0] == tiles["digests"] else None
 
         async def list_windows() -> None:
