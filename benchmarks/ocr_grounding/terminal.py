@@ -309,6 +309,13 @@ SCREENS: tuple[tuple[str, tuple[Content, ...]], ...] = (
             ),
         ),
     ),
+    (
+        "man-sed-chmod",
+        (
+            Content("man sed", "#f5f5f5", "#2a2a2a", "Liberation Mono:pixelsize=15", man_lines("sed")),
+            Content("man chmod", "#1b2b34", "#d8dee9", "Nimbus Mono PS:pixelsize=14", man_lines("chmod")),
+        ),
+    ),
 )
 
 
@@ -347,6 +354,22 @@ BITMAP_SCREENS: tuple[tuple[str, tuple[Content, ...]], ...] = (
         (
             Content("bash", "#202428", "#d8dee9", "6x10", session_lines("4", "all checks passed on the runner"), True),
             Content("shlex.py", "white", "#1a1a1a", "8x16", file_lines(Path(shlex.__file__)), True),
+        ),
+    ),
+    (
+        "bitmap-6x12-9x15bold",
+        (
+            Content(
+                "bash", "#0c0c0c", "#cccccc", "6x12", session_lines("5", "the backup finished at noon today"), True
+            ),
+            Content("man date", "#fdfdf5", "#1e1e1e", "9x15bold", man_lines("date"), True),
+        ),
+    ),
+    (
+        "bitmap-fixed-8x13",
+        (
+            Content("bash", "white", "black", "fixed", session_lines("6", "deploying build seven to staging"), True),
+            Content("man ps", "#1d2a1d", "#c0e0c0", "8x13", man_lines("ps"), True),
         ),
     ),
 )

@@ -78,11 +78,14 @@ PAGES: tuple[tuple[float, tuple[tuple[str, str], ...]], ...] = (
             ("bands-7", "bands:7"),
             ("forms-7", "forms:7"),
             ("docs-datetime", "library/datetime.html#timedelta-objects"),
+            ("bands-9", "bands:9"),
+            ("forms-9", "forms:9"),
+            ("docs-logging", "library/logging.html#logger-objects"),
         ),
     ),
     (0.8, (("zoom80-re", "library/re.html#regular-expression-syntax"),)),
     (0.9, (("zoom90-itertools", "library/itertools.html#itertools-recipes"),)),
-    (1.1, (("zoom110-forms-5", "forms:5"),)),
+    (1.1, (("zoom110-forms-5", "forms:5"), ("zoom110-csv", "library/csv.html#module-contents"))),
     (
         1.25,
         (
@@ -90,9 +93,17 @@ PAGES: tuple[tuple[float, tuple[tuple[str, str], ...]], ...] = (
             ("zoom125-forms-3", "forms:3"),
             ("bands-z125-2", "bands:2"),
             ("bands-z125-8", "bands:8"),
+            ("zoom125-forms-10", "forms:10"),
         ),
     ),
-    (1.5, (("zoom150-json", "library/json.html#basic-usage"), ("bands-z150-3", "bands:3"))),
+    (
+        1.5,
+        (
+            ("zoom150-json", "library/json.html#basic-usage"),
+            ("bands-z150-3", "bands:3"),
+            ("bands-z150-10", "bands:10"),
+        ),
+    ),
 )
 
 

@@ -79,18 +79,30 @@ def tk_form(display: str, width: int, height: int) -> Iterator[tuple[str, Source
         yield "tk-form", form
 
 
-TTK_THEMES = (("clam", 0), ("alt", 1), ("default", 2), ("classic", 4))  # (theme, variant: font and labels)
+# (screen name suffix, theme, variant: font and labels)
+TTK_THEMES = (
+    ("clam", "clam", 0),
+    ("alt", "alt", 1),
+    ("default", "default", 2),
+    ("classic", "classic", 4),
+    ("alt-5", "alt", 5),
+)
 
 
 def ttk_dialogs(display: str, width: int, height: int) -> Iterator[tuple[str, Source]]:
     """Dialogs and forms in ttk widgets, one screen per built-in theme (apps/ttk_dialogs.py)."""
-    for theme, variant in TTK_THEMES:
+    for name, theme, variant in TTK_THEMES:
         geometry = f"{width - 80}x{height - 60}+20+10"
         with contextlib.closing(app_window(display, "ttk_dialogs.py", geometry, theme, str(variant))) as app:
-            yield f"ttk-{theme}", app
+            yield f"ttk-{name}", app
 
 
-QT_STYLES = (("fusion", "Fusion", 0), ("windows", "Windows", 1), ("fusion-serif", "Fusion", 2))  # name, style, variant
+QT_STYLES = (  # name, style, variant
+    ("fusion", "Fusion", 0),
+    ("windows", "Windows", 1),
+    ("fusion-serif", "Fusion", 2),
+    ("windows-3", "Windows", 3),
+)
 
 
 def qt_dialogs(display: str, width: int, height: int) -> Iterator[tuple[str, Source]]:

@@ -26,7 +26,9 @@ from scipy import ndimage
 
 FLAT_STEP = 3  # grey step between neighbours inside one flat background (gradients of buttons, shadows)
 DEEP = 2  # a background region holds a flat square of 2 * DEEP + 1 px (a glyph's stroke does not)
-SAME_COLOUR_AREA = 40  # smaller flat pieces of a background's colour (counters, gaps) are not backgrounds
+# Smaller flat pieces of a background's colour (counters, gaps) are not backgrounds; a strip of a pill's colour cut
+# off from the pill by glyphs that nearly touch its edge (37 px over 9 px text) is one.
+SAME_COLOUR_AREA = 24
 RIM_SPREAD = 24  # grey difference of two backgrounds that makes the pixels between them a rim, not text
 RIM_REACH = 2  # how far (px) a rim's antialiasing reaches
 INK = 24  # channel distance from the local background that counts as a mark
