@@ -7,6 +7,7 @@ phrase, select the span from one phrase to another. Matching needs no model.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,8 +23,8 @@ from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Region
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
-from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline
-from symphony_mcp.vision.ocr.types import OcrResult, OcrWord
+from symphony_mcp.vision.ocr.pipeline import OcrPipeline, PartialReading, is_loaded, shared_pipeline
+from symphony_mcp.vision.ocr.types import OcrResult, OcrWord, RecognizedWord
 
 CaretPosition = Literal["start", "end"]
 
@@ -41,6 +42,11 @@ class TextSearch:
 class FoundText(Placed):
     phrase: str
     matches: list[TextMatch] = Field(description="best first (or nearest first when near_x/near_y are given)")
+    complete: bool = Field(
+        description="true: the whole area was read and matches lists every match; false: reading stopped at an "
+        "exact match that a whole reading ranks first as well, so the first match is final but the others come "
+        "only from the text read until then (the screen above it and around it)"
+    )
     ocr_ms: float
     engine: str
 
@@ -88,15 +94,25 @@ class OcrGrounder:
 
     async def read(self, search: TextSearch, engine: str | None = None) -> tuple[Frame, OcrResult]:
         """OCR of a fresh capture of the caller's area (its latest screenshot's), or of a region of it."""
-        area = search.view.area if search.region is None else search.view.region_to_screen(search.region)
-        frame = await self.screen.capture(area)
+        frame = await self._capture(search)
         pipeline = self.pipeline(engine)
         return frame, await asyncio.to_thread(pipeline.read, frame.image, frame.area)
 
+    async def _capture(self, search: TextSearch) -> Frame:
+        area = search.view.area if search.region is None else search.view.region_to_screen(search.region)
+        return await self.screen.capture(area)
+
     async def find(self, phrase: str, search: TextSearch, engine: str | None = None) -> FoundText:
-        _, result = await self.read(search, engine)
+        """The phrase's matches, read top first until the first match is certain (see `_FirstMatch`); nearest-first
+        searches read the whole area, since a match anywhere may be nearer."""
+        frame = await self._capture(search)
+        goal = _FirstMatch(self, phrase) if search.near is None else None
+        reading = await asyncio.to_thread(self.pipeline(engine).read_until, frame.image, frame.area, goal)
+        result = reading.result
         matches = await self._matches(result, phrase, search)
-        return FoundText(phrase=phrase, matches=matches, ocr_ms=result.elapsed_ms, engine=result.engine)
+        return FoundText(
+            phrase=phrase, matches=matches, complete=reading.complete, ocr_ms=result.elapsed_ms, engine=result.engine
+        )
 
     async def _matches(self, result: OcrResult, phrase: str, search: TextSearch) -> list[TextMatch]:
         """Matches of `phrase` in one reading, ranked; none is an error that shows the closest text."""
@@ -195,6 +211,37 @@ class OcrGrounder:
         self, view: CallerSpace, point: Point, grounding: Grounding, button: MouseButton = "left", count: int = 1
     ) -> ActionRecord:
         return await self.actions.click(Target(point, None, (grounding,)), view, button=button, count=count)
+
+
+class _FirstMatch:
+    """`find_text`'s goal: stop reading once the first match is the one a whole reading would rank first.
+
+    That holds when the first match of the blocks read so far is as good as a match can be (exact, case-exact, on
+    one line, score 100, each word as the phrase spells it), so only reading order ranks it against others, and
+    every block starting above its line's bottom plus a line height has been read: every line before it in reading
+    order is then read whole, so no earlier match can appear, and its words keep their ids (words are numbered in
+    reading order). Such a match has every word of the phrase as an OCR word verbatim, so only blocks holding one
+    of them can settle it."""
+
+    def __init__(self, grounder: OcrGrounder, phrase: str) -> None:
+        self._grounder = grounder
+        self._phrase = phrase
+        self._words = frozenset(phrase.split())
+
+    def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
+        return any(word.text in self._words for word in words)
+
+    def settled(self, reading: PartialReading) -> bool:
+        result = reading.result
+        matches = self._grounder._find_phrase(result, self._phrase)
+        if not matches:
+            return False
+        first = matches[0]
+        best = first.exact and first.case_exact and len(first.boxes) == 1 and first.score == 100
+        if not best or first.text.split() != self._phrase.split():
+            return False
+        line = result.lines[result.words[first.word_ids[0]].line_id].box
+        return line.top + 2 * line.height <= reading.read_above
 
 
 def _at(view: CallerSpace, point: Point) -> str:
