@@ -218,30 +218,35 @@ class _FirstMatch:
 
     That holds when the first match of the blocks read so far is as good as a match can be (exact, case-exact, on
     one line, score 100, each word as the phrase spells it), so only reading order ranks it against others, and
-    every block starting above its line's bottom plus a line height has been read: every line before it in reading
-    order is then read whole, so no earlier match can appear, and its words keep their ids (words are numbered in
-    reading order). Such a match has every word of the phrase as an OCR word verbatim, so only blocks holding one
-    of them can settle it."""
+    every block starting above the bottom of every line up to its own (in reading order) has been read. Every line
+    before it is then read whole: a word of a block not read yet starts below all of them, so it can neither start
+    a line before it nor be joined to one (joined words are centred within a third of a line height of each
+    other), no earlier match can appear, and its words keep their ids (words are numbered in reading order). Such
+    a match has every word of the phrase as an OCR word verbatim, so only a block holding one of them, once all of
+    them have been read somewhere, can bring one."""
 
     def __init__(self, grounder: OcrGrounder, phrase: str) -> None:
         self._grounder = grounder
         self._phrase = phrase
-        self._words = frozenset(phrase.split())
+        self._missing = set(phrase.split())
+        self._words = frozenset(self._missing)
 
     def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
-        return any(word.text in self._words for word in words)
+        held = self._words.intersection(word.text for word in words)
+        self._missing -= held
+        return bool(held) and not self._missing
 
-    def settled(self, reading: PartialReading) -> bool:
+    def reach(self, reading: PartialReading) -> float | None:
         result = reading.result
         matches = self._grounder._find_phrase(result, self._phrase)
         if not matches:
-            return False
+            return None
         first = matches[0]
         best = first.exact and first.case_exact and len(first.boxes) == 1 and first.score == 100
         if not best or first.text.split() != self._phrase.split():
-            return False
-        line = result.lines[result.words[first.word_ids[0]].line_id].box
-        return line.top + 2 * line.height <= reading.read_above
+            return None
+        last = result.words[first.word_ids[0]].line_id
+        return max(line.box.top + line.box.height for line in result.lines[: last + 1])
 
 
 def _at(view: CallerSpace, point: Point) -> str:

@@ -79,10 +79,11 @@ class ReadingGoal(Protocol):
     match); without a goal every block is read."""
 
     def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
-        """Cheap: whether these newly read words could make `settled` true (only then is it asked)."""
+        """Cheap: whether a newly read block's words could change `reach` (only then is it asked again)."""
 
-    def settled(self, reading: PartialReading) -> bool:
-        """Whether this reading answers the caller as the whole frame's reading would."""
+    def reach(self, reading: PartialReading) -> float | None:
+        """The screen y down to which every block must be read for this reading to answer the caller as the whole
+        frame's reading would (None: not known yet, read on)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,10 @@ class _FrameReading:
         left = [i for i in range(len(self.blocks)) if i not in self.words]
         return sorted(left, key=lambda i: (self.blocks[i].top, self.blocks[i].left))
 
+    def top_of(self, index: int) -> int:
+        """Where a block's crop starts, in screen pixels."""
+        return self.area.top + self.blocks[index].top
+
     def add(self, index: int, words: tuple[RecognizedWord, ...]) -> tuple[RecognizedWord, ...]:
         block = self.blocks[index]
         self.words[index] = tuple(word.shifted(block.left, block.top) for word in words)
@@ -133,8 +138,7 @@ class _FrameReading:
         if self._assembled is None:
             read = [self.words[i] for i in range(len(self.blocks)) if i in self.words]
             self._assembled = _assemble(read, len(self.blocks), self.area, engine)
-        unread = [self.blocks[i].top for i in range(len(self.blocks)) if i not in self.words]
-        read_above = self.area.top + min(unread) if unread else math.inf
+        read_above = min((self.top_of(i) for i in range(len(self.blocks)) if i not in self.words), default=math.inf)
         if math.isinf(read_above):
             self.done = self._assembled
         return PartialReading(self._assembled, read_above)
@@ -216,9 +220,9 @@ class OcrPipeline:
     def _advance(self, frame: _FrameReading, goal: ReadingGoal | None) -> int:
         """Read `frame`'s blocks until `goal` is settled, or all of them; returns how many needed the engine.
 
-        Without a goal every block is queued at once, largest first (the workers then finish close together); with
-        one, blocks go top first, one per worker at a time, and once the goal is settled no more are started (the
-        ones running are finished and kept)."""
+        Without a goal every block is queued at once, largest first (the workers then finish close together). With
+        one, blocks go top first, one per worker at a time; once the goal says how far down it needs the frame read,
+        no block starting below that is begun."""
         if frame.done is not None:
             return 0
         for i in frame.unread():
@@ -228,28 +232,30 @@ class OcrPipeline:
         pending = frame.unread()
         if goal is None:
             pending.sort(key=lambda i: -frame.blocks[i].image.width * frame.blocks[i].image.height)
-        watching = goal is not None and goal.may_settle([w for words in frame.words.values() for w in words])
-        if watching and goal is not None and goal.settled(frame.reading(self.spec.name)):
-            return 0
+        reach = None
+        if goal is not None and goal.may_settle([word for words in frame.words.values() for word in words]):
+            reach = goal.reach(frame.reading(self.spec.name))
         queue = deque(pending)
         ahead = len(pending) if goal is None else self.spec.workers
         running: dict[Future[tuple[RecognizedWord, ...]], int] = {}
         recognized = 0
-        while queue or running:
-            while queue and len(running) < ahead:
+        while True:
+            while queue and len(running) < ahead and (reach is None or frame.top_of(queue[0]) < reach):
                 i = queue.popleft()
                 running[self._executor.submit(self._recognize, frame.blocks[i].image)] = i
+            if not running:
+                return recognized
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            changed = False
             for future in finished:
                 i = running.pop(future)
                 words = future.result()
                 self._blocks.put(frame.blocks[i].key, words)
                 added = frame.add(i, words)
                 recognized += 1
-                watching = watching or (goal is not None and goal.may_settle(added))
-            if queue and watching and goal is not None and goal.settled(frame.reading(self.spec.name)):
-                queue.clear()
-        return recognized
+                changed = (goal is not None and goal.may_settle(added)) or changed
+            if changed and goal is not None:
+                reach = goal.reach(frame.reading(self.spec.name))
 
     def clear(self) -> None:
         """Forget every cached result (the next frame is read in full); loaded engines stay."""
