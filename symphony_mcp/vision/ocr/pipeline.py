@@ -214,6 +214,10 @@ class OcrPipeline:
         key = _digest_pixels(image.mode, image.size, pixels)
         cached = self._frames.get(key)
         frame = _FrameReading(image, pixels, key, area, cached if cached is not None and cached.area == area else None)
+        for i in frame.unread():  # blocks an earlier frame had: a kept frame gains blocks only by its own reading
+            words = self._blocks.get(frame.blocks[i].key)
+            if words is not None:
+                frame.add(i, words)
         self._last = frame
         return frame
 
@@ -225,10 +229,6 @@ class OcrPipeline:
         no block starting below that is begun."""
         if frame.done is not None:
             return 0
-        for i in frame.unread():
-            words = self._blocks.get(frame.blocks[i].key)
-            if words is not None:
-                frame.add(i, words)
         pending = frame.unread()
         if goal is None:
             pending.sort(key=lambda i: -frame.blocks[i].image.width * frame.blocks[i].image.height)
