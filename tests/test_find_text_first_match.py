@@ -23,7 +23,8 @@ pytestmark = pytest.mark.anyio
 # and "lazy dog today" exactly twice: a whole reading ranks the case-exact one first, then the upper of equals.
 ROWS = 14
 PAGE = (
-    "<!doctype html><html><head><title>Paragraphs</title></head><body style='margin:0;background:#fff;font:22px sans-serif;color:#111'>"
+    "<!doctype html><html><head><title>Paragraphs</title></head>"
+    "<body style='margin:0;background:#fff;font:22px sans-serif;color:#111'>"
     "<div style='display:flex;gap:120px;padding:30px 60px'>"
     + "".join(
         f"<div style='width:700px'>{''.join(f'<p>{cell}</p>' for cell in column)}</div>"
