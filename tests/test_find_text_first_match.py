@@ -10,10 +10,11 @@ import pytest
 from mcp import Client
 from PIL import Image, ImageDraw
 
+from symphony_mcp.config import load_settings
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.vision.ocr.engines import engine_spec
 from symphony_mcp.vision.ocr.matching import find_phrase
-from symphony_mcp.vision.ocr.pipeline import OcrPipeline, PartialReading
+from symphony_mcp.vision.ocr.pipeline import OcrPipeline, PartialReading, shared_pipeline
 from symphony_mcp.vision.ocr.types import OcrResult, RecognizedWord
 from testkit.mcp_calls import call_ok
 
@@ -48,8 +49,11 @@ PAGE = (
 
 @pytest.fixture
 async def paragraphs(xdisplay: object, tmp_path: Path) -> AsyncIterator[object]:
+    """The page on screen, with the process-wide OCR caches emptied: earlier tests may have read the same blocks."""
     from testkit.kiosk_page import open_kiosk_page
 
+    settings = load_settings().ocr
+    shared_pipeline(settings.engine, settings.language).clear()
     html = tmp_path / "paragraphs.html"
     html.write_text(PAGE)
     async with open_kiosk_page(html.as_uri(), tmp_path) as page:
@@ -79,6 +83,13 @@ async def test_the_first_match_is_the_whole_readings_and_reading_goes_on(client:
     assert lower["matches"][0]["case_exact"] and lower["matches"][0]["text"].startswith("quick")
     twice = await call_ok(client, "find_text", phrase="lazy dog today", space="screen")
     assert len([m for m in twice["matches"] if m["exact"]]) == 2, "the whole frame was read by then: both listed"
+
+
+async def test_click_text_reads_only_as_far_as_its_match(client: Client, paragraphs: object) -> None:
+    record = await call_ok(client, "click_text", phrase="Section three holds", space="screen")
+    reading = await call_ok(client, "ocr", space="screen")
+    assert 0 < reading["blocks_recognized"] < reading["blocks"], "click_text left the rest of the frame unread"
+    assert record["grounding"][0]["box"] == first_of_whole_reading(reading, "Section three holds")["box"]
 
 
 async def test_a_phrase_not_on_screen_or_not_exact_reads_the_whole_frame(client: Client, paragraphs: object) -> None:

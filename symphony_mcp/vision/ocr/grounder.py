@@ -103,16 +103,20 @@ class OcrGrounder:
         return await self.screen.capture(area)
 
     async def find(self, phrase: str, search: TextSearch, engine: str | None = None) -> FoundText:
-        """The phrase's matches, read top first until the first match is certain (see `_FirstMatch`); nearest-first
-        searches read the whole area, since a match anywhere may be nearer."""
-        frame = await self._capture(search)
-        goal = _FirstMatch(self, phrase) if search.near is None else None
-        reading = await asyncio.to_thread(self.pipeline(engine).read_until, frame.image, frame.area, goal)
+        reading = await self._read_for(phrase, search, engine)
         result = reading.result
         matches = await self._matches(result, phrase, search)
         return FoundText(
             phrase=phrase, matches=matches, complete=reading.complete, ocr_ms=result.elapsed_ms, engine=result.engine
         )
+
+    async def _read_for(self, phrase: str, search: TextSearch, engine: str | None = None) -> PartialReading:
+        """A reading of the caller's area for the first match of `phrase`: top first, stopped once that match is
+        certain (see `_FirstMatch`); a nearest-first search reads the whole area, since a match anywhere may be
+        nearer."""
+        frame = await self._capture(search)
+        goal = _FirstMatch(self, phrase) if search.near is None else None
+        return await asyncio.to_thread(self.pipeline(engine).read_until, frame.image, frame.area, goal)
 
     async def _matches(self, result: OcrResult, phrase: str, search: TextSearch) -> list[TextMatch]:
         """Matches of `phrase` in one reading, ranked; none is an error that shows the closest text."""
@@ -139,9 +143,10 @@ class OcrGrounder:
     async def _pick(
         self, phrase: str, search: TextSearch, index: int, result: OcrResult | None = None
     ) -> tuple[TextMatch, Grounding]:
-        """The chosen match and how it was chosen; reads the screen unless given a reading."""
+        """The chosen match and how it was chosen; reads the screen unless given a reading (for the first match, only
+        as far as `find` would)."""
         if result is None:
-            _, result = await self.read(search)
+            result = (await self._read_for(phrase, search)).result if index == 0 else (await self.read(search))[1]
         matches = await self._matches(result, phrase, search)
         if not search.approximate:
             exact = [m for m in matches if m.exact]
