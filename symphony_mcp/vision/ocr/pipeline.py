@@ -139,8 +139,8 @@ class _FrameReading:
             read = [self.words[i] for i in range(len(self.blocks)) if i in self.words]
             self._assembled = _assemble(read, len(self.blocks), self.area, engine)
         read_above = min((self.top_of(i) for i in range(len(self.blocks)) if i not in self.words), default=math.inf)
-        if math.isinf(read_above):
-            self.done = self._assembled
+        if math.isinf(read_above):  # read whole: the crops and words per block are no longer needed
+            self.done, self.blocks, self.words = self._assembled, [], {}
         return PartialReading(self._assembled, read_above)
 
 
