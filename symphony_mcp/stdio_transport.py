@@ -8,16 +8,16 @@ into a message or the error that answers it, and that error goes straight back t
 
 As with the SDK's transport, the wire moves off fds 0 and 1 to private descriptors: fd 0 reads the null
 device, so child processes read EOF rather than the client's messages, and fd 1 writes to stderr, so stray
-output (a library's print) cannot corrupt the replies. A pending read is abandoned when its reader is
-cancelled (a stop signal), so stopping does not wait for the client's next line.
+output (a library's print) cannot corrupt the replies. The wire is read and written without blocking, on the
+event loop: no worker thread per line in either direction (two thread wake-ups fewer per call), and a pending
+read is simply cancelled by a stop signal, so stopping does not wait for the client's next line.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import BinaryIO
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -26,44 +26,96 @@ from mcp.types import JSONRPCError
 from symphony_mcp.sdk_internals import ReadStream, WriteStream, create_context_streams
 from symphony_mcp.stdio_replies import MAX_ID_PREFIX, LineTooLong, parse_line
 
-SKIP_CHUNK = 1024 * 1024  # bytes read at a time while skipping the rest of a line past the cap
+READ_CHUNK = 1024 * 1024  # bytes asked of the wire at a time
 
 
 class LineReader:
-    """Lines of a byte stream, each at most `limit` bytes (newline excluded); a longer one is skipped to its end."""
+    """Lines of the wire, each at most `limit` bytes (newline excluded); a longer one is skipped to its end.
 
-    def __init__(self, wire: BinaryIO, limit: int) -> None:
-        self._wire = wire
+    The wire is non-blocking and read on the event loop: a request reaches the server without a hop through a
+    worker thread, which on a busy machine waits for a core like any other wake-up. Only a wire with nothing to
+    read makes it wait for readability (a pipe or socket; a regular file always has data or its end)."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self._fd = fd
         self._limit = limit
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline
+        self._ended = False
 
-    def read(self) -> bytes | LineTooLong | None:
-        """The next line (with its newline, which JSON reads as white space: no copy to cut it), LineTooLong for
-        one past the cap, None at the end of the stream."""
-        line = self._wire.readline(self._limit + 1)
-        if not line:
-            return None
-        if line.endswith(b"\n") or len(line) <= self._limit:
-            return line  # the last line may have no newline
-        prefix = line[:MAX_ID_PREFIX]
-        del line
-        while (rest := self._wire.readline(SKIP_CHUNK)) and not rest.endswith(b"\n"):
-            pass
-        return LineTooLong(prefix, self._limit)
+    async def read(self) -> bytes | LineTooLong | None:
+        """The next line (with its newline, which JSON reads as white space), LineTooLong for one past the cap (its
+        first bytes kept for the id, the rest dropped as it arrives), None at the end of the stream."""
+        skipped: bytes | None = None  # the start of a line past the cap
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[: end + 1])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                return line if skipped is None else LineTooLong(skipped, self._limit)
+            self._scanned = len(self._buffer)
+            if skipped is None and len(self._buffer) > self._limit:
+                skipped = bytes(self._buffer[:MAX_ID_PREFIX])
+            if skipped is not None:
+                self._buffer.clear()
+                self._scanned = 0
+            if self._ended:
+                if skipped is not None:
+                    return LineTooLong(skipped, self._limit)
+                last, self._buffer, self._scanned = bytes(self._buffer), bytearray(), 0
+                return last or None  # the last line may have no newline
+            await self._fill()
+
+    async def _fill(self) -> None:
+        try:
+            chunk = os.read(self._fd, READ_CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(self._fd)
+            return
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._ended = True
 
 
-def _claim_wire() -> tuple[BinaryIO, BinaryIO]:
+class LineWriter:
+    """Writes whole lines to the non-blocking wire on the event loop; waits for room only when the reader lags."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._fd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+
+
+def _claim_wire() -> tuple[int, int]:
     """The client's stdin and stdout on private descriptors (not inherited), fds 0 and 1 pointed elsewhere."""
     wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
+    return wire_in, wire_out
 
 
-def _write_line(wire: BinaryIO, data: bytes) -> None:
-    wire.write(data)
-    wire.flush()
+@contextmanager
+def _non_blocking(*fds: int) -> Iterator[None]:
+    """The descriptors non-blocking while the transport runs, as they were after (the flag belongs to the open
+    file the client handed over, which may outlive this process, e.g. a terminal)."""
+    before = [os.get_blocking(fd) for fd in fds]
+    for fd in fds:
+        os.set_blocking(fd, False)
+    try:
+        yield
+    finally:
+        for fd, blocking in zip(fds, before, strict=True):
+            os.set_blocking(fd, blocking)
 
 
 @asynccontextmanager
@@ -72,13 +124,13 @@ async def stdio_transport(
 ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
     """The streams the SDK's server loop runs on: messages read from stdin, messages to write to stdout."""
     wire_in, wire_out = _claim_wire()
-    lines = LineReader(wire_in, max_message_bytes)
+    lines, writer = LineReader(wire_in, max_message_bytes), LineWriter(wire_out)
     to_server, from_client = create_context_streams[SessionMessage | Exception](0)
     to_client, outgoing = create_context_streams[SessionMessage](0)
 
     async def read_lines(replies: WriteStream[SessionMessage]) -> None:
         async with to_server, replies:
-            while (line := await anyio.to_thread.run_sync(lines.read, abandon_on_cancel=True)) is not None:
+            while (line := await lines.read()) is not None:
                 parsed = parse_line(line)
                 if isinstance(parsed, JSONRPCError):
                     await replies.send(SessionMessage(parsed))
@@ -88,10 +140,14 @@ async def stdio_transport(
     async def write_lines() -> None:
         async with outgoing:
             async for message in outgoing:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-                await anyio.to_thread.run_sync(_write_line, wire_out, data)
+                await writer.write(message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(read_lines, to_client.clone())
-        tasks.start_soon(write_lines)
-        yield from_client, to_client
+    try:
+        with _non_blocking(wire_in, wire_out):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(read_lines, to_client.clone())
+                tasks.start_soon(write_lines)
+                yield from_client, to_client
+    finally:
+        os.close(wire_in)
+        os.close(wire_out)

@@ -118,6 +118,8 @@ class PageResult:
     cpu_ms: dict[str, float]  # before, after (the server process's CPU time over the call), tesseract
     ocr_ms: dict[str, float]  # the servers' own pipeline time
     found: dict[str, bool]
+    first: dict[str, dict | None]  # the first match (text, word ids, box), to compare before and after
+    complete: dict[str, bool]  # whether the server read the whole frame (`complete` of the result)
 
 
 class Reference:
@@ -170,16 +172,29 @@ async def show(page: Page, url: str, capturer: ScreenCapturer) -> None:
     await settle(capturer)
 
 
-async def first_call(server: CodeServer, phrase: str) -> tuple[float, float, float, bool]:
-    """(wall ms, server CPU ms, server's ocr_ms, found) of one find_text; 'not found' is an answer too."""
+@dataclass(frozen=True)
+class Call:
+    ms: float
+    cpu_ms: float
+    ocr_ms: float
+    found: bool
+    first: dict | None  # the first match's text, word ids and box
+    complete: bool  # the whole frame was read (older code always reads it)
+
+
+async def first_call(server: CodeServer, phrase: str) -> Call:
+    """One find_text, timed; 'not found' is an answer too."""
     arguments = {"phrase": phrase, "space": "screen"}
     cpu = process_cpu_ms(server.pid)
     start = time.perf_counter()
     result = await server.client.call_tool("find_text", arguments)
     took = (time.perf_counter() - start) * 1000
     found = result.structured_content or {}
+    cpu_ms = process_cpu_ms(server.pid) - cpu
     ocr = float(found.get("ocr_ms", "nan"))
-    return took, process_cpu_ms(server.pid) - cpu, ocr, not result.is_error and bool(found.get("matches"))
+    matches = found.get("matches") or []
+    first = {key: matches[0][key] for key in ("text", "word_ids", "box")} if matches else None
+    return Call(took, cpu_ms, ocr, not result.is_error and bool(matches), first, bool(found.get("complete", True)))
 
 
 async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list[PageResult]:
@@ -213,6 +228,8 @@ async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list
                     cpu: dict[str, float] = {}
                     ocr_ms: dict[str, float] = {}
                     found: dict[str, bool] = {}
+                    first: dict[str, dict | None] = {}
+                    complete: dict[str, bool] = {}
                     order = ["before", "after", "tesseract"]
                     for name in order[number % 3 :] + order[: number % 3]:
                         if name == "tesseract":
@@ -220,9 +237,11 @@ async def measure(display: str, args: argparse.Namespace, workdir: Path) -> list
                             ms[name], cpu[name] = took["ms"], took["cpu_ms"]
                         else:
                             call = await first_call(servers[name], phrase)
-                            ms[name], cpu[name], ocr_ms[name], found[name] = call
-                result = PageResult(_short(path), phrase, ms, cpu, ocr_ms, found)
-                log(f"{result.page}: {phrase!r} {ms} found {found}")
+                            ms[name], cpu[name], ocr_ms[name] = call.ms, call.cpu_ms, call.ocr_ms
+                            found[name] = call.found
+                            first[name], complete[name] = call.first, call.complete
+                result = PageResult(_short(path), phrase, ms, cpu, ocr_ms, found, first, complete)
+                log(f"{result.page}: {phrase!r} {ms} found {found} complete {complete}")
                 results.append(result)
             await context.close()
     finally:
@@ -254,19 +273,35 @@ def render(results: list[PageResult], args: argparse.Namespace, command: str) ->
             f"{cpu[name].median:.0f}",
             f"{cpu[name].median / cpu['tesseract'].median:.2f}",
             f"{sum(r.found[name] for r in results)}/{len(results)}",
+            f"{sum(r.first[name] == r.first['before'] for r in results)}/{len(results)}",
+            f"{sum(not r.complete[name] for r in results)}/{len(results)}",
             verdict(stats[name].median / reference <= TARGET_RATIO),
         ]
         for name, label in BEFORE_AFTER
     ]
     reference_cpu = f"{cpu['tesseract'].median:.0f}"
     rows.append(
-        ["tesseract, full frame, 1 thread", f"{reference:.0f}", "-", "1.00", "1.00", reference_cpu, "1.00", "-", "-"]
+        [
+            "tesseract, full frame, 1 thread",
+            f"{reference:.0f}",
+            "-",
+            "1.00",
+            "1.00",
+            reference_cpu,
+            "1.00",
+            "-",
+            "-",
+            "-",
+            "-",
+        ]
     )
     per_page = [
         [
             r.page,
             repr(r.phrase),
             *(f"{r.ms[name]:.0f} ({r.cpu_ms[name]:.0f})" for name in ("before", "after", "tesseract")),
+            "yes" if r.first["after"] == r.first["before"] else "NO",
+            "whole frame" if r.complete["after"] else "stopped early",
         ]
         for r in results
     ]
@@ -294,6 +329,8 @@ def render(results: list[PageResult], args: argparse.Namespace, command: str) ->
                     "CPU median (ms)",
                     "CPU median / tesseract's",
                     "phrase found",
+                    "first match as before's",
+                    "stopped early",
                     f"<= {TARGET_RATIO:g}x",
                 ],
                 rows,
@@ -301,7 +338,9 @@ def render(results: list[PageResult], args: argparse.Namespace, command: str) ->
             "",
             "Per page, wall ms (CPU ms):",
             "",
-            *table(["page", "phrase", "before", "after", "tesseract"], per_page),
+            *table(
+                ["page", "phrase", "before", "after", "tesseract", "first match as before's", "after read"], per_page
+            ),
             "",
         ]
     )

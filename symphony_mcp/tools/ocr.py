@@ -130,7 +130,8 @@ async def find_text(
 ) -> FoundText:
     """Where a phrase is on a fresh capture of the latest screenshot's area: ranked matches, each with its box,
     centre (a click point), start and end in that screenshot's pixels, and `exact` (false: the text seen differs
-    from the phrase). When it is not found the error lists the closest text actually seen."""
+    from the phrase). Reading stops early at an exact first match that is certain (`complete` false: further
+    matches are listed only from the text read). When it is not found the error lists the closest text seen."""
     await _ensure_loaded(cores, ctx)
     text_search = await _text_search(cores, region, space, frame_id, near_x, near_y, monitor)
     found = await cores.text.find(phrase, text_search)

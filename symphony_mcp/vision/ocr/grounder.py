@@ -7,6 +7,7 @@ phrase, select the span from one phrase to another. Matching needs no model.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,8 +23,8 @@ from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Region
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
-from symphony_mcp.vision.ocr.pipeline import OcrPipeline, is_loaded, shared_pipeline
-from symphony_mcp.vision.ocr.types import OcrResult, OcrWord
+from symphony_mcp.vision.ocr.pipeline import OcrPipeline, PartialReading, is_loaded, shared_pipeline
+from symphony_mcp.vision.ocr.types import OcrResult, OcrWord, RecognizedWord
 
 CaretPosition = Literal["start", "end"]
 
@@ -41,6 +42,11 @@ class TextSearch:
 class FoundText(Placed):
     phrase: str
     matches: list[TextMatch] = Field(description="best first (or nearest first when near_x/near_y are given)")
+    complete: bool = Field(
+        description="true: the whole area was read and matches lists every match; false: reading stopped at an "
+        "exact match that a whole reading ranks first as well, so the first match is final but the others come "
+        "only from the text read until then (the screen above it and around it)"
+    )
     ocr_ms: float
     engine: str
 
@@ -88,15 +94,29 @@ class OcrGrounder:
 
     async def read(self, search: TextSearch, engine: str | None = None) -> tuple[Frame, OcrResult]:
         """OCR of a fresh capture of the caller's area (its latest screenshot's), or of a region of it."""
-        area = search.view.area if search.region is None else search.view.region_to_screen(search.region)
-        frame = await self.screen.capture(area)
+        frame = await self._capture(search)
         pipeline = self.pipeline(engine)
         return frame, await asyncio.to_thread(pipeline.read, frame.image, frame.area)
 
+    async def _capture(self, search: TextSearch) -> Frame:
+        area = search.view.area if search.region is None else search.view.region_to_screen(search.region)
+        return await self.screen.capture(area)
+
     async def find(self, phrase: str, search: TextSearch, engine: str | None = None) -> FoundText:
-        _, result = await self.read(search, engine)
+        reading = await self._read_for(phrase, search, engine)
+        result = reading.result
         matches = await self._matches(result, phrase, search)
-        return FoundText(phrase=phrase, matches=matches, ocr_ms=result.elapsed_ms, engine=result.engine)
+        return FoundText(
+            phrase=phrase, matches=matches, complete=reading.complete, ocr_ms=result.elapsed_ms, engine=result.engine
+        )
+
+    async def _read_for(self, phrase: str, search: TextSearch, engine: str | None = None) -> PartialReading:
+        """A reading of the caller's area for the first match of `phrase`: top first, stopped once that match is
+        certain (see `_FirstMatch`); a nearest-first search reads the whole area, since a match anywhere may be
+        nearer."""
+        frame = await self._capture(search)
+        goal = _FirstMatch(self, phrase) if search.near is None else None
+        return await asyncio.to_thread(self.pipeline(engine).read_until, frame.image, frame.area, goal)
 
     async def _matches(self, result: OcrResult, phrase: str, search: TextSearch) -> list[TextMatch]:
         """Matches of `phrase` in one reading, ranked; none is an error that shows the closest text."""
@@ -123,9 +143,10 @@ class OcrGrounder:
     async def _pick(
         self, phrase: str, search: TextSearch, index: int, result: OcrResult | None = None
     ) -> tuple[TextMatch, Grounding]:
-        """The chosen match and how it was chosen; reads the screen unless given a reading."""
+        """The chosen match and how it was chosen; reads the screen unless given a reading (for the first match, only
+        as far as `find` would)."""
         if result is None:
-            _, result = await self.read(search)
+            result = (await self._read_for(phrase, search)).result if index == 0 else (await self.read(search))[1]
         matches = await self._matches(result, phrase, search)
         if not search.approximate:
             exact = [m for m in matches if m.exact]
@@ -195,6 +216,42 @@ class OcrGrounder:
         self, view: CallerSpace, point: Point, grounding: Grounding, button: MouseButton = "left", count: int = 1
     ) -> ActionRecord:
         return await self.actions.click(Target(point, None, (grounding,)), view, button=button, count=count)
+
+
+class _FirstMatch:
+    """`find_text`'s goal: stop reading once the first match is the one a whole reading would rank first.
+
+    That holds when the first match of the blocks read so far is as good as a match can be (exact, case-exact, on
+    one line, score 100, each word as the phrase spells it), so only reading order ranks it against others, and
+    every block starting above the bottom of every line up to its own (in reading order) has been read. Every line
+    before it is then read whole: a word of a block not read yet starts below all of them, so it can neither start
+    a line before it nor be joined to one (joined words are centred within a third of a line height of each
+    other), no earlier match can appear, and its words keep their ids (words are numbered in reading order). Such
+    a match has every word of the phrase as an OCR word verbatim, so only a block holding one of them, once all of
+    them have been read somewhere, can bring one."""
+
+    def __init__(self, grounder: OcrGrounder, phrase: str) -> None:
+        self._grounder = grounder
+        self._phrase = phrase
+        self._missing = set(phrase.split())
+        self._words = frozenset(self._missing)
+
+    def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
+        held = self._words.intersection(word.text for word in words)
+        self._missing -= held
+        return bool(held) and not self._missing
+
+    def reach(self, reading: PartialReading) -> float | None:
+        result = reading.result
+        matches = self._grounder._find_phrase(result, self._phrase)
+        if not matches:
+            return None
+        first = matches[0]
+        best = first.exact and first.case_exact and len(first.boxes) == 1 and first.score == 100
+        if not best or first.text.split() != self._phrase.split():
+            return None
+        last = result.words[first.word_ids[0]].line_id
+        return max(line.box.top + line.box.height for line in result.lines[: last + 1])
 
 
 def _at(view: CallerSpace, point: Point) -> str:

@@ -4,19 +4,23 @@ A frame is split into blocks (layout.py); each block is recognised on its own, p
 keyed by a hash of exactly those pixels. So a repeated frame costs a byte comparison with the
 last frame (nothing when it is the very image read last; a hash for an older one), a frame with one
 edited line re-runs only that line's block, and the result always equals a fresh full OCR of the same
-pixels (the engines are deterministic for identical input).
+pixels (the engines are deterministic for identical input). A caller with a goal (`find_text`: the first match)
+has the blocks read top first and may stop once the goal is settled; the next call on the same pixels goes on
+from there.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import math
 import threading
 import time
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 from PIL import Image
@@ -59,28 +63,85 @@ class LruCache(Generic[K, V]):
 
 
 @dataclass(frozen=True)
-class _LastFrame:
-    """The frame read last, its pixels and its result: the same screen again (an agent asking twice about an
-    unchanged screen) is the very same image when the capturer saw its pixels unchanged (desktop/capture.py), else
-    recognised by comparing bytes, several times cheaper than hashing them."""
+class PartialReading:
+    """The words of the blocks read so far, assembled exactly as a whole reading is, and how far down that reaches."""
 
-    image: Image.Image
-    pixels: bytes
     result: OcrResult
+    read_above: float  # screen y: every block whose crop starts above it has been read (inf: the whole frame)
 
-    def is_image(self, image: Image.Image, area: Rect) -> bool:
-        return self.image is image and self.result.area == area
+    @property
+    def complete(self) -> bool:
+        return math.isinf(self.read_above)
 
-    def shows(self, size: tuple[int, int], pixels: bytes, area: Rect) -> bool:
-        return self.image.size == size and self.result.area == area and self.pixels == pixels
+
+class ReadingGoal(Protocol):
+    """What a caller needs from a frame, so that reading may stop before the last block (`find_text`'s first
+    match); without a goal every block is read."""
+
+    def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
+        """Cheap: whether a newly read block's words could change `reach` (only then is it asked again)."""
+
+    def reach(self, reading: PartialReading) -> float | None:
+        """The screen y down to which every block must be read for this reading to answer the caller as the whole
+        frame's reading would (None: not known yet, read on)."""
 
 
 @dataclass(frozen=True)
-class _FrameWords:
-    """Words of one image in its own pixels, grouped by block, plus how much work it took."""
+class _BlockCrop:
+    image: Image.Image  # the block's padded crop
+    left: int  # where the crop lies in the frame
+    top: int
+    key: bytes  # digest of the crop's pixels: the block cache's key
 
-    blocks: tuple[tuple[RecognizedWord, ...], ...]
-    recognized: int
+
+class _FrameReading:
+    """One frame read block by block, and the words of the blocks read so far. The frame read last is kept as one,
+    so a call that stopped early (a goal settled) is continued by the next call on the same pixels; a frame is
+    recognised again by being the very image read last (the capturer hands out the same image for unchanged pixels,
+    desktop/capture.py) or by comparing bytes, several times cheaper than hashing them."""
+
+    def __init__(self, image: Image.Image, pixels: bytes, key: bytes, area: Rect, done: OcrResult | None) -> None:
+        self.image = image
+        self.pixels = pixels
+        self.key = key
+        self.area = area
+        self.lock = threading.Lock()
+        self.done = done
+        self.blocks = [] if done is not None else _block_crops(image)
+        self.words: dict[int, tuple[RecognizedWord, ...]] = {}  # by block index, in frame pixels
+        self._assembled: OcrResult | None = None
+
+    def is_image(self, image: Image.Image, area: Rect) -> bool:
+        return self.image is image and self.area == area
+
+    def shows(self, size: tuple[int, int], pixels: bytes, area: Rect) -> bool:
+        return self.image.size == size and self.area == area and self.pixels == pixels
+
+    def unread(self) -> list[int]:
+        """Blocks not read yet, in reading order: top first, then left."""
+        left = [i for i in range(len(self.blocks)) if i not in self.words]
+        return sorted(left, key=lambda i: (self.blocks[i].top, self.blocks[i].left))
+
+    def top_of(self, index: int) -> int:
+        """Where a block's crop starts, in screen pixels."""
+        return self.area.top + self.blocks[index].top
+
+    def add(self, index: int, words: tuple[RecognizedWord, ...]) -> tuple[RecognizedWord, ...]:
+        block = self.blocks[index]
+        self.words[index] = tuple(word.shifted(block.left, block.top) for word in words)
+        self._assembled = None
+        return self.words[index]
+
+    def reading(self, engine: str) -> PartialReading:
+        if self.done is not None:
+            return PartialReading(self.done, math.inf)
+        if self._assembled is None:
+            read = [self.words[i] for i in range(len(self.blocks)) if i in self.words]
+            self._assembled = _assemble(read, len(self.blocks), self.area, engine)
+        read_above = min((self.top_of(i) for i in range(len(self.blocks)) if i not in self.words), default=math.inf)
+        if math.isinf(read_above):  # read whole: the crops and words per block are no longer needed
+            self.done, self.blocks, self.words = self._assembled, [], {}
+        return PartialReading(self._assembled, read_above)
 
 
 class OcrPipeline:
@@ -92,7 +153,7 @@ class OcrPipeline:
         self._engines_lock = threading.Lock()
         self._blocks: LruCache[bytes, tuple[RecognizedWord, ...]] = LruCache(block_cache_size)
         self._frames: LruCache[bytes, OcrResult] = LruCache(frame_cache_size)
-        self._last: _LastFrame | None = None
+        self._last: _FrameReading | None = None
 
     def _recognize(self, image: Image.Image) -> tuple[RecognizedWord, ...]:
         """This thread's engine on `image`. Whatever the engine (or a library under it) raises becomes an error that
@@ -122,26 +183,79 @@ class OcrPipeline:
 
     def read(self, image: Image.Image, area: Rect) -> OcrResult:
         """All words in `image`, which shows screen `area` at full resolution."""
+        return self.read_until(image, area, None).result
+
+    def read_until(self, image: Image.Image, area: Rect, goal: ReadingGoal | None) -> PartialReading:
+        """The words in `image` (screen `area` at full resolution), read top first until `goal` is settled; with no
+        goal, or one never settled, all of them. Whatever was read stays cached, so reading on later costs only the
+        blocks not read yet, and a whole reading always equals a fresh full OCR of the same pixels."""
         started = time.perf_counter()
+        frame = self._frame(image, area)
+        with frame.lock:
+            recognized = self._advance(frame, goal)
+            reading = frame.reading(self.spec.name)
+        if reading.complete:
+            self._frames.put(frame.key, reading.result)
+        update = {"elapsed_ms": _ms_since(started), "blocks_recognized": recognized}
+        return PartialReading(reading.result.model_copy(update=update), reading.read_above)
+
+    def _frame(self, image: Image.Image, area: Rect) -> _FrameReading:
+        """The reading of this frame: the last one when these are its pixels, else a new one (done at once when the
+        frame cache has its result)."""
         last = self._last
         if last is not None and last.is_image(image, area):
-            return last.result.model_copy(update={"elapsed_ms": _ms_since(started), "blocks_recognized": 0})
+            return last
         if image.mode != "RGB":
             image = image.convert("RGB")
         pixels = image.tobytes()
         if last is not None and last.shows(image.size, pixels, area):
-            self._last = _LastFrame(image, pixels, last.result)
-            return last.result.model_copy(update={"elapsed_ms": _ms_since(started), "blocks_recognized": 0})
+            last.image = image
+            return last
         key = _digest_pixels(image.mode, image.size, pixels)
         cached = self._frames.get(key)
-        if cached is not None and cached.area == area:
-            self._last = _LastFrame(image, pixels, cached)
-            return cached.model_copy(update={"elapsed_ms": _ms_since(started), "blocks_recognized": 0})
-        frame = self._recognize_frame(image)
-        result = _assemble(frame, area, self.spec.name, _ms_since(started))
-        self._frames.put(key, result)
-        self._last = _LastFrame(image, pixels, result)
-        return result
+        frame = _FrameReading(image, pixels, key, area, cached if cached is not None and cached.area == area else None)
+        for i in frame.unread():  # blocks an earlier frame had: a kept frame gains blocks only by its own reading
+            words = self._blocks.get(frame.blocks[i].key)
+            if words is not None:
+                frame.add(i, words)
+        self._last = frame
+        return frame
+
+    def _advance(self, frame: _FrameReading, goal: ReadingGoal | None) -> int:
+        """Read `frame`'s blocks until `goal` is settled, or all of them; returns how many needed the engine.
+
+        Without a goal every block is queued at once, largest first (the workers then finish close together). With
+        one, blocks go top first, one per worker at a time; once the goal says how far down it needs the frame read,
+        no block starting below that is begun."""
+        if frame.done is not None:
+            return 0
+        pending = frame.unread()
+        if goal is None:
+            pending.sort(key=lambda i: -frame.blocks[i].image.width * frame.blocks[i].image.height)
+        reach = None
+        if goal is not None and goal.may_settle([word for words in frame.words.values() for word in words]):
+            reach = goal.reach(frame.reading(self.spec.name))
+        queue = deque(pending)
+        ahead = len(pending) if goal is None else self.spec.workers
+        running: dict[Future[tuple[RecognizedWord, ...]], int] = {}
+        recognized = 0
+        while True:
+            while queue and len(running) < ahead and (reach is None or frame.top_of(queue[0]) < reach):
+                i = queue.popleft()
+                running[self._executor.submit(self._recognize, frame.blocks[i].image)] = i
+            if not running:
+                return recognized
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            changed = False
+            for future in finished:
+                i = running.pop(future)
+                words = future.result()
+                self._blocks.put(frame.blocks[i].key, words)
+                added = frame.add(i, words)
+                recognized += 1
+                changed = (goal is not None and goal.may_settle(added)) or changed
+            if changed and goal is not None:
+                reach = goal.reach(frame.reading(self.spec.name))
 
     def clear(self) -> None:
         """Forget every cached result (the next frame is read in full); loaded engines stay."""
@@ -149,30 +263,20 @@ class OcrPipeline:
         self._frames.clear()
         self._last = None
 
-    def _recognize_frame(self, image: Image.Image) -> _FrameWords:
-        blocks = split_blocks(np.asarray(image.convert("L")), CutRules(), np.asarray(image))
-        crops = [_padded_crop(image, block) for block in blocks]
-        keys = [_digest(crop) for crop, _ in crops]
-        cached = [self._blocks.get(key) for key in keys]
-        misses = [i for i, words in enumerate(cached) if words is None]
-        # Largest first: the workers then finish close together instead of one waiting on a big block at the end.
-        by_size = sorted(misses, key=lambda i: -crops[i][0].width * crops[i][0].height)
-        futures = {i: self._executor.submit(self._recognize, crops[i][0]) for i in by_size}
-        results: list[tuple[RecognizedWord, ...]] = []
-        for i, ((_, (dx, dy)), key) in enumerate(zip(crops, keys, strict=True)):
-            words = cached[i]
-            if words is None:
-                words = futures[i].result()
-                self._blocks.put(key, words)
-            results.append(tuple(word.shifted(dx, dy) for word in words))
-        return _FrameWords(blocks=tuple(results), recognized=len(misses))
-
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         for engine in self._engines:
             close = getattr(engine, "close", None)
             if close is not None:
                 close()
+
+
+def _block_crops(image: Image.Image) -> list[_BlockCrop]:
+    crops = []
+    for block in split_blocks(np.asarray(image.convert("L")), CutRules(), np.asarray(image)):
+        crop, (left, top) = _padded_crop(image, block)
+        crops.append(_BlockCrop(crop, left, top, _digest(crop)))
+    return crops
 
 
 def _digest(image: Image.Image) -> bytes:
@@ -198,10 +302,11 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
 
-def _assemble(frame: _FrameWords, area: Rect, engine: str, elapsed_ms: float) -> OcrResult:
+def _assemble(blocks: list[tuple[RecognizedWord, ...]], total: int, area: Rect, engine: str) -> OcrResult:
+    """Words of the given blocks (in frame pixels, in block order) as lines in reading order, in screen pixels."""
     words: list[OcrWord] = []
     lines: list[OcrLine] = []
-    for line in join_lines([line for block in frame.blocks for line in block_lines(block)]):
+    for line in join_lines([line for block in blocks for line in block_lines(block)]):
         line_id = len(lines)
         ids = []
         for word in line:
@@ -215,9 +320,9 @@ def _assemble(frame: _FrameWords, area: Rect, engine: str, elapsed_ms: float) ->
         area=area,
         words=words,
         lines=lines,
-        elapsed_ms=elapsed_ms,
-        blocks=len(frame.blocks),
-        blocks_recognized=frame.recognized,
+        elapsed_ms=0.0,
+        blocks=total,
+        blocks_recognized=0,
     )
 
 
