@@ -108,12 +108,19 @@ def report(listed: list[BenchTask], rows: list[Row], command: str, files: str) -
         "## Doing nothing",
         "",
         f"{len(scored)} of {len(rows)} runnable tasks scored; not 0 for doing nothing: {', '.join(nonzero) or 'none'}; "
-        f"could not be set up or scored: {', '.join(failed) or 'none'}. Reset median {resets.median:.0f} ms "
-        f"(p90 {resets.p90:.0f}), evaluate median {evaluations.median:.0f} ms (p90 {evaluations.p90:.0f}).",
+        f"could not be set up or scored: {', '.join(failed) or 'none'}. Reset {_spread(resets)}, "
+        f"evaluate {_spread(evaluations)}.",
         "",
         *table(["task", "infeasible", "score", "reset ms", "evaluate ms", "detail"], task_rows),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _spread(stats: Stats) -> str:
+    """Median and p90 in ms (the median alone for one sample)."""
+    if len(stats.samples) < 2:
+        return f"{stats.median:.0f} ms" if stats.samples else "not measured"
+    return f"median {stats.median:.0f} ms (p90 {stats.p90:.0f})"
 
 
 def main() -> None:
