@@ -18,7 +18,9 @@ import pytest
 
 from benchmarks.overhead.osworld_adapter import said_done
 from symphony_mcp.bench.osworld import OSWorldAdapter
+from symphony_mcp.bench.osworld.getters import GetterContext, getter_env, load_getter
 from symphony_mcp.bench.osworld.image import chrome_available, installed_schemas
+from symphony_mcp.bench.osworld.metrics import load_metric
 from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
 from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.osworld_host import TASKS, task_account
@@ -41,6 +43,24 @@ PASSWORDS_PAGE = "12086550-11c0-466b-b367-1d9e75b3910e"  # chrome: open the page
 OPEN_PASSWORDS = (
     "xdotool key ctrl+l && sleep 0.5 && xdotool type --delay 20 chrome://password-manager/passwords "
     "&& xdotool key Return"
+)
+
+DELETE_ON_CLOSE = "99146c54-4f37-4ab8-9327-5f3291665e1e"  # chrome: delete browsing data when it closes
+# The change Chrome's settings page makes for "Delete data sites have saved to your device when you close all windows"
+# (chrome://settings/content/siteData; measured: that click writes exactly this), made with Chrome closed, as it writes
+# its Preferences back when it exits (its processes are named chrome, image.py).
+SET_DELETE_ON_CLOSE = """pkill -x chrome; while pgrep -x chrome >/dev/null; do sleep 0.2; done
+python3 - ~/.config/google-chrome/Default/Preferences <<'PY'
+import json, sys
+prefs = json.load(open(sys.argv[1]))
+prefs.setdefault("profile", {}).setdefault("default_content_setting_values", {})["cookies"] = 4
+json.dump(prefs, open(sys.argv[1], "w"))
+PY
+"""
+# Impress's window is up (a search may meet a window that goes away meanwhile: asked again).
+IMPRESS_WINDOW = (
+    "for _ in $(seq 120); do xdotool search --onlyvisible --name 'LibreOffice Impress' >/dev/null 2>&1 && break; "
+    "sleep 0.5; done"
 )
 
 TEXT_SCALING = "3ce045a0-877b-42aa-8d2c-b4a863336ab8"
@@ -147,15 +167,40 @@ async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str
 
 @pytest.mark.timeout(300)
 async def test_libreoffices_settings_file_is_there_as_in_the_image(task_user: str, tmp_path: Path) -> None:
-    """A fresh environment's LibreOffice profile has run once, so OSWorld's auto-save check reads its settings file."""
+    """A fresh environment's LibreOffice profile has run once, so OSWorld's auto-save check reads its settings file;
+    and its /accessibility serves Impress's whole tree."""
     adapter = OSWorldAdapter(MORE_TASKS)
     [task] = adapter.list_tasks(TaskFilter(task_ids=(AUTOSAVE,)))
     assert task.skip_reason is None
     environment = Environment("env-0", "", tmp_path, SpawnServer())
     try:
-        idle = await score(adapter, environment, task, None)
+        idle = await score(adapter, environment, task, IMPRESS_WINDOW)
+        # The environment's /accessibility serves Impress's whole tree, as OSWorld's server does: its first walk of a
+        # fresh Impress took longer than the 10 s elements' observation allows (measured), and the slide pane, which
+        # OSWorld's check_left_panel looks for, lies near its end.
+        sandbox = adapter._sandboxes[environment.name]
+        with getter_env(GetterContext(sandbox, tmp_path / "cache", (1920, 1080))) as env:
+            tree = load_getter("accessibility_tree")(env, {})
         solved = await score(adapter, environment, task, SET_AUTOSAVE)
     finally:
         await adapter.close()
     assert idle.startswith("0 check_auto_saving_time("), idle
     assert solved.startswith("1 check_auto_saving_time("), solved
+    assert "walk cut" not in tree and load_metric("check_left_panel")(tree) == 1.0, tree[-300:]
+
+
+@pytest.mark.timeout(300)
+async def test_chrome_deletes_data_on_close_only_once_told(task_user: str, tmp_path: Path) -> None:
+    """The image's Chrome profile holds no content setting (Chromium's Local Network Access mark is off, CHROME_FLAGS),
+    so OSWorld's data_delete_automacally reads 'false' left alone and 'true' after the settings page's change."""
+    adapter = OSWorldAdapter(MORE_TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(DELETE_ON_CLOSE,)))
+    assert task.skip_reason is None
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    try:
+        idle = await score(adapter, environment, task, None)
+        solved = await score(adapter, environment, task, SET_DELETE_ON_CLOSE)
+    finally:
+        await adapter.close()
+    assert idle == "0 exact_match('false') = 0", idle
+    assert solved == "1 exact_match('true') = 1", solved

@@ -12,7 +12,8 @@ Run from the repository root, as root, with OSWorld's examples folder (its test_
 
 With --test-made-cache the adapter takes OSWorld's files from the cache the tests make (testkit/osworld_files.py:
 stand-in files for the tasks it knows, tier C of RESEARCH-NEXT §7), so those tasks run too (results:
---output benchmarks/results/osworld_test_cache.md).
+--output benchmarks/results/osworld_test_cache.md). With --task-ids only those runnable tasks are reset and scored
+(the listing still covers every task), for tasks that became runnable since the last whole run.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ ACCOUNT = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped 
 Row = tuple[BenchTask, Score | str, float, float]  # task, score (or why it could not run), reset s, evaluate s
 
 
-async def measure(tasks_dir: Path, workdir: Path, cache: Path | None) -> tuple[list[BenchTask], list[Row]]:
+async def measure(
+    tasks_dir: Path, workdir: Path, cache: Path | None, only: tuple[str, ...] = ()
+) -> tuple[list[BenchTask], list[Row]]:
+    """Every task listed; the runnable ones (or those of them named in `only`) reset and evaluated."""
     adapter = OSWorldAdapter(tasks_dir, cache=cache)
     listed = adapter.list_tasks(TaskFilter(everything=True))
     rows: list[Row] = []
@@ -46,7 +50,7 @@ async def measure(tasks_dir: Path, workdir: Path, cache: Path | None) -> tuple[l
         # The adapter runs each environment's display inside it (brings_own_display): no runner's display.
         environment = Environment("env-0", "", workdir, SpawnServer())
         await adapter.setup(environment)
-        for task in (t for t in listed if t.skip_reason is None):
+        for task in (t for t in listed if t.skip_reason is None and (not only or t.task_id in only)):
             started = time.perf_counter()
             try:
                 await adapter.reset(environment, task)
@@ -104,12 +108,19 @@ def report(listed: list[BenchTask], rows: list[Row], command: str, files: str) -
         "## Doing nothing",
         "",
         f"{len(scored)} of {len(rows)} runnable tasks scored; not 0 for doing nothing: {', '.join(nonzero) or 'none'}; "
-        f"could not be set up or scored: {', '.join(failed) or 'none'}. Reset median {resets.median:.0f} ms "
-        f"(p90 {resets.p90:.0f}), evaluate median {evaluations.median:.0f} ms (p90 {evaluations.p90:.0f}).",
+        f"could not be set up or scored: {', '.join(failed) or 'none'}. Reset {_spread(resets)}, "
+        f"evaluate {_spread(evaluations)}.",
         "",
         *table(["task", "infeasible", "score", "reset ms", "evaluate ms", "detail"], task_rows),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _spread(stats: Stats) -> str:
+    """Median and p90 in ms (the median alone for one sample)."""
+    if len(stats.samples) < 2:
+        return f"{stats.median:.0f} ms" if stats.samples else "not measured"
+    return f"median {stats.median:.0f} ms (p90 {stats.p90:.0f})"
 
 
 def main() -> None:
@@ -117,6 +128,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=Path, required=True, help="OSWorld's evaluation_examples/examples folder")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "osworld_do_nothing.md")
     parser.add_argument("--test-made-cache", action="store_true", help="OSWorld's files from the tests' stand-in cache")
+    parser.add_argument("--task-ids", default="", help="comma-separated: run only these runnable tasks (all listed)")
     args = parser.parse_args()
     status = subprocess.run([*ACCOUNT, "status"], capture_output=True, text=True).stdout
     made_here = "does not exist" in status
@@ -125,12 +137,15 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as workdir:
             cache = stand_in_cache(Path(workdir) / "osworld-files") if args.test_made_cache else None
-            listed, rows = asyncio.run(measure(args.tasks, Path(workdir), cache))
+            only = tuple(filter(None, args.task_ids.split(",")))
+            listed, rows = asyncio.run(measure(args.tasks, Path(workdir), cache, only))
     finally:
         if made_here:
             subprocess.run([*ACCOUNT, "remove"], check=True, capture_output=True)
     command = f"{interpreter()} -m benchmarks.accuracy.osworld_do_nothing --tasks {args.tasks}"
     files = "without a copy of OSWorld's files"
+    if args.task_ids:
+        command += f" --task-ids {args.task_ids} --output {args.output}"
     if args.test_made_cache:
         command += f" --test-made-cache --output {args.output.resolve().relative_to(REPO)}"
         files = (

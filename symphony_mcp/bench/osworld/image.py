@@ -3,7 +3,8 @@
 - Google Chrome, as Debian's Chromium: `google-chrome` on PATH (where Google's package puts it) running the browser
   from `/opt/google/chrome/chrome` (a link to Chromium's binary, so its processes are named `chrome` and a task's
   `pkill chrome` ends them), with its profile where OSWorld's getters read it (`~/.config/google-chrome`). The tasks
-  start it with `--remote-debugging-port=1337` and forward OSWorld's DevTools port 9222 there with socat.
+  start it with `--remote-debugging-port=1337` and forward OSWorld's DevTools port 9222 there with socat. Features
+  newer than the image's Chrome that write into what OSWorld's getters read are off (CHROME_FLAGS).
 - A Chrome profile that has run once (a first run in the background: `Default/Preferences` exists, as in the image,
   where a task's setup edits it with jq), for tasks that use Chrome.
 - VLC's settings as in the image, for tasks that use VLC: its HTTP interface on (OSWorld's getters ask it on port
@@ -43,7 +44,19 @@ CHROMIUM = Path("/usr/lib/chromium/chromium")  # Debian's binary (/usr/bin/chrom
 CHROME_BINARY = "/opt/google/chrome/chrome"
 CHROME_COMMAND = "/usr/bin/google-chrome"
 CHROME_PROFILE = ".config/google-chrome"  # in the task user's home
-CHROME_FLAGS = "--no-first-run --no-default-browser-check --password-store=basic"
+# Local Network Access came to Chrome long after OSWorld's image was made; with it on, Chromium writes a migration mark
+# into `profile.default_content_setting_values` of every profile, where OSWorld's getter `data_delete_automacally`
+# takes any entry for "delete data on close" (measured: Chromium 156 writes {"has_migrated_local_network_access": true}
+# there at its first start with the feature, nothing without it; the settings page's "delete data when you close all
+# windows" writes {"cookies": 4}).
+CHROME_FLAGS = " ".join(
+    (
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--password-store=basic",
+        "--disable-features=LocalNetworkAccessChecks",
+    )
+)
 # Applications' names in the accessibility tree -> the image's (Chromium is presented as Google Chrome).
 PRESENTED_APPLICATIONS = {"Chromium": "Google Chrome"}
 VLC_PASSWORD = "password"  # what OSWorld's get_vlc_playing_info sends
