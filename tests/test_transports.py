@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -12,8 +13,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from symphony_mcp.desktop.virtual_display import VirtualDisplay
+from symphony_mcp.stdio_transport import PIPE_BUFFER_BYTES
 from testkit.http_server import http_server
-from testkit.raw_jsonrpc import INIT, MCP_HEADERS
+from testkit.raw_jsonrpc import INIT, MCP_HEADERS, raw_stdio_server
 from testkit.server_process import ServerProcess, base_env, names, serve_command, stdio_params, wait_gone
 from testkit.tool_names import EXPECTED_TOOLS
 
@@ -70,6 +72,15 @@ async def check_tools_and_errors(client: Client) -> None:
 async def test_stdio_server(xdisplay: VirtualDisplay) -> None:
     async with Client(stdio_params(env=base_env(DISPLAY=xdisplay.name))) as client:
         await check_tools_and_errors(client)
+
+
+def test_stdio_reply_pipe_holds_a_screenshot() -> None:
+    """The server widens the pipe it answers on from Linux's 64 KiB, so a screenshot's ~270 KB reply line is one
+    write rather than a slice at a time as the client drains it; replies still arrive whole."""
+    with raw_stdio_server() as server:
+        assert server.process.stdout is not None
+        assert fcntl.fcntl(server.process.stdout.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BUFFER_BYTES
+        assert server.send('{"jsonrpc":"2.0","id":2,"method":"ping"}') == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
 async def test_stdio_server_starts_and_stops_its_own_display() -> None:
