@@ -48,6 +48,7 @@ from benchmarks.common import (
     machine_facts,
     process_cpu_ms,
     publish_report,
+    start_code_servers,
     stdio_server,
     table,
     timed,
@@ -149,6 +150,21 @@ class StageRow:
 
 
 @dataclass(frozen=True)
+class VersionRow:
+    """The default screenshot over stdio from one code version's server (issue 26.4's before/after check)."""
+
+    name: str
+    stdio: Stats
+    server_cpu: float  # the server process's CPU time per call (mean over the measured calls)
+
+
+@dataclass(frozen=True)
+class VersionComparison:
+    reference: Stats  # in-process grab + JPEG q80 of the full frame, measured in the same rounds
+    rows: list[VersionRow]
+
+
+@dataclass(frozen=True)
 class Results:
     display: str
     settle_ms: float
@@ -157,6 +173,7 @@ class Results:
     stages: list[StageRow]
     calls: list[CallRow]
     actions: list[ActionRow]
+    versions: VersionComparison | None  # with --before
 
 
 # --- measurements --------------------------------------------------------------------------------
@@ -390,6 +407,35 @@ def time_stages(desktop: Desktop, area: Rect, options: EncodeOptions, args: argp
     ]
 
 
+async def compare_versions(display: str, settings: Settings, args: argparse.Namespace) -> VersionComparison:
+    """The default screenshot from the --before code's stdio server and this checkout's, each round one call of
+    each (their order alternating) and the in-process reference, so that all see the same load."""
+    log(f"default screenshot: before ({args.before}) / after, interleaved")
+    reference = DesktopThread(LocalDesktop)
+    try:
+        area = await reference.run(lambda desktop: desktop.monitors()[settings.display.monitor].screen_rect)
+        options = SCREENSHOT_CASES[0].encode_options(settings.screenshot)
+        async with contextlib.AsyncExitStack() as stack:
+            servers = await start_code_servers(stack, display, args.before)
+            full_jpeg: list[float] = []
+            stdio: dict[str, list[float]] = {name: [] for name in servers}
+            cpu = dict.fromkeys(servers, 0.0)
+            for index in range(args.warmups + args.repeats):
+                *_, full_jpeg_ms, _ = await reference.run(lambda desktop: grab_and_encode(desktop, area, options))
+                for name in list(servers)[:: 1 if index % 2 == 0 else -1]:
+                    cpu_before = process_cpu_ms(servers[name].pid)
+                    took, _ = await screenshot_call(servers[name].client, SCREENSHOT_CASES[0])
+                    if index >= args.warmups:
+                        cpu[name] += process_cpu_ms(servers[name].pid) - cpu_before
+                        stdio[name].append(took)
+                if index >= args.warmups:
+                    full_jpeg.append(full_jpeg_ms)
+        rows = [VersionRow(name, Stats(tuple(stdio[name])), cpu[name] / args.repeats) for name in servers]
+        return VersionComparison(Stats(tuple(full_jpeg)), rows)
+    finally:
+        reference.close()
+
+
 async def measure_stages(settings: Settings, args: argparse.Namespace) -> list[StageRow]:
     log("default screenshot stages")
     reference = DesktopThread(LocalDesktop)
@@ -431,6 +477,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
                 await bench_call((in_memory, client), "screen_info", {}, args),
             ]
             actions = await measure_actions(client, args)
+        versions = None if args.before is None else await compare_versions(display, settings, args)
     finally:
         in_memory_server.close()
     return Results(
@@ -441,6 +488,7 @@ async def run_benchmark(args: argparse.Namespace, display: str) -> Results:
         stages=stages,
         calls=calls,
         actions=actions,
+        versions=versions,
     )
 
 
@@ -562,6 +610,35 @@ def action_section(rows: list[ActionRow], settle_ms: float) -> list[str]:
     return ["## Input actions: in-process vs over stdio (ms)", "", *table(header, body), *notes]
 
 
+def versions_section(comparison: VersionComparison, before: Path) -> list[str]:
+    reference = comparison.reference.median
+    body = [
+        [
+            f"{row.name} ({before})" if row.name == "before" else "after (this checkout)",
+            f"{row.stdio.median:.1f} / {row.stdio.p90:.1f}",
+            f"{reference:.1f}",
+            f"{row.stdio.median / reference:.2f}x",
+            verdict(row.stdio.median <= RATIO_TARGET * reference),
+            f"{row.server_cpu:.1f}",
+        ]
+        for row in comparison.rows
+    ]
+    header = [
+        "code",
+        "default `screenshot` over stdio median / p90",
+        "in-process grab + JPEG q80 of the full frame, median",
+        "ratio",
+        f"<= {RATIO_TARGET}x",
+        "server CPU per call",
+    ]
+    notes = [
+        "",
+        "Two stdio servers on the same display, one of the old code (`--before`) and one of this checkout; each round "
+        "calls both (order alternating) after one in-process reference grab + encode, so all three see the same load.",
+    ]
+    return ["## Default screenshot: before / after, interleaved (ms)", "", *table(header, body), *notes]
+
+
 def targets_section(rows: list[ScreenshotRow]) -> list[str]:
     worst = max(rows, key=lambda row: row.ratio)
     default = rows[0]
@@ -613,6 +690,8 @@ def render_report(results: Results, args: argparse.Namespace, command: str, fact
         "",
         *action_section(results.actions, results.settle_ms),
     ]
+    if results.versions is not None:
+        lines += ["", *versions_section(results.versions, args.before)]
     return "\n".join(lines) + "\n"
 
 
@@ -622,6 +701,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=40, help="measured calls per screenshot case / no-op call")
     parser.add_argument("--action-repeats", type=int, default=20, help="measured calls per input action")
     parser.add_argument("--warmups", type=int, default=3, help="unmeasured calls before each case")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="also compare the default screenshot with the symphony_mcp in this directory (e.g. "
+        "`git archive <commit> symphony_mcp | tar -x -C DIR`), interleaved with this checkout's",
+    )
     return parser.parse_args(argv)
 
 
