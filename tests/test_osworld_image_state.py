@@ -2,9 +2,10 @@
 tests/data): GNOME's settings through gsettings and dconf on the environment's own session bus (including the bus
 path the tasks name, /run/user/1000/bus), PulseAudio's null sink, the default video player; and the active tab's URL
 read from the AT-SPI tree in OSWorld's XML (the in-VM server stand-in's /accessibility, Chromium named as the image's
-Google Chrome), and Impress's Slide Pane, closed by its task's setup keys in the image's LibreOffice profile. Each is reset in its sandbox and scored by OSWorld's own getters and metrics: left alone it scores 0
-(the image's state, not GNOME's or PulseAudio's defaults, would otherwise let doing nothing pass), and after what a
-capable agent does inside the environment as the task user (its Coder's commands, or keys on the screen), 1.
+Google Chrome), and Impress's Slide Pane, closed by its task's setup keys in the image's LibreOffice profile. Each is
+reset in its sandbox and scored by OSWorld's own getters and metrics: left alone it scores 0 (the image's state, not
+GNOME's or PulseAudio's defaults, would otherwise let doing nothing pass), and after what a capable agent does inside
+the environment as the task user (its Coder's commands, or keys on the screen), 1.
 """
 
 from __future__ import annotations
