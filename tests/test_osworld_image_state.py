@@ -2,9 +2,10 @@
 tests/data): GNOME's settings through gsettings and dconf on the environment's own session bus (including the bus
 path the tasks name, /run/user/1000/bus), PulseAudio's null sink, the default video player; and the active tab's URL
 read from the AT-SPI tree in OSWorld's XML (the in-VM server stand-in's /accessibility, Chromium named as the image's
-Google Chrome). Each is reset in its sandbox and scored by OSWorld's own getters and metrics: left alone it scores 0
-(the image's state, not GNOME's or PulseAudio's defaults, would otherwise let doing nothing pass), and after what a
-capable agent does inside the environment as the task user (its Coder's commands, or keys on the screen), 1.
+Google Chrome), and Impress's Slide Pane, closed by its task's setup keys in the image's LibreOffice profile. Each is
+reset in its sandbox and scored by OSWorld's own getters and metrics: left alone it scores 0 (the image's state, not
+GNOME's or PulseAudio's defaults, would otherwise let doing nothing pass), and after what a capable agent does inside
+the environment as the task user (its Coder's commands, or keys on the screen), 1.
 """
 
 from __future__ import annotations
@@ -57,10 +58,16 @@ prefs.setdefault("profile", {}).setdefault("default_content_setting_values", {})
 json.dump(prefs, open(sys.argv[1], "w"))
 PY
 """
+SLIDE_PANE = "ef9d12bd-bcee-4ba0-a40e-918400f43ddf"  # impress: its setup closes the Slide Pane; get it back
 # Impress's window is up (a search may meet a window that goes away meanwhile: asked again).
 IMPRESS_WINDOW = (
     "for _ in $(seq 120); do xdotool search --onlyvisible --name 'LibreOffice Impress' >/dev/null 2>&1 && break; "
     "sleep 0.5; done"
+)
+# What a user does to get the pane back: View > Slide Pane, through the menus' mnemonics (View, Slide ~Pane).
+REOPEN_SLIDE_PANE = (
+    f"{IMPRESS_WINDOW} && xdotool search --onlyvisible --name 'LibreOffice Impress' windowactivate --sync "
+    "&& xdotool key alt+v && sleep 1 && xdotool key p && sleep 2"
 )
 
 TEXT_SCALING = "3ce045a0-877b-42aa-8d2c-b4a863336ab8"
@@ -187,6 +194,23 @@ async def test_libreoffices_settings_file_is_there_as_in_the_image(task_user: st
     assert idle.startswith("0 check_auto_saving_time("), idle
     assert solved.startswith("1 check_auto_saving_time("), solved
     assert "walk cut" not in tree and load_metric("check_left_panel")(tree) == 1.0, tree[-300:]
+
+
+@pytest.mark.timeout(300)
+async def test_impress_setup_closes_the_slide_pane_and_view_menu_reopens_it(task_user: str, tmp_path: Path) -> None:
+    """ef9d12bd's setup keys (Esc for the one start-up dialog, F10, View, 11th item) close the Slide Pane here as in
+    the image, whose LibreOffice profile has Tip of the Day off; OSWorld's check_left_panel then reads the tree."""
+    adapter = OSWorldAdapter(MORE_TASKS)
+    [task] = adapter.list_tasks(TaskFilter(task_ids=(SLIDE_PANE,)))
+    assert task.skip_reason is None
+    environment = Environment("env-0", "", tmp_path, SpawnServer())
+    try:
+        idle = await score(adapter, environment, task, IMPRESS_WINDOW)
+        solved = await score(adapter, environment, task, REOPEN_SLIDE_PANE)
+    finally:
+        await adapter.close()
+    assert idle.startswith("0 check_left_panel("), idle[:200]
+    assert solved.startswith("1 check_left_panel("), solved[:200]
 
 
 @pytest.mark.timeout(300)

@@ -111,13 +111,6 @@ IMAGE_ASSUMPTIONS: dict[tuple[str, str], tuple[Callable[[], bool], str]] = {
         lambda: Path("/usr/share/applications/firefox.desktop").exists(),
         "needs Firefox as firefox.desktop (OSWorld's image has it; this machine does not)",
     ),
-    ("libreoffice_impress", "ef9d12bd-bcee-4ba0-a40e-918400f43ddf"): (
-        lambda: False,
-        "its setup closes Impress's Slide Pane with keys sent at fixed delays after launching it (a click at the "
-        "screen's centre, 5 s, Esc, F10, ...), which assume the start-up dialogs of OSWorld's image's LibreOffice "
-        "profile (not published); here the template chooser or Tip of the Day takes them, the pane stays open and "
-        "doing nothing would pass (measured: 4 of 4 resets; the reopened pane's 'Slides View' node is in the tree)",
-    ),
     ("multi_apps", "937087b6-f668-4ba6-9110-60682ee33441"): (
         lambda: _default_video_player() != "vlc.desktop",
         "checks that VLC becomes the default video player; OSWorld's image has Totem as the default, here VLC "
