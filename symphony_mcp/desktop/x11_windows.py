@@ -67,22 +67,21 @@ class X11WindowManager:
 
     def list_windows(self) -> list[WindowInfo]:
         """The top-level windows: the kept list when X reported nothing that changes it since it was read."""
-        changed = self._drain_changes()  # before reading: a change during the read is seen by the next call
-        if changed or self._listed is None:
+        self._display.sync()  # one round trip: every event the server sent before it is now queued here
+        self._forget_on_change()  # before reading: a change during the read is seen by the next call
+        if self._listed is None:
             self._listed = self._read_windows()
         return list(self._listed)
 
-    def _drain_changes(self) -> bool:
-        """Whether X reported a change to the listed windows since the last call (all queued events consumed)."""
+    def _forget_on_change(self) -> None:
+        """Consume the queued events; the kept list is dropped when one of them can change it. Also run after other
+        requests, so that events do not pile up between listings."""
         from Xlib import X
 
-        self._display.sync()  # one round trip: every event the server sent before it is now queued here
-        changed = False
         while self._display.pending_events():
             event = self._display.next_event()
             if event.type != X.PropertyNotify or event.atom in self._listed_atoms:
-                changed = True
-        return changed
+                self._listed = None
 
     def _read_windows(self) -> list[WindowInfo]:
         active = self._property(self._root, "_NET_ACTIVE_WINDOW")
@@ -144,7 +143,9 @@ class X11WindowManager:
 
     def active(self) -> WindowInfo | None:
         active_id = self._active_id()
-        return None if not active_id else self._describe(active_id, active_id)
+        info = None if not active_id else self._describe(active_id, active_id)
+        self._forget_on_change()  # asked after every action: the events its replies brought in are consumed here
+        return info
 
     def activate(self, window_id: str, timeout: float = 2.0) -> WindowInfo:
         """Ask the window manager to raise and focus the window, and wait until it reports it active."""
