@@ -126,7 +126,7 @@ class ElementReader:
 
         try:
             async with anyio.create_task_group() as group:
-                if windows is None:  # the window list (X queries, 30-80 ms) while the helper reads
+                if windows is None:  # the window list (on X kept until X reports a change) while the helper reads
                     group.start_soon(list_windows)
                 answer = await self._request(
                     {
