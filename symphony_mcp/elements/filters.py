@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from symphony_mcp.elements.types import assembled
 from symphony_mcp.imaging.geometry import Rect
 
 # Roles that only arrange other nodes: kept out unless they hold text of their own.
@@ -51,4 +50,4 @@ def kept(node: dict[str, Any], area: Rect) -> Rect | None:
         # An empty field is still a place to type (Chromium's fields say so by their state only), an unnamed list
         # box still a thing to choose in.
         return None
-    return assembled(Rect, {"left": x, "top": y, "width": width, "height": height})  # ints from the walk, sizes > 0
+    return Rect.model_construct(left=x, top=y, width=width, height=height)  # ints from the walk, width/height > 0

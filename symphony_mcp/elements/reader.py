@@ -24,7 +24,7 @@ from symphony_mcp.elements import osworld_tree
 from symphony_mcp.elements.atspi_process import AtspiProcess
 from symphony_mcp.elements.filters import kept, role_key
 from symphony_mcp.elements.screen_tiles import ScreenTiles
-from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow, assembled
+from symphony_mcp.elements.types import Element, ElementsResult, UnreadWindow
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError, SymphonyError, clip
 from symphony_mcp.imaging.geometry import Point, Rect
 
@@ -280,20 +280,17 @@ def _element(element_id: int, node: dict[str, Any], box: Rect, area: Rect) -> El
     left, top = max(box.left, area.left), max(box.top, area.top)  # the part inside the area (kept: they overlap)
     right = min(box.left + box.width, area.left + area.width)
     bottom = min(box.top + box.height, area.top + area.height)
-    center = assembled(Point, {"x": left + (right - left) // 2, "y": top + (bottom - top) // 2})
-    return assembled(
-        Element,
-        {
-            "id": element_id,
-            "role": node["role"],
-            "name": node["name"],
-            "box": box,
-            "text": node["text"],
-            "value": node["value"],
-            "states": node["states"],
-            "actions": node["actions"],
-            "center": center,
-            "app": node["app"],
-            "window": node["window"],
-        },
+    center = Point.model_construct(x=left + (right - left) // 2, y=top + (bottom - top) // 2)
+    return Element.model_construct(
+        id=element_id,
+        role=node["role"],
+        name=node["name"],
+        text=node["text"],
+        value=node["value"],
+        states=node["states"],
+        actions=node["actions"],
+        box=box,
+        center=center,
+        app=node["app"],
+        window=node["window"],
     )

@@ -3,47 +3,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from symphony_mcp.desktop.frames import Placed
 from symphony_mcp.imaging.geometry import Point, Rect
-
-Model = TypeVar("Model", bound=BaseModel)
-
-
-def assembled(cls: type[Model], values: dict[str, Any]) -> Model:
-    """`cls.model_construct(**values)` for `values` that give every field, with its declared type: what pydantic's
-    model_construct does, without its per-field look-ups of aliases and defaults. Why: a read after a change builds
-    ~450 elements, each with its box and click point, ~1,350 models: model_construct took 10 ms of it on a quiet
-    machine (20-130 ms loaded), this half. Only for plain models (`_plain`); test_element_building checks it builds
-    what model_construct builds."""
-    if not _plain(cls):
-        return cls.model_construct(**values)
-    model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-@cache
-def _plain(cls: type[BaseModel]) -> bool:
-    """A model with nothing model_construct does beyond setting its fields: no post-init, private attributes,
-    extra fields or root."""
-    return not (
-        cls.__pydantic_post_init__
-        or cls.__private_attributes__
-        or cls.__pydantic_root_model__
-        or cls.model_config.get("extra") == "allow"
-    )
 
 
 class NumberedElement(BaseModel):
