@@ -36,8 +36,8 @@ def test_unchanged_pixels_give_the_same_image_and_changed_ones_a_new_image(
     wait_for(lambda: capturer.grab(area) is capturer.grab(area))  # the screen has stopped drawing
     first = capturer.grab(area)
     assert capturer.grab(area) is first
-    small = capturer.grab(area, (640, 360))  # a screenshot's downscaled grab: always made afresh
-    assert small.size == (640, 360) and capturer.grab(area, (640, 360)) is not small
+    small = capturer.grab_scaled(area, (640, 360))  # a screenshot's downscaled grab: always made afresh
+    assert small.size == (640, 360) and capturer.grab_scaled(area, (640, 360)) is not small
     assert capturer.grab(area) is first
     paint_root(xdisplay.name, BLUE)
     wait_for(lambda: capturer.grab(area) is not first)

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from symphony_mcp.desktop.capture import ScreenCapturer
-from symphony_mcp.imaging.downscale import downscale, downscale_pixels, sample_positions
+from symphony_mcp.imaging.downscale import BgrxImage, downscale, sample_positions
 from testkit.display import SCREEN
 
 
@@ -64,22 +64,25 @@ def test_grabbed_bgrx_pixels_come_out_in_rgb_order() -> None:
     colours = [(250, 20, 5), (5, 240, 30), (10, 25, 235)]  # red, green, blue stripes, 12 pixels wide each
     bgrx = bytes(value for _ in range(4) for r, g, b in colours for _ in range(12) for value in (b, g, r, 0))
     for size in [(36, 4), (24, 2), (9, 1)]:  # full size, the remap path, Pillow's path (4x)
-        image = downscale_pixels(bgrx, (36, 4), size, "BGRX")
+        picture = downscale(BgrxImage.of_bytes(bgrx, (36, 4)), size)
+        assert isinstance(picture, BgrxImage) and picture.size == size
+        image = picture.to_image()
         assert image.mode == "RGB" and image.size == size
         third = size[0] // 3
         assert [image.getpixel((third * i + third // 2, 0)) for i in range(3)] == colours
 
 
 def test_screen_grabbed_at_a_size_is_the_full_grab_downscaled(xdisplay: object) -> None:
-    """The capturer downscales the BGRX frame before converting it: the same pixels as converting, then downscaling."""
+    """The capturer downscales the BGRX frame and never converts it: the same pixels as converting, then
+    downscaling."""
     capturer = ScreenCapturer()
     try:
         area = capturer.monitor_rect(1)
         assert (area.width, area.height) == SCREEN
         full = capturer.grab(area)
         for size in [(1280, 720), (640, 360), (area.width, area.height)]:
-            small = capturer.grab(area, size)
-            assert small.mode == "RGB" and small.size == size
-            assert small.tobytes() == downscale(full, size).tobytes()
+            small = capturer.grab_scaled(area, size)
+            assert isinstance(small, BgrxImage) and small.size == size
+            assert small.to_image().tobytes() == downscale(full, size).tobytes()
     finally:
         capturer.close()

@@ -8,6 +8,7 @@ import random
 import pytest
 from PIL import Image
 
+from symphony_mcp.imaging.downscale import BgrxImage
 from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
 
 
@@ -39,3 +40,31 @@ def test_downscale_keeps_a_one_pixel_stroke_in_the_image_pixel_that_shows_it() -
         with Image.open(io.BytesIO(encoded.data)) as image:
             inked = [x for x in range(image.width) if image.getpixel((x, 0))[0] > 0]
         assert inked == [int(stroke_x / 1.5)], f"stroke at screen x={stroke_x}"
+
+
+def bgrx_of(image: Image.Image) -> BgrxImage:
+    """The image as an X11 grab holds it: four bytes a pixel, blue first."""
+    return BgrxImage.of_bytes(image.tobytes("raw", "BGRX"), image.size)
+
+
+def test_grabbed_bgrx_pixels_encode_to_the_same_images_as_their_rgb_conversion() -> None:
+    """A screenshot's JPEG is written from the grabbed BGRX pixels without converting them: the same bytes as
+    Pillow's JPEG of the converted image, through the byte budget and the downscale; a marker or another format
+    converts them first."""
+    image = noisy_image(960, 540)
+    grabbed = bgrx_of(image)
+    cases = [
+        EncodeOptions(format="jpeg"),
+        EncodeOptions(format="jpeg", max_width=640, max_height=400),  # downscaled as BGRX
+        EncodeOptions(format="jpeg", quality=95, max_bytes=150_000),  # quality lowered, then size, for the budget
+        EncodeOptions(format="png", max_width=480, max_height=270),
+        EncodeOptions(format="webp", max_width=480, max_height=270),
+    ]
+    for options in cases:
+        for marker in (None, (100.0, 50.0)):
+            from_bgrx, from_rgb = encode_image(grabbed, options, marker), encode_image(image, options, marker)
+            assert from_bgrx == from_rgb, (options, marker)
+    budgeted = encode_image(grabbed, cases[2])
+    assert len(budgeted.data) <= 150_000 and budgeted.width < 960
+    with Image.open(io.BytesIO(encode_image(grabbed, cases[0]).data)) as decoded:
+        assert decoded.mode == "RGB" and decoded.size == (960, 540)

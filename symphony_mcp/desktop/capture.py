@@ -18,7 +18,7 @@ from PIL import Image
 from symphony_mcp.desktop.frames import new_frame_id
 from symphony_mcp.desktop.types import MonitorInfo
 from symphony_mcp.errors import DisplayUnavailableError, InvalidInputError
-from symphony_mcp.imaging.downscale import downscale_pixels
+from symphony_mcp.imaging.downscale import BgrxImage, downscale
 from symphony_mcp.imaging.geometry import Point, Rect
 
 # Freed image memory Pillow keeps for reuse (blocks of at most 16 MiB; a 1080p RGB frame takes one). Without it
@@ -96,26 +96,30 @@ class ScreenCapturer:
     def monitor_rect(self, index: int) -> Rect:
         return select_monitor(self.monitors(), index)
 
-    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
-        """The area, at `size` when given: downscaled from the grabbed BGRX pixels, so that only the small image is
-        converted to RGB. A full-resolution grab (what OCR reads) of the same area as the last one, on unchanged
-        pixels, returns the previous image object: callers never draw on a grabbed image in place (they draw on a
-        copy), so an identical object means identical pixels. A downscaled grab (a screenshot's, encoded anew
-        anyway) is always made afresh."""
+    def grab(self, area: Rect) -> Image.Image:
+        """The area as an RGB image. A grab of the same area as the last one, on unchanged pixels, returns the
+        previous image object: callers never draw on a grabbed image in place (they draw on a copy), so an identical
+        object means identical pixels."""
+        pixels, size = self._grab_pixels(area)
+        last = self._last
+        if last is not None and last.area == area and last.pixels == pixels:
+            return last.image
+        image = BgrxImage.of_bytes(pixels, size).to_image()
+        self._last = _LastGrab(area, pixels, image)
+        return image
+
+    def grab_scaled(self, area: Rect, size: tuple[int, int]) -> BgrxImage:
+        """The area at `size`, downscaled from the grabbed BGRX pixels and left in that order: a screenshot's JPEG
+        is written from them without converting any (encoded anew anyway, so always grabbed afresh)."""
+        return downscale(BgrxImage.of_bytes(*self._grab_pixels(area)), size)
+
+    def _grab_pixels(self, area: Rect) -> tuple[bytearray, tuple[int, int]]:
+        """The area's BGRX bytes and size: `raw` is the grabbed buffer itself (`bgra` would copy the frame first)."""
         try:
             shot = self._mss.grab({"left": area.left, "top": area.top, "width": area.width, "height": area.height})
         except Exception as exc:
             raise DisplayUnavailableError(f"screen capture failed: {exc}") from exc
-        # `raw` is the grabbed buffer itself; `bgra` would copy the whole frame first.
-        pixels = shot.raw
-        if size is not None and size != shot.size:
-            return downscale_pixels(pixels, shot.size, size, "BGRX")
-        last = self._last
-        if last is not None and last.area == area and last.pixels == pixels:
-            return last.image
-        image = downscale_pixels(pixels, shot.size, shot.size, "BGRX")
-        self._last = _LastGrab(area, pixels, image)
-        return image
+        return shot.raw, shot.size
 
     def close(self) -> None:
         self._mss.close()

@@ -19,6 +19,7 @@ from symphony_mcp.desktop.keys import normalize_keys
 from symphony_mcp.desktop.launcher import launch, plan_launch
 from symphony_mcp.desktop.types import Launched, MachineInfo, MonitorInfo, MouseButton, WindowInfo
 from symphony_mcp.errors import DisplayUnavailableError
+from symphony_mcp.imaging.downscale import BgrxImage
 from symphony_mcp.imaging.geometry import Point, Rect
 from symphony_mcp.policy.programs import ProgramAllowList
 
@@ -62,8 +63,11 @@ class LocalDesktop:
     def monitors(self) -> list[MonitorInfo]:
         return self._capturer.monitors()
 
-    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
-        return self._capturer.grab(area, size)
+    def grab(self, area: Rect) -> Image.Image:
+        return self._capturer.grab(area)
+
+    def grab_scaled(self, area: Rect, size: tuple[int, int]) -> BgrxImage:
+        return self._capturer.grab_scaled(area, size)
 
     def cursor(self) -> Point:
         x, y = self._input.position()

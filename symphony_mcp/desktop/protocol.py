@@ -11,6 +11,7 @@ from typing import Protocol
 from PIL import Image
 
 from symphony_mcp.desktop.types import Launched, MachineInfo, MonitorInfo, MouseButton, WindowInfo
+from symphony_mcp.imaging.downscale import Picture
 from symphony_mcp.imaging.geometry import Point, Rect
 
 
@@ -20,9 +21,13 @@ class Desktop(Protocol):
         ...
 
     def monitors(self) -> list[MonitorInfo]: ...
-    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
-        """The area's pixels; with `size` (no larger than the area), downscaled to it with the box filter of
-        `imaging.downscale`, which a backend may apply to its raw pixels before any conversion."""
+    def grab(self, area: Rect) -> Image.Image:
+        """The area's pixels at full resolution, as an RGB image (what OCR and crops read)."""
+        ...
+
+    def grab_scaled(self, area: Rect, size: tuple[int, int]) -> Picture:
+        """The area at `size` (no larger) for encoding, downscaled with the box filter of `imaging.downscale`, in
+        the form the backend has cheapest: a backend may downscale its raw pixels and never convert them."""
         ...
 
     def cursor(self) -> Point: ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 
 from PIL import Image
 
@@ -20,9 +21,19 @@ from symphony_mcp.desktop.result_schemas import ScreenInfo, ScreenshotInfo
 from symphony_mcp.desktop.thread import DesktopThread
 from symphony_mcp.errors import InvalidInputError
 from symphony_mcp.imaging.encoding import EncodedImage, EncodeOptions, encode_image, target_size
-from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Rect, Region
+from symphony_mcp.imaging.geometry import CoordinateSpace, ImageMapping, Point, Rect, Region
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Shot:
+    """What an image given to the caller shows: the screen area, its monitor, the pointer, and the frame id it gets."""
+
+    area: Rect
+    monitor: int
+    cursor: Point | None
+    id: str = field(default_factory=new_frame_id)
 
 
 class Screen:
@@ -101,7 +112,13 @@ class Screen:
 
     async def capture(self, area: Rect | None = None) -> Frame:
         """Grab a full-resolution frame of a screen area (clipped to the screen), or of the default monitor."""
-        return await self.thread.run(lambda d: self._grab(d, None if area is None else 0, area))
+
+        def grab(desktop: Desktop) -> Frame:
+            monitor, area_shown = self._area(desktop, None if area is None else 0, area)
+            cursor = desktop.cursor()
+            return Frame(image=desktop.grab(area_shown), area=area_shown, monitor=monitor, cursor=cursor)
+
+        return await self.thread.run(grab)
 
     async def screen_for_agent(self, agent: str) -> Image.Image | None:
         """The screen for a tool agent's first prompt (the Coder's, the searcher's), or None when it cannot be
@@ -116,22 +133,18 @@ class Screen:
         """The whole screen (all monitors) in screen pixels."""
         return await self.thread.run(lambda d: _monitor_rect(d, 0))
 
-    def _grab(
-        self, desktop: Desktop, monitor: int | None, region: Rect | None, fit: EncodeOptions | None = None
-    ) -> Frame:
-        """A frame of the monitor or region; with `fit`, grabbed at the size those options give it."""
+    def _area(self, desktop: Desktop, monitor: int | None, region: Rect | None) -> tuple[int, Rect]:
+        """The monitor index and the screen area a capture shows: the monitor, or the region clipped to it."""
         monitor_index = self.display_settings.monitor if monitor is None else monitor
         area = _monitor_rect(desktop, monitor_index)
-        if region is not None:
-            clipped = region.intersect(area)
-            if clipped is None:
-                raise InvalidInputError(
-                    f"region {region.describe()} does not overlap monitor {monitor_index} ({area.describe()})"
-                )
-            area = clipped
-        cursor = desktop.cursor()
-        size = None if fit is None else target_size(area.width, area.height, fit)
-        return Frame(image=desktop.grab(area, size), area=area, monitor=monitor_index, cursor=cursor)
+        if region is None:
+            return monitor_index, area
+        clipped = region.intersect(area)
+        if clipped is None:
+            raise InvalidInputError(
+                f"region {region.describe()} does not overlap monitor {monitor_index} ({area.describe()})"
+            )
+        return monitor_index, clipped
 
     async def screenshot(
         self,
@@ -149,41 +162,41 @@ class Screen:
         region_rect = view.region_to_screen(region) if region is not None else None
         want_marker = self.screenshot_settings.draw_cursor if draw_cursor is None else draw_cursor
 
-        def grab_and_encode(desktop: Desktop) -> tuple[Frame, Rect, EncodedImage]:
-            # One trip to the desktop thread: a screenshot is latency-bound. The frame is grabbed at the image size
-            # (downscaled before its pixels are converted), so encoding only compresses it.
-            frame = self._grab(
-                desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect, options
-            )
-            cursor, area, image = frame.cursor, frame.area, frame.image
+        def grab_and_encode(desktop: Desktop) -> tuple[Shot, Rect, EncodedImage]:
+            # One trip to the desktop thread: a screenshot is latency-bound. The picture is grabbed at the image size
+            # (downscaled before any conversion, see `Desktop.grab_scaled`), so encoding only compresses it.
+            shown = self._area(desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect)
+            area, cursor = shown[1], desktop.cursor()
+            picture = desktop.grab_scaled(area, target_size(area.width, area.height, options))
             marker = None
             if want_marker and cursor is not None and area.contains(cursor.x, cursor.y):
                 marker = (
-                    (cursor.x - area.left + 0.5) * image.width / area.width - 0.5,
-                    (cursor.y - area.top + 0.5) * image.height / area.height - 0.5,
+                    (cursor.x - area.left + 0.5) * picture.width / area.width - 0.5,
+                    (cursor.y - area.top + 0.5) * picture.height / area.height - 0.5,
                 )
-            return frame, _monitor_rect(desktop, 0), encode_image(image, options, marker)
+            return Shot(area, shown[0], cursor), _monitor_rect(desktop, 0), encode_image(picture, options, marker)
 
-        frame, screen, encoded = await self.thread.run(grab_and_encode)
-        return encoded, self._describe(frame, screen, encoded)
+        shot, screen, encoded = await self.thread.run(grab_and_encode)
+        return encoded, self._describe(shot, screen, encoded)
 
     async def make_latest(self, frame: Frame, image: Image.Image) -> tuple[EncodedImage, ScreenshotInfo]:
         """Encode an image drawn over `frame` (e.g. annotated); it becomes the latest frame, like a screenshot."""
         encoded = await asyncio.to_thread(encode_image, image, self._encode_options())
-        return encoded, self._describe(frame, await self.screen_rect(), encoded)
+        shot = Shot(frame.area, frame.monitor, frame.cursor, frame.id)
+        return encoded, self._describe(shot, await self.screen_rect(), encoded)
 
-    def _describe(self, frame: Frame, screen: Rect, encoded: EncodedImage) -> ScreenshotInfo:
+    def _describe(self, shot: Shot, screen: Rect, encoded: EncodedImage) -> ScreenshotInfo:
         """Remember the image's mapping (it becomes the latest frame) and describe it."""
-        mapping = ImageMapping(area=frame.area, image_width=encoded.width, image_height=encoded.height)
-        self.frames.remember(frame.id, mapping)
+        mapping = ImageMapping(area=shot.area, image_width=encoded.width, image_height=encoded.height)
+        self.frames.remember(shot.id, mapping)
         cursor_image = None
-        if frame.cursor is not None and frame.area.contains(frame.cursor.x, frame.cursor.y):
-            cursor_image = mapping.point_to_image(frame.cursor)
+        if shot.cursor is not None and shot.area.contains(shot.cursor.x, shot.cursor.y):
+            cursor_image = mapping.point_to_image(shot.cursor)
         return ScreenshotInfo(
             space="screenshot",
-            frame_id=frame.id,
-            monitor=frame.monitor,
-            screen_area=frame.area,
+            frame_id=shot.id,
+            monitor=shot.monitor,
+            screen_area=shot.area,
             screen_width=screen.width,
             screen_height=screen.height,
             image_width=encoded.width,
@@ -192,7 +205,7 @@ class Screen:
             format=encoded.format,
             bytes=len(encoded.data),
             cursor=cursor_image,
-            screen_cursor=frame.cursor,
+            screen_cursor=shot.cursor,
         )
 
 

@@ -5,14 +5,18 @@ Pillow's BOX resize follows that rule, but a default screenshot of a 1080p scree
 frame, converting it from BGRX to RGB and resizing it to 1280x720, against 11.5 ms for issue 26's whole reference
 (grab and JPEG-encode the full frame). Where every image pixel takes one or two screen pixels along each axis (any
 downscale up to 2x), the average of an image pixel's screen pixels is a bilinear sample at their middle: OpenCV's
-remap takes those samples straight from the grabbed four-byte pixels and only the small image is converted, 8.4 ms
-CPU with the grab (benchmarks/results/desktop_roundtrip.md). Larger factors go to Pillow's BOX resize.
+remap takes those samples straight from the grabbed four-byte pixels, 8.4 ms CPU with the grab
+(benchmarks/results/desktop_roundtrip.md). Larger factors go to Pillow's BOX resize.
+
+A grabbed X11 frame stays a `BgrxImage` until something needs RGB: OpenCV's JPEG encoder reads BGR order as it is,
+so a default screenshot is never converted at all (`encoding.encode_bytes`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 from PIL import Image
@@ -25,31 +29,66 @@ Size = tuple[int, int]
 _Maps = tuple["MatLike", "MatLike"]
 
 
-def downscale(image: Image.Image, size: Size) -> Image.Image:
-    """`image` at `size` (no larger), each image pixel the average of its screen pixels."""
+@dataclass(frozen=True)
+class BgrxImage:
+    """An image in the four-byte BGRX order X11 grabs come in: `pixels` is height x width x 4, rows packed."""
+
+    pixels: NDArray[np.uint8]
+
+    @classmethod
+    def of_bytes(cls, data: bytes | bytearray, size: Size) -> BgrxImage:
+        """A view of grabbed bytes (no copy)."""
+        return cls(np.frombuffer(data, np.uint8).reshape(size[1], size[0], 4))
+
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[0])
+
+    @property
+    def size(self) -> Size:
+        return self.width, self.height
+
+    def to_image(self) -> Image.Image:
+        """The RGB image (a conversion of every pixel: only where Pillow must work on it)."""
+        return Image.frombytes("RGB", self.size, self.pixels, "raw", "BGRX")
+
+
+# What a desktop hands over for encoding: an RGB image, or X11 pixels not yet converted.
+Picture = Image.Image | BgrxImage
+
+
+@overload
+def downscale(image: Image.Image, size: Size) -> Image.Image: ...
+@overload
+def downscale(image: BgrxImage, size: Size) -> BgrxImage: ...
+def downscale(image: Picture, size: Size) -> Picture:
+    """`image` at `size` (no larger), each image pixel the average of its screen pixels; the same kind of picture."""
     if size == image.size:
         return image
+    if isinstance(image, BgrxImage):
+        return BgrxImage(_downscale_four_bytes(image.pixels, size))
     if image.mode != "RGB":
         return image.resize(size, Image.Resampling.BOX)
-    # An RGB image holds four bytes a pixel: "RGBX" copies them as they are.
-    return downscale_pixels(image.tobytes("raw", "RGBX"), image.size, size, "RGBX")
+    # An RGB image holds four bytes a pixel: "RGBX" copies them as they are; the fourth stays unused.
+    pixels = np.frombuffer(image.tobytes("raw", "RGBX"), np.uint8).reshape(image.height, image.width, 4)
+    return Image.frombytes("RGB", size, _downscale_four_bytes(pixels, size), "raw", "RGBX")
 
 
-def downscale_pixels(pixels: bytes | bytearray, source: Size, size: Size, rawmode: str) -> Image.Image:
-    """An RGB image at `size` (no larger than `source`) of four-byte pixels in `rawmode` order ("BGRX" for a
-    grabbed X11 frame), rows packed without padding."""
-    if size == source:
-        return Image.frombytes("RGB", source, pixels, "raw", rawmode)
+def _downscale_four_bytes(pixels: NDArray[np.uint8], size: Size) -> NDArray[np.uint8]:
+    """Four-byte pixels (any channel order: each channel is averaged alone) at `size`."""
+    source = (pixels.shape[1], pixels.shape[0])
     maps = _sample_maps(source, size)
     if maps is None:
-        # Pillow resizes the four bytes as they are (a view, no copy); their order is fixed on the small image.
-        view = Image.frombuffer("RGBX", source, pixels, "raw", "RGBX", 0, 1)
-        return Image.frombytes("RGB", size, view.resize(size, Image.Resampling.BOX).tobytes(), "raw", rawmode)
+        # Pillow resizes the four bytes as they are (a view, no copy), whatever their order.
+        view = Image.frombuffer("RGBX", source, np.ascontiguousarray(pixels), "raw", "RGBX", 0, 1)
+        return np.asarray(view.resize(size, Image.Resampling.BOX))
     import cv2
 
-    frame = np.frombuffer(pixels, np.uint8).reshape(source[1], source[0], 4)
-    sampled = cv2.remap(frame, maps[0], maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    return Image.frombytes("RGB", size, sampled, "raw", rawmode)
+    return np.asarray(cv2.remap(pixels, maps[0], maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE))
 
 
 @lru_cache(maxsize=8)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
 
-from symphony_mcp.imaging.downscale import downscale
+from symphony_mcp.imaging.downscale import BgrxImage, Picture, downscale
 from symphony_mcp.imaging.geometry import fit_within
 
 _PIL_FORMATS = {"jpeg": "JPEG", "png": "PNG", "webp": "WEBP"}
@@ -40,7 +40,7 @@ def target_size(width: int, height: int, options: EncodeOptions) -> tuple[int, i
     return fit_within(width, height, options.max_width, options.max_height)
 
 
-def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float, float] | None = None) -> EncodedImage:
+def encode_image(image: Picture, options: EncodeOptions, marker: tuple[float, float] | None = None) -> EncodedImage:
     """Resize to the bounds, then encode; if the bytes exceed the budget, lower quality, then size.
 
     `marker` is a point in `image` pixels that gets a cursor marker drawn after resizing.
@@ -51,7 +51,9 @@ def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float
         resized = downscale(image, (width, height))
         if marker is not None:
             resized = draw_cursor_marker(
-                resized, (marker[0] + 0.5) * width / image.width - 0.5, (marker[1] + 0.5) * height / image.height - 0.5
+                as_rgb(resized),
+                (marker[0] + 0.5) * width / image.width - 0.5,
+                (marker[1] + 0.5) * height / image.height - 0.5,
             )
         data = encode_bytes(resized, options.format, quality)
         if len(data) <= options.max_bytes:
@@ -64,15 +66,34 @@ def encode_image(image: Image.Image, options: EncodeOptions, marker: tuple[float
             return EncodedImage(data=data, format=options.format, width=width, height=height)
 
 
-def encode_bytes(image: Image.Image, fmt: str, quality: int) -> bytes:
-    buffer = io.BytesIO()
+def encode_bytes(image: Picture, fmt: str, quality: int) -> bytes:
+    """The image in `fmt`. Grabbed BGRX pixels go to JPEG as they are (`_jpeg_of_bgrx`); Pillow's formats need RGB."""
+    if isinstance(image, BgrxImage) and fmt == "jpeg":
+        return _jpeg_of_bgrx(image, quality)
+    buffer, pillow = io.BytesIO(), as_rgb(image)
     if fmt == "png":
-        image.save(buffer, "PNG", compress_level=1)
+        pillow.save(buffer, "PNG", compress_level=1)
     elif fmt == "webp":
-        image.save(buffer, "WEBP", quality=quality, method=0)
+        pillow.save(buffer, "WEBP", quality=quality, method=0)
     else:
-        image.save(buffer, _PIL_FORMATS[fmt], quality=quality)
+        pillow.save(buffer, _PIL_FORMATS[fmt], quality=quality)
     return buffer.getvalue()
+
+
+def as_rgb(picture: Picture) -> Image.Image:
+    """The picture as a Pillow image: grabbed BGRX pixels are converted only where Pillow must work on them."""
+    return picture.to_image() if isinstance(picture, BgrxImage) else picture
+
+
+def _jpeg_of_bgrx(image: BgrxImage, quality: int) -> bytes:
+    """OpenCV's JPEG of BGRX pixels as they are (the fourth byte is dropped): the bytes Pillow writes for the same
+    image in RGB (both libjpeg-turbo, 4:2:0, the same tables), without converting 0.9 million pixels first."""
+    import cv2
+
+    written, data = cv2.imencode(".jpg", image.pixels, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not written:
+        raise ValueError(f"OpenCV could not encode a {image.width}x{image.height} image as JPEG")
+    return data.tobytes()
 
 
 def draw_cursor_marker(image: Image.Image, x: float, y: float) -> Image.Image:

@@ -99,7 +99,7 @@ class OsworldDesktop:
         screen = self._screen_rect()
         return [MonitorInfo(index=0, screen_rect=screen), MonitorInfo(index=1, screen_rect=screen, primary=True)]
 
-    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
+    def grab(self, area: Rect) -> Image.Image:
         """The machine's screenshot decoded once; converted, resized and cropped only where it must be (each is a
         copy of the whole frame)."""
         screen = self._screen_rect()
@@ -110,7 +110,10 @@ class OsworldDesktop:
             image = image.resize((screen.width, screen.height), Image.Resampling.BILINEAR)
         if (area.left, area.top, area.width, area.height) != (0, 0, *image.size):
             image = image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
-        return downscale(image, size) if size else image
+        return image
+
+    def grab_scaled(self, area: Rect, size: tuple[int, int]) -> Image.Image:
+        return downscale(self.grab(area), size)
 
     def cursor(self) -> Point:
         x, y = self._controller.cursor()

@@ -80,19 +80,20 @@ class SshDesktop:
         screen = self._screen_rect()
         return [MonitorInfo(index=0, screen_rect=screen), MonitorInfo(index=1, screen_rect=screen, primary=True)]
 
-    def grab(self, area: Rect, size: tuple[int, int] | None = None) -> Image.Image:
+    def grab(self, area: Rect) -> Image.Image:
         region = {"x": area.left, "y": area.top, "width": area.width, "height": area.height}
         reply, data = self._machine.request({"op": "grab", **region}, "taking a screenshot", read=True)
         if reply["format"] in _RAW_FORMATS:
             pixels = zlib.decompress(data)
-            image = Image.frombytes("RGB", (area.width, area.height), pixels, "raw", _RAW_FORMATS[reply["format"]])
-            return downscale(image, size) if size else image
+            return Image.frombytes("RGB", (area.width, area.height), pixels, "raw", _RAW_FORMATS[reply["format"]])
         image = Image.open(io.BytesIO(data)).convert("RGB")
         screen = self._screen_rect()
         if image.size != (screen.width, screen.height):  # Retina: pixels to points
             image = image.resize((screen.width, screen.height), Image.Resampling.LANCZOS)
-        image = image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
-        return downscale(image, size) if size else image
+        return image.crop((area.left, area.top, area.left + area.width, area.top + area.height))
+
+    def grab_scaled(self, area: Rect, size: tuple[int, int]) -> Image.Image:
+        return downscale(self.grab(area), size)
 
     def cursor(self) -> Point:
         reply, _ = self._machine.request({"op": "cursor"}, "reading the pointer", read=True)
