@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import random
+import re
+import subprocess
 
+import numpy as np
 import pytest
 from PIL import Image
 
 from symphony_mcp.imaging.downscale import BgrxImage
-from symphony_mcp.imaging.encoding import EncodeOptions, encode_image
+from symphony_mcp.imaging.encoding import EncodeOptions, encode_bytes, encode_image
 
 
 def noisy_image(width: int, height: int) -> Image.Image:
@@ -47,10 +50,15 @@ def bgrx_of(image: Image.Image) -> BgrxImage:
     return BgrxImage.of_bytes(image.tobytes("raw", "BGRX"), image.size)
 
 
+def decoded(data: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image.convert("RGB"))
+
+
 def test_grabbed_bgrx_pixels_encode_to_the_same_images_as_their_rgb_conversion() -> None:
-    """A screenshot's JPEG is written from the grabbed BGRX pixels without converting them: the same bytes as
-    Pillow's JPEG of the converted image, through the byte budget and the downscale; a marker or another format
-    converts them first."""
+    """A screenshot's JPEG is written from the grabbed BGRX pixels without converting them: the same image as
+    Pillow's JPEG of the converted pixels, through the downscale and the byte budget; a marker or another format
+    converts them first (then the same bytes)."""
     image = noisy_image(960, 540)
     grabbed = bgrx_of(image)
     cases = [
@@ -63,8 +71,45 @@ def test_grabbed_bgrx_pixels_encode_to_the_same_images_as_their_rgb_conversion()
     for options in cases:
         for marker in (None, (100.0, 50.0)):
             from_bgrx, from_rgb = encode_image(grabbed, options, marker), encode_image(image, options, marker)
-            assert from_bgrx == from_rgb, (options, marker)
+            shape = (from_bgrx.format, from_bgrx.width, from_bgrx.height)
+            assert shape == (from_rgb.format, from_rgb.width, from_rgb.height), (options, marker)
+            if options.format != "jpeg" or marker is not None:
+                assert from_bgrx.data == from_rgb.data, (options, marker)
+            assert np.array_equal(decoded(from_bgrx.data), decoded(from_rgb.data)), (options, marker)
     budgeted = encode_image(grabbed, cases[2])
     assert len(budgeted.data) <= 150_000 and budgeted.width < 960
-    with Image.open(io.BytesIO(encode_image(grabbed, cases[0]).data)) as decoded:
-        assert decoded.mode == "RGB" and decoded.size == (960, 540)
+
+
+def screen_like(width: int, height: int) -> BgrxImage:
+    """BGRX pixels with flat areas, sharp edges and one-pixel lines, like a screen of text and widgets."""
+    blocks = np.random.default_rng(5).integers(0, 256, (height // 8 + 1, width // 8 + 1, 4), dtype=np.uint8)
+    pixels = np.repeat(np.repeat(blocks, 8, axis=0), 8, axis=1)[:height, :width].copy()
+    pixels[::7] = 255
+    pixels[:, ::11] = 0
+    return BgrxImage(pixels)
+
+
+def ffmpeg_decoded(data: bytes) -> bytes:
+    """The JPEG decoded by FFmpeg's own decoder (not libjpeg), as RGB bytes."""
+    command = ["ffmpeg", "-v", "error", "-f", "jpeg_pipe", "-i", "-", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+    done = subprocess.run(command, input=data, capture_output=True, check=True, timeout=60)
+    return done.stdout
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1366, 768), (999, 257), (1920, 1080), (320, 200)])
+def test_a_jpeg_written_in_halves_decodes_to_the_image_written_whole(size: tuple[int, int]) -> None:
+    """Two halves joined at a restart marker (one per MCU row) are one valid JPEG: libjpeg-turbo (Pillow) and
+    FFmpeg's own decoder both read exactly the pixels of Pillow's JPEG of the whole converted image."""
+    width, height = size
+    picture = screen_like(width, height)
+    halves = encode_bytes(picture, "jpeg", 80)
+    whole = encode_bytes(picture.to_image(), "jpeg", 80)
+    rows = -(-height // 16)
+    if rows >= 16:  # written in halves: a restart interval and a marker after every MCU row but the last
+        assert b"\xff\xdd" in halves and b"\xff\xdd" not in whole
+        assert len(re.findall(rb"\xff[\xd0-\xd7]", halves)) == rows - 1
+    else:
+        assert halves == whole
+    assert np.array_equal(decoded(halves), decoded(whole))
+    assert decoded(halves).shape == (height, width, 3)
+    assert ffmpeg_decoded(halves) == ffmpeg_decoded(whole)
