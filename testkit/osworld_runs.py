@@ -1,5 +1,5 @@
 """Runs of OSWorld-shaped tasks through the benchmark runner with a scripted stand-in planner (shared by the OSWorld
-and WindowsAgentArena tests and the remote throughput benchmarks)."""
+and WindowsAgentArena tests and the runner's throughput benchmark)."""
 
 from __future__ import annotations
 
@@ -95,13 +95,16 @@ def bench_on_machines(
     force: bool = True,
     reset: str | None = None,
     backend: str = "local",
+    parallel: int = 1,
 ) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
     """`symphony-mcp bench BENCHMARK --option ... --machines URL,... [--machine-reset CMD] [--tasks ...]` run here
-    into `results`: its summary and every finished task's evaluation there, by task id."""
+    into `results` (no machines: `--parallel N` local environments): its summary and every finished task's
+    evaluation there, by task id."""
     request = BenchRequest(
         adapter_spec(benchmark, None),
         TaskFilter(task_ids=tuple(ids)),
         tuple(options.items()),
+        parallel=parallel,
         force=force,
         quiet=True,
         machines=tuple(machines),
