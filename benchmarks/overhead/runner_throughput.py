@@ -447,7 +447,7 @@ def main() -> None:
         *facts,
         f"- Load average at the end: {', '.join(f'{value:.2f}' for value in os.getloadavg())}",
         f"- {args.rounds} measured round(s) per scenario after a warm-up round per benchmark ({WARM_UP} tasks on "
-        f"{WARM_UP} machines); scenarios rotated per round",
+        f"{WARM_UP} environments or machines); scenarios rotated per round",
     ]
     publish(run_section(measured, plan, header), args.output)
 
