@@ -323,9 +323,8 @@ def measure(
 
 
 # --- the report -----------------------------------------------------------------------------------------------------
-TITLE = "# The runner's throughput: tasks per hour over 1, 2, 4 environments or machines"
 PREAMBLE = [
-    TITLE,
+    "# The runner's throughput: tasks per hour over 1, 2, 4 environments or machines",
     "",
     "Written by `benchmarks/overhead/runner_throughput.py`; each run is added at the top, earlier runs stay below it, "
     "each with its command, machine, load and tables (a smoke run: fewer tasks or rounds than the defaults, for "
@@ -407,18 +406,24 @@ def publish(section: list[str], output: Path) -> None:
 
 
 def counts_option(text: str) -> tuple[int, ...]:
-    counts = tuple(sorted({int(part) for part in text.split(",")}))
-    if not counts or counts[0] < 1:
-        raise argparse.ArgumentTypeError(f"machine counts are whole numbers from 1, comma-separated: {text!r}")
-    return counts
+    parts = text.split(",")
+    if not all(part.strip().isdigit() and int(part) >= 1 for part in parts):
+        raise argparse.ArgumentTypeError(f"machine counts are whole numbers from 1, comma-separated, not {text!r}")
+    return tuple(sorted({int(part) for part in parts}))
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number from 1, not {text!r}")
+    return int(text)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("benchmarks", nargs="+", choices=list(WORKLOADS), help="the runner's benchmarks to measure")
     parser.add_argument("--machines", type=counts_option, help="counts, e.g. 1,2 (default: osworld 1,2, others 1,2,4)")
-    parser.add_argument("--tasks", type=int, help="tasks per round (default: osworld 12, osworld-vm 8, others 4)")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="measured rounds per scenario")
+    parser.add_argument("--tasks", type=positive, help="tasks per round (default: osworld 12, osworld-vm 8, others 4)")
+    parser.add_argument("--rounds", type=positive, default=DEFAULT_ROUNDS, help="measured rounds per scenario")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="markdown results file (runs are added on top)")
     args = parser.parse_args()
     command = invocation()
@@ -447,7 +452,7 @@ def main() -> None:
         *facts,
         f"- Load average at the end: {', '.join(f'{value:.2f}' for value in os.getloadavg())}",
         f"- {args.rounds} measured round(s) per scenario after a warm-up round per benchmark ({WARM_UP} tasks on "
-        f"{WARM_UP} environments or machines); scenarios rotated per round",
+        f"{WARM_UP} environments or machines, at most); scenarios rotated per round",
     ]
     publish(run_section(measured, plan, header), args.output)
 
