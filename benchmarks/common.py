@@ -1,5 +1,4 @@
-"""What the benchmarks share: their desktop, timing, the stdio server they spawn, the runner's throughput on remote
-machines, and the report's parts.
+"""What the benchmarks share: their desktop, timing, the stdio server they spawn, and the report's parts.
 
 `benchmark_desktop()` starts its own Xvfb at 1920x1080 (a free display number, never an existing display)
 with openbox and three text-filled xterms (XTERMS), the desktop every benchmark here measures on.
@@ -28,12 +27,10 @@ from typing import Any, TypeVar
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from symphony_mcp.bench.types import TaskEvaluation
-from symphony_mcp.config import DisplaySettings, Settings
+from symphony_mcp.config import DisplaySettings
 from symphony_mcp.desktop.capture import ScreenCapturer
 from symphony_mcp.desktop.virtual_display import start_virtual_display
 from symphony_mcp.imaging.geometry import Point, Rect
-from testkit.osworld_runs import bench_on_machines
 
 REPO = Path(__file__).resolve().parent.parent
 RESOLUTION = "1920x1080"
@@ -374,91 +371,3 @@ def source_state() -> str:
         f"git {commit} plus uncommitted changes in {len(changed)} file(s) under symphony_mcp/ "
         f"(sha256 of its .py files, paths and contents: {digest.hexdigest()[:12]})"
     )
-
-
-# --- the runner's throughput on remote machines (`bench NAME --machines ...`) -----------------------------------------
-ThroughputRound = tuple[float, list[TaskEvaluation]]  # the run_bench call's seconds, its tasks' evaluations
-
-
-def setup_solved_task(task_id: str, snapshot: str, folder: str) -> dict[str, Any]:
-    """A task in OSWorld's schema (WAA's is the same) that its setup solves, so the agent only says done: `execute`
-    makes `folder` (under ~) holding a state file, a pyautogui click through `python -c`, a 0.5 s sleep; scored by
-    `exact_match` over `vm_command_line` reading the file back."""
-    return {
-        "id": task_id,
-        "snapshot": snapshot,
-        "instruction": f"Check that the folder ~/{folder} holds its state file.",
-        "config": [
-            {
-                "type": "execute",
-                "parameters": {"command": f"mkdir -p ~/{folder} && echo ok > ~/{folder}/state", "shell": True},
-            },
-            {
-                "type": "execute",
-                "parameters": {"command": ["python", "-c", "import pyautogui; pyautogui.click(960, 540)"]},
-            },
-            {"type": "sleep", "parameters": {"seconds": 0.5}},
-        ],
-        "related_apps": [snapshot],
-        "evaluator": {
-            "func": "exact_match",
-            "result": {"type": "vm_command_line", "command": f"cat ~/{folder}/state", "shell": True},
-            "expected": {"type": "rule", "rules": {"expected": "ok\n"}},
-        },
-    }
-
-
-def solved_round(
-    benchmark: str, options: Mapping[str, object], machines: Sequence[str], settings: Settings, results: Path
-) -> ThroughputRound:
-    """One timed `bench BENCHMARK --machines ...` of every task in the options' folder; each must score 1."""
-    start = time.monotonic()
-    _, found = bench_on_machines(benchmark, options, machines, settings, results)
-    whole = time.monotonic() - start
-    evaluations = list(found.values())
-    assert evaluations and all(e.score == 1.0 for e in evaluations), [
-        (e.task_id, e.failure, e.message) for e in evaluations
-    ]
-    return whole, evaluations
-
-
-def _wall(evaluations: list[TaskEvaluation]) -> float:
-    """The first task's start to the last task's end."""
-    return max(e.ended_at for e in evaluations) - min(e.started_at for e in evaluations)
-
-
-def throughput_table(rounds: Mapping[int, list[ThroughputRound]]) -> list[str]:
-    """Per machine count: wall time for the round's tasks, tasks per hour and the speedup over the fewest machines,
-    the median reset, run and evaluate seconds per task, and the run's time outside the tasks."""
-    rows = []
-    rates: dict[int, float] = {}
-    for count, measured in rounds.items():
-        tasks = [e for _, evaluations in measured for e in evaluations]
-        walls = [_wall(evaluations) for _, evaluations in measured]
-        per_round = len(measured[0][1])
-        rates[count] = per_round / statistics.median(walls) * 3600
-        rows.append(
-            [
-                str(count),
-                str(len(measured)),
-                f"{statistics.median(walls):.2f}",
-                f"{rates[count]:.0f}",
-                f"{rates[count] / rates[min(rounds)]:.2f}x",
-                f"{statistics.median(e.reset_seconds for e in tasks):.2f}",
-                f"{statistics.median(e.run_seconds for e in tasks):.2f}",
-                f"{statistics.median(e.evaluate_seconds for e in tasks):.2f}",
-                f"{statistics.median(whole - w for (whole, _), w in zip(measured, walls, strict=True)):.2f}",
-            ]
-        )
-    header = [
-        "machines",
-        "rounds",
-        f"wall s for {per_round} tasks (median)",
-        "tasks per hour",
-        f"vs {min(rounds)} machine{'s' if min(rounds) > 1 else ''}",
-        "reset s (median per task)",
-        "run s (median)",
-        "evaluate s (median)",
-        "outside the tasks s (plan, environments, summary)",
-    ]
-    return table(header, rows)

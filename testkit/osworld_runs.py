@@ -1,5 +1,5 @@
 """Runs of OSWorld-shaped tasks through the benchmark runner with a scripted stand-in planner (shared by the OSWorld
-and WindowsAgentArena tests and the remote throughput benchmarks)."""
+and WindowsAgentArena tests and the runner's throughput benchmark)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from symphony_mcp.bench.command import run_bench
 from symphony_mcp.bench.environments import started_environments
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.registry import adapter_spec
-from symphony_mcp.bench.request import BenchRequest
+from symphony_mcp.bench.request import Backend, BenchRequest
 from symphony_mcp.bench.results_layout import read_evaluation, task_dir
 from symphony_mcp.bench.runner import make_plan, run_local
 from symphony_mcp.bench.summary import BenchSummary
@@ -94,14 +94,17 @@ def bench_on_machines(
     ids: Sequence[str] = (),
     force: bool = True,
     reset: str | None = None,
-    backend: str = "local",
+    backend: Backend = "local",
+    parallel: int = 1,
 ) -> tuple[BenchSummary, dict[str, TaskEvaluation]]:
     """`symphony-mcp bench BENCHMARK --option ... --machines URL,... [--machine-reset CMD] [--tasks ...]` run here
-    into `results`: its summary and every finished task's evaluation there, by task id."""
+    into `results` (no machines: `--parallel N` local environments): its summary and every finished task's
+    evaluation there, by task id."""
     request = BenchRequest(
         adapter_spec(benchmark, None),
         TaskFilter(task_ids=tuple(ids)),
         tuple(options.items()),
+        parallel=parallel,
         force=force,
         quiet=True,
         machines=tuple(machines),
