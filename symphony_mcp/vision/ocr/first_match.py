@@ -18,21 +18,27 @@ class FirstMatch:
     word as the phrase spells it), so only reading order ranks it against others, and every block starting above the
     bottom of every line up to its own (in reading order) has been read. Every line before it is then read whole: a
     word of a block not read yet starts below all of them, so it can neither start a line before it nor be joined to
-    one (joined words are centred within a third of a line height of each other), no earlier match can appear, and
-    its words keep their ids (words are numbered in reading order). Such a match has every word of the phrase as an
-    OCR word verbatim, so only a block holding one of them, once all of them have been read somewhere, can bring
-    one."""
+    one, no earlier match can appear, and its words keep their ids (words are numbered in reading order). (Lines join
+    when their facing words are centred within a third of the joining line's tallest word of each other; a word
+    starting below a line's bottom is centred at least 4 px of crop padding plus half its height and half the facing
+    word's below it, which only a line holding a word about 1.5 times taller than those two together could bridge:
+    text of such mixed sizes on one line is the case this rule does not guard.)
+
+    The lines up to the match are those of the reading as it stands after the last block read, so `reach` is asked
+    again after every block once the match can exist, not only after blocks holding a word of the phrase: blocks are
+    read in parallel, and a block starting higher may come in after the match was found, with a line before the
+    match's that reaches further down (a tall heading in the next column, its top above the match's line), which a
+    block starting below the old reach can join. The match has every word of the phrase as an OCR word verbatim, so
+    until all of them have been read somewhere there is nothing to ask."""
 
     def __init__(self, phrase: str, matches: Matcher) -> None:
         self._phrase = phrase
         self._matches = matches
-        self._missing = set(phrase.split())
-        self._words = frozenset(self._missing)
+        self._unseen = set(phrase.split())
 
     def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
-        held = self._words.intersection(word.text for word in words)
-        self._missing -= held
-        return bool(held) and not self._missing
+        self._unseen.difference_update(word.text for word in words)
+        return not self._unseen
 
     def reach(self, reading: PartialReading) -> float | None:
         result = reading.result
