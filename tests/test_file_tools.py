@@ -14,7 +14,7 @@ import os
 import pwd
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -159,27 +159,32 @@ async def test_the_transfer_folder_is_the_only_host_folder_named_and_sizes_are_c
         await large_files_are_capped(client, tmp_path, lambda name: name, workdir)
 
 
-async def test_osworld_backend_moves_files_through_the_controller(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("backend", "running", "expands_home"),
+    [("osworld", running_controller, False), ("waa", running_waa_server, True)],
+    ids=["osworld-controller", "waa-server"],
+)
+async def test_machine_backends_move_files_through_their_servers(
+    backend: str,
+    running: Callable[[Path], AbstractContextManager[Any]],
+    expands_home: bool,
+    xdisplay: VirtualDisplay,
+    tmp_path: Path,
+) -> None:
+    """OSWorld's controller and WAA's server: the same transfers, refusals and caps; only WAA's server expands `~`
+    (OSWorld's controller has no home for us, so a path under `~` is refused there as any relative one)."""
     home = tmp_path / "vm-home"
-    with running_controller(home) as vm:
-        async with served(tmp_path, desktop={"backend": "osworld", "url": vm.url}) as client:
+    with running(home) as vm:
+        async with served(tmp_path, desktop={"backend": backend, "url": vm.url}) as client:
             await moves_both_ways(client, tmp_path, lambda name: str(home / name), Path)
-            error = await call_error(client, "upload_file", dest="relative.txt", content="no")
-            assert "give an absolute path on the VM" in error and not (home / "relative.txt").exists()
-            error = await call_error(client, "download_file", src=str(home / "docs"))
-            assert "is a directory, not a regular file" in error
-
-
-async def test_waa_backend_moves_files_through_its_server(xdisplay: VirtualDisplay, tmp_path: Path) -> None:
-    home = tmp_path / "vm-home"
-    with running_waa_server(home) as vm:
-        async with served(tmp_path, desktop={"backend": "waa", "url": vm.url}) as client:
-            await moves_both_ways(client, tmp_path, lambda name: str(home / name), Path)
-            home_relative = await call_ok(client, "upload_file", dest="~/Documents/draft.txt", content="draft")
-            assert home_relative["path"] == str(home / "Documents" / "draft.txt")  # expanded as the server does
-            assert (home / "Documents" / "draft.txt").read_text() == "draft"
-            error = await call_error(client, "upload_file", dest="relative.txt", content="no")
-            assert "give an absolute path on the machine" in error and not (home / "relative.txt").exists()
+            for relative in ["relative.txt"] if expands_home else ["relative.txt", "~/Documents/draft.txt"]:
+                error = await call_error(client, "upload_file", dest=relative, content="no")
+                assert "give an absolute path on the machine" in error, error
+            assert not (home / "relative.txt").exists() and not (home / "Documents" / "draft.txt").exists()
+            if expands_home:
+                home_relative = await call_ok(client, "upload_file", dest="~/Documents/draft.txt", content="draft")
+                assert home_relative["path"] == str(home / "Documents" / "draft.txt")  # expanded as the server does
+                assert (home / "Documents" / "draft.txt").read_text() == "draft"
             error = await call_error(client, "download_file", src=str(home / "docs"))
             assert "is a directory, not a regular file" in error
             error = await call_error(client, "upload_file", dest=str(home / "docs"), content="no", overwrite=True)

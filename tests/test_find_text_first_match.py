@@ -3,6 +3,7 @@ those of a whole reading, the stop is reported (`complete`), and the frame's rea
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from PIL import Image, ImageDraw
 from symphony_mcp.config import load_settings
 from symphony_mcp.imaging.geometry import Rect
 from symphony_mcp.vision.ocr.engines import engine_spec
+from symphony_mcp.vision.ocr.first_match import FirstMatch
 from symphony_mcp.vision.ocr.matching import find_phrase
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline, PartialReading, shared_pipeline
 from symphony_mcp.vision.ocr.types import OcrResult, RecognizedWord
@@ -144,3 +146,64 @@ def test_a_goal_stops_the_reading_and_the_next_call_reads_only_the_rest() -> Non
     finally:
         pipeline.close()
         fresh.close()
+
+
+def tall_heading_beside_the_match() -> Image.Image:
+    """Two columns: a paragraph whose second line is the phrase, and beside it a tall heading whose top lies between
+    the paragraph's lines (its line comes before the phrase's) and whose bottom lies far below the phrase's line. The
+    paragraph's block starts higher, so it is read first and the match is found before the heading is read. Right of
+    the heading, a word whose block starts just below the phrase's line and which a whole reading joins to the
+    heading's line, before the phrase's words: stopping at the phrase's line would give other word ids. Drawn with
+    Pillow's own font, so the layout does not depend on the fonts installed."""
+    page = Image.new("RGB", (1280, 300), "white")
+    draw = ImageDraw.Draw(page)
+    draw.text((40, 70), "Opening words here", fill="black", font_size=20, anchor="lt")
+    draw.text((40, 90), "Save the file now", fill="black", font_size=14, anchor="lt")
+    draw.text((700, 87), "Heading", fill="black", font_size=56, anchor="lt")
+    heading_right = draw.textbbox((700, 87), "Heading", font_size=56, anchor="lt")[2]
+    draw.text((heading_right + 25, 109), "NOTE", fill="black", font_size=20, anchor="lt")
+    draw.text((40, 240), "Closing words far below", fill="black", font_size=20, anchor="lt")
+    return page
+
+
+def test_a_tall_line_in_the_next_column_read_after_the_match_is_read_whole_first() -> None:
+    """With one worker the blocks are read strictly top first, so the heading's block always comes in after the
+    match was found: the reading must go on below the heading's bottom before it stops."""
+    page = tall_heading_beside_the_match()
+    area = Rect(left=0, top=0, width=1280, height=300)
+    one_at_a_time = dataclasses.replace(engine_spec("tesseract"), workers=1)  # blocks strictly top first
+    pipeline, fresh = OcrPipeline(one_at_a_time), OcrPipeline(one_at_a_time)
+    try:
+        partial = pipeline.read_until(page, area, FirstMatch("Save the file", find_phrase))
+        whole = fresh.read(page, area)
+        lines = [line.text for line in whole.lines]
+        assert lines[:3] == ["Opening words here", "Heading NOTE", "Save the file now"], "the layout meant"
+        assert not partial.complete, "the line far below was left unread"
+        (first, *_) = find_phrase(partial.result, "Save the file")
+        assert first == find_phrase(whole, "Save the file")[0], "the same first match, word ids and box"
+        upto = first.word_ids[-1] + 1
+        assert partial.result.words[:upto] == whole.words[:upto], "every line up to the match read whole"
+    finally:
+        pipeline.close()
+        fresh.close()
+
+
+async def test_find_text_beside_a_tall_heading_gives_the_whole_readings_first_match(
+    client: Client, xdisplay: object, tmp_path: Path
+) -> None:
+    """The same layout on the screen, found by the server (a worker per core: blocks come in in any order, so where it
+    stops varies) and read whole by the `ocr` tool from the same frame."""
+    from testkit.kiosk_page import open_kiosk_page
+
+    settings = load_settings().ocr
+    shared_pipeline(settings.engine, settings.language).clear()
+    tall_heading_beside_the_match().save(tmp_path / "layout.png")  # shown 1:1 at the screen's top left
+    html = tmp_path / "layout.html"
+    html.write_text("<!doctype html><title>Layout</title><body style='margin:0;background:#fff'><img src='layout.png'>")
+    async with open_kiosk_page(html.as_uri(), tmp_path) as page:
+        await page.wait_for_function("document.images[0].complete && document.images[0].naturalWidth == 1280")
+        found = await call_ok(client, "find_text", phrase="Save the file", space="screen")
+        reading = await call_ok(client, "ocr", space="screen")
+    lines = [line["text"] for line in reading["lines"]]
+    assert lines.index("Heading NOTE") < lines.index("Save the file now"), lines
+    assert found["matches"][0] == first_of_whole_reading(reading, "Save the file")  # its word ids too

@@ -11,20 +11,19 @@ the environment as the task user (its Coder's commands, or keys on the screen), 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from benchmarks.overhead.osworld_adapter import said_done
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.getters import GetterContext, getter_env, load_getter
 from symphony_mcp.bench.osworld.image import chrome_available, installed_schemas
 from symphony_mcp.bench.osworld.metrics import load_metric
-from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
+from symphony_mcp.bench.types import Environment, TaskFilter
 from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.osworld_host import TASKS, task_account
+from testkit.osworld_scoring import idle_and_solved, score, task_run
 
 MORE_TASKS = TASKS.parent / "osworld_image"
 AUTOSAVE = "2cd43775-7085-45d8-89fa-9e35c0a915cf"  # impress: auto-save every 3 minutes
@@ -119,19 +118,6 @@ def task_user() -> Iterator[str]:
         yield name
 
 
-async def score(adapter: OSWorldAdapter, environment: Environment, task: BenchTask, solution: str | None) -> str:
-    """Reset the task in a fresh environment, run `solution` there as the task user when given, then score it."""
-    await adapter.reset(environment, task)
-    if solution is not None:
-        sandbox = adapter._sandboxes[environment.name]
-        done = subprocess.run(
-            sandbox.command(["bash", "-c", solution]), env=sandbox.env(), capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-    verdict = await adapter.evaluate(environment, task, said_done(task, environment.workdir))
-    return f"{verdict.value:g} {verdict.detail}"
-
-
 @pytest.mark.timeout(600)
 async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str, tmp_path: Path) -> None:
     adapters = [OSWorldAdapter(TASKS), OSWorldAdapter(MORE_TASKS)]  # os tasks; the default video player's
@@ -155,19 +141,12 @@ async def test_image_state_tasks_score_0_left_alone_and_1_solved(task_user: str,
 @pytest.mark.timeout(300)
 async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str, tmp_path: Path) -> None:
     """OSWorld's get_active_url_from_accessTree, unchanged, finds Chrome's address bar in the environment's tree."""
-    adapter = OSWorldAdapter(MORE_TASKS)
-    [task] = adapter.list_tasks(TaskFilter(task_ids=(PASSWORDS_PAGE,)))
-    assert task.skip_reason is None
-    environment = Environment("env-0", "", tmp_path, SpawnServer())
     # The browser's window is up (a search may meet a window that goes away meanwhile: asked again).
     address_bar = (
         "for _ in $(seq 120); do xdotool search --onlyvisible --class chrom >/dev/null 2>&1 && break; sleep 0.5; done"
     )
-    try:
-        idle = await score(adapter, environment, task, address_bar)
-        solved = await score(adapter, environment, task, f"{address_bar} && sleep 2 && {OPEN_PASSWORDS} && sleep 2")
-    finally:
-        await adapter.close()
+    solution = f"{address_bar} && sleep 2 && {OPEN_PASSWORDS} && sleep 2"
+    idle, solved = await idle_and_solved(MORE_TASKS, PASSWORDS_PAGE, tmp_path, address_bar, solution)
     assert idle.startswith("0 is_expected_active_tab('chrome://"), idle  # the new tab page, read from the tree
     assert solved == "1 is_expected_active_tab('chrome://password-manager/passwords') = 1", solved
 
@@ -176,21 +155,14 @@ async def test_the_active_tab_is_read_from_the_accessibility_tree(task_user: str
 async def test_libreoffices_settings_file_is_there_as_in_the_image(task_user: str, tmp_path: Path) -> None:
     """A fresh environment's LibreOffice profile has run once, so OSWorld's auto-save check reads its settings file;
     and its /accessibility serves Impress's whole tree."""
-    adapter = OSWorldAdapter(MORE_TASKS)
-    [task] = adapter.list_tasks(TaskFilter(task_ids=(AUTOSAVE,)))
-    assert task.skip_reason is None
-    environment = Environment("env-0", "", tmp_path, SpawnServer())
-    try:
-        idle = await score(adapter, environment, task, IMPRESS_WINDOW)
+    async with task_run(MORE_TASKS, AUTOSAVE, tmp_path) as run:
+        idle = await run.score(IMPRESS_WINDOW)
         # The environment's /accessibility serves Impress's whole tree, as OSWorld's server does: its first walk of a
         # fresh Impress took longer than the 10 s elements' observation allows (measured), and the slide pane, which
         # OSWorld's check_left_panel looks for, lies near its end.
-        sandbox = adapter._sandboxes[environment.name]
-        with getter_env(GetterContext(sandbox, tmp_path / "cache", (1920, 1080))) as env:
+        with getter_env(GetterContext(run.sandbox, tmp_path / "cache", (1920, 1080))) as env:
             tree = load_getter("accessibility_tree")(env, {})
-        solved = await score(adapter, environment, task, SET_AUTOSAVE)
-    finally:
-        await adapter.close()
+        solved = await run.score(SET_AUTOSAVE)
     assert idle.startswith("0 check_auto_saving_time("), idle
     assert solved.startswith("1 check_auto_saving_time("), solved
     assert "walk cut" not in tree and load_metric("check_left_panel")(tree) == 1.0, tree[-300:]
@@ -200,15 +172,7 @@ async def test_libreoffices_settings_file_is_there_as_in_the_image(task_user: st
 async def test_impress_setup_closes_the_slide_pane_and_view_menu_reopens_it(task_user: str, tmp_path: Path) -> None:
     """ef9d12bd's setup keys (Esc for the one start-up dialog, F10, View, 11th item) close the Slide Pane here as in
     the image, whose LibreOffice profile has Tip of the Day off; OSWorld's check_left_panel then reads the tree."""
-    adapter = OSWorldAdapter(MORE_TASKS)
-    [task] = adapter.list_tasks(TaskFilter(task_ids=(SLIDE_PANE,)))
-    assert task.skip_reason is None
-    environment = Environment("env-0", "", tmp_path, SpawnServer())
-    try:
-        idle = await score(adapter, environment, task, IMPRESS_WINDOW)
-        solved = await score(adapter, environment, task, REOPEN_SLIDE_PANE)
-    finally:
-        await adapter.close()
+    idle, solved = await idle_and_solved(MORE_TASKS, SLIDE_PANE, tmp_path, IMPRESS_WINDOW, REOPEN_SLIDE_PANE)
     assert idle.startswith("0 check_left_panel("), idle[:200]
     assert solved.startswith("1 check_left_panel("), solved[:200]
 
@@ -217,14 +181,6 @@ async def test_impress_setup_closes_the_slide_pane_and_view_menu_reopens_it(task
 async def test_chrome_deletes_data_on_close_only_once_told(task_user: str, tmp_path: Path) -> None:
     """The image's Chrome profile holds no content setting (Chromium's Local Network Access mark is off, CHROME_FLAGS),
     so OSWorld's data_delete_automacally reads 'false' left alone and 'true' after the settings page's change."""
-    adapter = OSWorldAdapter(MORE_TASKS)
-    [task] = adapter.list_tasks(TaskFilter(task_ids=(DELETE_ON_CLOSE,)))
-    assert task.skip_reason is None
-    environment = Environment("env-0", "", tmp_path, SpawnServer())
-    try:
-        idle = await score(adapter, environment, task, None)
-        solved = await score(adapter, environment, task, SET_DELETE_ON_CLOSE)
-    finally:
-        await adapter.close()
+    idle, solved = await idle_and_solved(MORE_TASKS, DELETE_ON_CLOSE, tmp_path, None, SET_DELETE_ON_CLOSE)
     assert idle == "0 exact_match('false') = 0", idle
     assert solved == "1 exact_match('true') = 1", solved

@@ -29,11 +29,11 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.common import REPO, Stats, interpreter, log, machine_facts, publish_report, table
-from benchmarks.overhead.osworld_adapter import said_done
 from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.types import BenchTask, Environment, Score, TaskFilter
 from symphony_mcp.orchestrator.connection import SpawnServer
 from testkit.osworld_files import stand_in_cache
+from testkit.osworld_scoring import said_done
 
 ACCOUNT = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
 Row = tuple[BenchTask, Score | str, float, float]  # task, score (or why it could not run), reset s, evaluate s

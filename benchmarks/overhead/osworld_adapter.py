@@ -33,20 +33,13 @@ from symphony_mcp.bench.osworld import OSWorldAdapter
 from symphony_mcp.bench.osworld.account import TaskUser, find_task_user
 from symphony_mcp.bench.osworld.sandbox import Sandbox
 from symphony_mcp.bench.osworld.tasks import load_tasks
-from symphony_mcp.bench.types import BenchTask, Environment, TaskFilter
-from symphony_mcp.orchestrator.api import TaskOutcome
+from symphony_mcp.bench.types import Environment, TaskFilter
 from symphony_mcp.orchestrator.connection import SpawnServer
-from symphony_mcp.orchestrator.records import RunRecord
 from testkit.osworld_cache import PHOTOS, TRASH, offline_cache
+from testkit.osworld_scoring import said_done
 
 TASKS = REPO / "tests" / "data" / "osworld"
 ACCOUNT = [sys.executable, "-m", "symphony_mcp", "osworld-user"]  # the shipped script, through the CLI
-
-
-def said_done(task: BenchTask, folder: Path) -> TaskOutcome:
-    record = RunRecord(task_id=task.task_id, instruction=str(task.instruction), started_at=time.time(), max_steps=1)
-    record.outcome = "success"
-    return TaskOutcome(task.task_id, "success", False, folder, record, [])
 
 
 def environment_lifecycle(user: TaskUser, count: int) -> tuple[list[float], list[float]]:

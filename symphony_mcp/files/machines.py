@@ -137,7 +137,9 @@ def _remote_path(path: str, absolute_only: bool) -> str:
     if not path or "\x00" in path:
         raise InvalidInputError("give a file path on the machine (no NUL characters)")
     if absolute_only and not path.startswith("/"):
-        raise InvalidInputError(f"{clip(path)}: give an absolute path on the VM (its controller has no home for us)")
+        raise InvalidInputError(
+            f"{clip(path)}: give an absolute path on the machine (its controller has no home for us)"
+        )
     if PurePosixPath(path).name in ("", ".", ".."):
         raise InvalidInputError(f"{clip(path)} names a directory; give a file path")
     return path

@@ -7,7 +7,6 @@ phrase, select the span from one phrase to another. Matching needs no model.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,9 +21,10 @@ from symphony_mcp.desktop.screen import Screen
 from symphony_mcp.desktop.types import MouseButton
 from symphony_mcp.errors import InvalidInputError, clip
 from symphony_mcp.imaging.geometry import Point, Region
+from symphony_mcp.vision.ocr.first_match import FirstMatch
 from symphony_mcp.vision.ocr.matching import TextMatch, closest_texts, find_phrase, rank
 from symphony_mcp.vision.ocr.pipeline import OcrPipeline, PartialReading, is_loaded, shared_pipeline
-from symphony_mcp.vision.ocr.types import OcrResult, OcrWord, RecognizedWord
+from symphony_mcp.vision.ocr.types import OcrResult, OcrWord
 
 CaretPosition = Literal["start", "end"]
 
@@ -112,10 +112,10 @@ class OcrGrounder:
 
     async def _read_for(self, phrase: str, search: TextSearch, engine: str | None = None) -> PartialReading:
         """A reading of the caller's area for the first match of `phrase`: top first, stopped once that match is
-        certain (see `_FirstMatch`); a nearest-first search reads the whole area, since a match anywhere may be
+        certain (see `FirstMatch`); a nearest-first search reads the whole area, since a match anywhere may be
         nearer."""
         frame = await self._capture(search)
-        goal = _FirstMatch(self, phrase) if search.near is None else None
+        goal = FirstMatch(phrase, self._find_phrase) if search.near is None else None
         return await asyncio.to_thread(self.pipeline(engine).read_until, frame.image, frame.area, goal)
 
     async def _matches(self, result: OcrResult, phrase: str, search: TextSearch) -> list[TextMatch]:
@@ -216,42 +216,6 @@ class OcrGrounder:
         self, view: CallerSpace, point: Point, grounding: Grounding, button: MouseButton = "left", count: int = 1
     ) -> ActionRecord:
         return await self.actions.click(Target(point, None, (grounding,)), view, button=button, count=count)
-
-
-class _FirstMatch:
-    """`find_text`'s goal: stop reading once the first match is the one a whole reading would rank first.
-
-    That holds when the first match of the blocks read so far is as good as a match can be (exact, case-exact, on
-    one line, score 100, each word as the phrase spells it), so only reading order ranks it against others, and
-    every block starting above the bottom of every line up to its own (in reading order) has been read. Every line
-    before it is then read whole: a word of a block not read yet starts below all of them, so it can neither start
-    a line before it nor be joined to one (joined words are centred within a third of a line height of each
-    other), no earlier match can appear, and its words keep their ids (words are numbered in reading order). Such
-    a match has every word of the phrase as an OCR word verbatim, so only a block holding one of them, once all of
-    them have been read somewhere, can bring one."""
-
-    def __init__(self, grounder: OcrGrounder, phrase: str) -> None:
-        self._grounder = grounder
-        self._phrase = phrase
-        self._missing = set(phrase.split())
-        self._words = frozenset(self._missing)
-
-    def may_settle(self, words: Sequence[RecognizedWord]) -> bool:
-        held = self._words.intersection(word.text for word in words)
-        self._missing -= held
-        return bool(held) and not self._missing
-
-    def reach(self, reading: PartialReading) -> float | None:
-        result = reading.result
-        matches = self._grounder._find_phrase(result, self._phrase)
-        if not matches:
-            return None
-        first = matches[0]
-        best = first.exact and first.case_exact and len(first.boxes) == 1 and first.score == 100
-        if not best or first.text.split() != self._phrase.split():
-            return None
-        last = result.words[first.word_ids[0]].line_id
-        return max(line.box.top + line.box.height for line in result.lines[: last + 1])
 
 
 def _at(view: CallerSpace, point: Point) -> str:
