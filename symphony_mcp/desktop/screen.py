@@ -165,8 +165,9 @@ class Screen:
         def grab_and_encode(desktop: Desktop) -> tuple[Shot, Rect, EncodedImage]:
             # One trip to the desktop thread: a screenshot is latency-bound. The picture is grabbed at the image size
             # (downscaled before any conversion, see `Desktop.grab_scaled`), so encoding only compresses it.
-            shown = self._area(desktop, 0 if region_rect is not None and monitor is None else monitor, region_rect)
-            area, cursor = shown[1], desktop.cursor()
+            asked = 0 if region_rect is not None and monitor is None else monitor
+            index, area = self._area(desktop, asked, region_rect)
+            cursor = desktop.cursor()
             picture = desktop.grab_scaled(area, target_size(area.width, area.height, options))
             marker = None
             if want_marker and cursor is not None and area.contains(cursor.x, cursor.y):
@@ -174,7 +175,7 @@ class Screen:
                     (cursor.x - area.left + 0.5) * picture.width / area.width - 0.5,
                     (cursor.y - area.top + 0.5) * picture.height / area.height - 0.5,
                 )
-            return Shot(area, shown[0], cursor), _monitor_rect(desktop, 0), encode_image(picture, options, marker)
+            return Shot(area, index, cursor), _monitor_rect(desktop, 0), encode_image(picture, options, marker)
 
         shot, screen, encoded = await self.thread.run(grab_and_encode)
         return encoded, self._describe(shot, screen, encoded)
